@@ -1,0 +1,37 @@
+package nodehealth
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config holds the two grace periods of the node health tracker. Every field
+// is literal: a zero duration means "stale as soon as any time passes after
+// the last signal", not "use the default".
+type Config struct {
+	// GracePeriod is how long a node that has a Ready condition may go
+	// without a fresh signal (a status heartbeat change or a newer Lease
+	// renewal) before it is stale: kube-controller-manager's
+	// --node-monitor-grace-period (50s since v1.32, 40s before).
+	GracePeriod time.Duration
+	// StartupGracePeriod is the same limit while the node has no Ready
+	// condition at all: --node-startup-grace-period (60s).
+	StartupGracePeriod time.Duration
+}
+
+// DefaultConfig returns the upstream Kubernetes v1.36 defaults: a 50s grace
+// period and a 60s startup grace period.
+func DefaultConfig() Config {
+	return Config{GracePeriod: 50 * time.Second, StartupGracePeriod: 60 * time.Second}
+}
+
+// validate reports the first invalid field.
+func (c Config) validate() error {
+	if c.GracePeriod < 0 {
+		return fmt.Errorf("%w: GracePeriod %v is negative", ErrInvalidConfig, c.GracePeriod)
+	}
+	if c.StartupGracePeriod < 0 {
+		return fmt.Errorf("%w: StartupGracePeriod %v is negative", ErrInvalidConfig, c.StartupGracePeriod)
+	}
+	return nil
+}

@@ -1,0 +1,241 @@
+// Package nodehealth decides, pass after pass, whether each node still sends
+// health signals, what to write when it stopped, when its pods must be marked
+// NotReady, and whether a node whose cloud instance is reported gone may be
+// deleted.
+//
+// # What is modelled
+//
+// From Kubernetes v1.36.3 (kube-controller-manager):
+//
+//   - Tracker: the health part of the node lifecycle controller
+//     (pkg/controller/nodelifecycle, tryUpdateNodeHealth and the
+//     MarkPodsNotReady edge of monitorNodeHealth), with the default
+//     --node-monitor-grace-period 50s and --node-startup-grace-period 60s.
+//   - PodNotReadyStatus: MarkPodsNotReady (pkg/controller/util/node) for one
+//     pod.
+//   - ClassifyExistence and OrphanTracker: the existence check of the cloud
+//     node lifecycle controller (k8s.io/cloud-provider, MonitorNodes), with
+//     the lessons of the Azure VMSS incident (#95288).
+//
+// Default behaviour reproduces upstream decisions; the differences are
+// listed below. The package decides only: the caller owns the informers, the
+// API writes, the zone handling (package zonestate) and the taints (package
+// taints).
+//
+// # Node health states
+//
+// A node's probe time is the controller-clock time of its last fresh signal:
+// a Ready LastHeartbeatTime different from the one seen before, or a Lease
+// RenewTime newer than the one seen before. Kubelet timestamps are only ever
+// compared for change; the controller never trusts the kubelet's clock.
+// The grace is GracePeriod while the node has a Ready condition and
+// StartupGracePeriod while it has none. Deadline = probe + grace.
+//
+//	State          what holds                      event                              next           Result
+//	-------------  ------------------------------  ---------------------------------  -------------  -----------------------------------
+//	unseen         no record                       Observe, Ready present             fresh          probe = now (full grace from first
+//	                                                                                                 sight, whatever the heartbeat says)
+//	unseen         no record                       Observe, no Ready                  fresh/stale    probe = CreationTimestamp (now if
+//	                                                                                                 in the future or zero)
+//	fresh          now <= Deadline                 heartbeat change or newer Lease    fresh          probe = now
+//	fresh          now <= Deadline                 now > Deadline                     stale          -
+//	stale          Ready True/False/missing        Observe                            written        Stale, StatusUpdate (Ready and the
+//	                                                                                                 pressure conditions Unknown);
+//	                                                                                                 MarkPodsNotReady if Ready was True
+//	written        write assumed done              cache still shows the old Ready    written        the same StatusUpdate again
+//	                                               (the write failed)
+//	written        write assumed done              cache shows the Unknown Ready      stale-unknown  Stale, no write
+//	stale-unknown  Ready already Unknown           Observe                            stale-unknown  Stale, no write (pressure
+//	                                                                                                 conditions are left as they are)
+//	any            -                               heartbeat change or newer Lease    fresh          probe = now
+//	any            -                               ResetProbes(now)                   fresh          probe = ReadyTransition = now
+//	any            -                               Forget                             unseen         -
+//
+// On a stale node Ready, MemoryPressure, DiskPressure and PIDPressure, in
+// that order, become Unknown: a missing one is appended with reason
+// NodeStatusNeverUpdated ("Kubelet never posted node status.") and
+// LastHeartbeatTime = CreationTimestamp; a present one that is not Unknown
+// gets reason NodeStatusUnknown ("Kubelet stopped posting node status.") and
+// keeps its heartbeat; LastTransitionTime = now. NetworkUnavailable and
+// custom conditions are never touched. The status is written only when the
+// Ready condition changes, so a node whose Ready is already Unknown gets no
+// write even if its pressure conditions are stale (upstream parity).
+//
+// The pods-not-ready edge (Result.MarkPodsNotReady):
+//
+//	edge   event                                              next
+//	-----  -------------------------------------------------  -----
+//	clear  the Tracker turns Ready True into Unknown          set
+//	set    AckPodsNotReady(name)                              clear
+//	set    Observe sees Ready=True (the kubelet is back)      clear
+//	set    Forget(name)                                       clear
+//	set    Snapshot / Restore, failed writes, further passes  set
+//
+// A kubelet that reports Ready=False itself never sets the edge: it is alive
+// and manages its pods' readiness. While the edge is set and Ready is False
+// or Unknown, the caller keeps trying to mark the pods (upstream's
+// nodesToRetry does the same).
+//
+// # The caller loop
+//
+// One monitor pass (upstream: every 5s), with the other packages elided:
+//
+//	health, err := nodehealth.NewTracker(nodehealth.DefaultConfig())
+//	...
+//	health.Restore(clock.Now(), loadCheckpoint()) // optional: survive restarts
+//	for range ticker.C {
+//		now := clock.Now()
+//		for _, node := range nodeLister.List() {
+//			lease, _ := leaseLister.Leases("kube-node-lease").Get(node.Name) // nil if none
+//			res, err := health.Observe(now, node, lease)
+//			if err != nil {
+//				continue // bad input only (nil node, foreign lease)
+//			}
+//			if res.StatusUpdate != nil {
+//				n := node.DeepCopy()
+//				n.Status = *res.StatusUpdate
+//				if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, opts); err != nil {
+//					continue // next pass produces the update again; the edge stays
+//				}
+//			}
+//			if res.MarkPodsNotReady {
+//				ok := true
+//				for _, pod := range podsByNodeName(node.Name) {
+//					if st, changed := nodehealth.PodNotReadyStatus(now, pod); changed {
+//						p := pod.DeepCopy()
+//						p.Status = *st
+//						if _, err := client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, opts); err != nil && !apierrors.IsNotFound(err) {
+//							ok = false
+//						}
+//					}
+//				}
+//				if ok {
+//					health.AckPodsNotReady(node.Name)
+//				}
+//			}
+//			// res.CurrentReady feeds zonestate and taints.DecideNoExecute.
+//		}
+//		// zonestate: on ExitedFullDisruption call health.ResetProbes(now).
+//		// On a Node delete event: health.Forget(name).
+//		// From time to time: saveCheckpoint(health.Snapshot()).
+//	}
+//
+// The cloud existence check, for each node that is not Ready:
+//
+//	orphans, err := nodehealth.NewOrphanTracker(nodehealth.DefaultOrphanPolicy())
+//	...
+//	if next, ok := orphans.NextCheck(node.Name); ok && now.Before(next) {
+//		continue // backing off, or waiting for MinNotFoundAge
+//	}
+//	exists, err := instances.InstanceExists(ctx, node) // wrap not-found errors with ErrInstanceNotFound / ErrParentNotFound
+//	d := orphans.Observe(now, node, nodehealth.ClassifyExistence(exists, err))
+//	if d.Delete {
+//		client.CoreV1().Nodes().Delete(ctx, node.Name, metav1.DeleteOptions{}) // event: DeletingNode
+//	}
+//
+// # Writes the caller could not make
+//
+// When Observe returns a StatusUpdate the Tracker records it as written,
+// exactly as upstream updates its record after a successful write: the
+// written Ready condition becomes the saved one and ReadyTransition = now.
+// No acknowledgement is needed because the input carries the truth: if the
+// write failed, the node in the caller's cache still has its old Ready
+// condition (same heartbeat, so no fresh signal), so the next Observe finds
+// the node stale with a Ready that is not Unknown and produces the update
+// again (with a newer LastTransitionTime); the MarkPodsNotReady edge stays
+// set until acknowledged. If the cache lags behind a successful write, the
+// same update may be produced once more; writing it again is harmless (use
+// the node's resourceVersion to detect the conflict).
+//
+// # Aliasing
+//
+// Result.ObservedReady and Result.CurrentReady may point into the node passed
+// to Observe, into Result.StatusUpdate, or (for a node without a Ready
+// condition) to a synthetic condition the Tracker hands out to every call and
+// never modifies. Nothing is copied in the steady state, so Observe allocates
+// nothing there. Callers must not modify these conditions.
+//
+// # Time
+//
+// Every time-dependent method takes now. The Tracker and the OrphanTracker
+// each keep the latest now they have seen and use it in place of an earlier
+// one, so time going backwards counts as no time elapsed: probe times never
+// move back and a stale node stays stale. Kubelet timestamps (heartbeat,
+// transition, Lease RenewTime) are never compared with now.
+//
+// # Concurrency
+//
+// Tracker and OrphanTracker are safe for concurrent use: each has one mutex,
+// runs no callbacks and starts no goroutines. PodNotReadyStatus and
+// ClassifyExistence are pure functions.
+//
+// # Differences from upstream
+//
+//   - Restarts: unlike upstream, which keeps its records in memory only,
+//     Snapshot and Restore carry each node's probe and transition times, last
+//     heartbeat, Lease RenewTime and pending pods-not-ready edge across a
+//     controller restart, so a restart neither grants every node a fresh
+//     grace period (#108268) nor forgets to mark pods NotReady (#50067,
+//     #135205).
+//   - Pods-not-ready edge: unlike upstream, where it is a one-shot event of
+//     the pass that wrote Unknown (lost if the pod listing fails before the
+//     retry set is filled, or on restart), it stays set until
+//     AckPodsNotReady or until the node is Ready again.
+//   - Creation time: unlike upstream, a CreationTimestamp in the future (clock
+//     skew) or zero is read as now for the first probe of a node without a
+//     Ready condition; upstream would postpone the Unknown write arbitrarily
+//     (or write at first sight). Found while reading the code (spec h.14), no
+//     upstream issue.
+//   - Heartbeats are compared as instants (time.Time.Equal); upstream
+//     compares metav1.Time structs with !=, which also sees a change of
+//     location or monotonic reading.
+//   - Time going backwards is no time elapsed (upstream reads the wall clock).
+//   - A Lease named after another node is an error (ErrLeaseMismatch);
+//     upstream fetches it by name and cannot get it wrong.
+//   - Cloud existence: unlike upstream, which compares
+//     cloudprovider.InstanceNotFound with ==, not-found errors are matched
+//     with errors.Is, a missing parent group counts as not found (#95288),
+//     any other error is Unknown and backed off exponentially instead of
+//     being retried every monitor period, and OrphanPolicy can require
+//     several NotFound answers over a minimum age (the default, one answer
+//     and no age, is upstream's).
+//
+// Kept on purpose, for parity (and documented on the methods):
+//
+//   - A Ready condition that disappears keeps the old probe time and the
+//     grace silently becomes StartupGracePeriod: upstream's branch that would
+//     reset the probe is unreachable (spec a.2).
+//   - A node first seen with a Ready condition gets a full grace period from
+//     first sight, whatever its last heartbeat (spec a.5).
+//   - A node that never posts a status but keeps renewing its Lease is
+//     healthy forever and never gets conditions written (spec h.12).
+//   - Only a strictly newer Lease RenewTime is a signal: after a kubelet
+//     clock that ran ahead is corrected, its renewals do not count until it
+//     catches up with the RenewTime seen before. A saved Lease with a nil
+//     RenewTime blocks later Lease refreshes the same way (upstream's
+//     nil-safe Before). Both last until a write replaces the saved Lease
+//     with the observed one (nil forgets it, so the next Lease is a first
+//     sight).
+//   - Only the Ready condition decides the write (spec h.14).
+//
+// # Benchmarks
+//
+// go test -bench . -benchmem on a shared 2-core AMD EPYC VM running other
+// jobs (load average 7-11): figures are indicative. "best" is the lowest of
+// about 20 runs, "loaded" the usual range.
+//
+//	Benchmark                                     best          loaded          B/op          allocs/op
+//	Observe pass, 5,000 nodes, Lease renewed      64 ns/node    100-250 ns/node 0             0
+//	Observe pass, 500 nodes, Lease renewed        50 ns/node    80-150 ns/node  0             0
+//	Observe pass, 5,000 nodes, all written        -             4-16 µs/node    2.9 KB/node   18/node
+//	OrphanTracker.Observe, 5,000 nodes, Unknown   65 ns/node    65-85 ns/node   0             0
+//	PodNotReadyStatus, 150,000 pods               -             0.85-1.4 µs/pod 512 B/pod     2/pod
+//	Snapshot + Restore, 5,000 nodes               -             5.6-9.5 ms      2.5 MB        15,050
+//
+// Targets (issue 3): a steady-state Observe pass over 5,000 nodes allocates
+// nothing (met, also pinned by TestObserveSteadyStateAllocatesNothing) and
+// costs at most 100 ns per node (met when the machine is quiet; the cost is
+// dominated by cache misses on the caller's node and Lease objects, so it
+// rises with memory contention). A written node costs a deep copy of its
+// status (here with 10 images and 5 conditions).
+package nodehealth

@@ -1,0 +1,191 @@
+package nodehealth_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubelifecycle/lifecycle/internal/testutil"
+	"github.com/kubelifecycle/lifecycle/nodehealth"
+)
+
+// secs formats t as seconds after the fixed epoch.
+func secs(t time.Time) string { return fmt.Sprintf("%gs", t.Sub(testutil.Epoch).Seconds()) }
+
+// Example drives a Tracker the way a node lifecycle controller does: one
+// monitor pass every 5s over the nodes in its cache, writing what the Tracker
+// asks for and marking pods NotReady when it flips a node to Unknown. Node
+// "b" stops renewing its Lease at 10s.
+func Example() {
+	health, err := nodehealth.NewTracker(nodehealth.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	// The "API server": nodes, leases and pods the caller reads and writes.
+	nodes := map[string]*v1.Node{}
+	for _, name := range []string{"a", "b"} {
+		nodes[name] = testutil.WithReady(testutil.Node(name, testutil.Epoch), v1.ConditionTrue, testutil.Epoch, testutil.Epoch)
+	}
+	pods := []*v1.Pod{testutil.Pod("default", "web-1", "b"), testutil.Pod("default", "web-2", "a")}
+
+	for now := testutil.Epoch; !now.After(testutil.At(80 * time.Second)); now = now.Add(5 * time.Second) {
+		for _, name := range []string{"a", "b"} {
+			lease := testutil.Lease(name, now) // kubelet renews every pass...
+			if name == "b" && now.After(testutil.At(10*time.Second)) {
+				lease = testutil.Lease(name, testutil.At(10*time.Second)) // ...until b dies
+			}
+			res, err := health.Observe(now, nodes[name], lease)
+			if err != nil {
+				panic(err)
+			}
+			if res.StatusUpdate != nil {
+				n := nodes[name].DeepCopy()
+				n.Status = *res.StatusUpdate // UpdateStatus
+				nodes[name] = n
+				fmt.Printf("%s: node %s written Ready=%s (%s)\n", secs(now), name, res.CurrentReady.Status, res.CurrentReady.Reason)
+			}
+			if res.MarkPodsNotReady {
+				for i, p := range pods {
+					if p.Spec.NodeName != name {
+						continue
+					}
+					if st, ok := nodehealth.PodNotReadyStatus(now, p); ok {
+						p = p.DeepCopy()
+						p.Status = *st // UpdateStatus
+						pods[i] = p
+						fmt.Printf("%s: pod %s marked NotReady\n", secs(now), p.Name)
+					}
+				}
+				health.AckPodsNotReady(name)
+			}
+		}
+	}
+	// Output:
+	// 65s: node b written Ready=Unknown (NodeStatusUnknown)
+	// 65s: pod web-1 marked NotReady
+}
+
+// A node that stops sending signals is stale strictly after probe + grace,
+// and its Ready condition is then written Unknown.
+func ExampleTracker_Observe() {
+	health, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
+	node := testutil.WithReady(testutil.Node("n1", testutil.Epoch), v1.ConditionTrue, testutil.Epoch, testutil.Epoch)
+	for _, at := range []time.Duration{0, 50 * time.Second, 55 * time.Second} {
+		res, _ := health.Observe(testutil.At(at), node, nil)
+		fmt.Printf("at %v: stale=%v deadline=%s write=%v pods=%v\n",
+			at, res.Stale, secs(res.Deadline), res.StatusUpdate != nil, res.MarkPodsNotReady)
+		if res.StatusUpdate != nil {
+			for _, c := range res.StatusUpdate.Conditions {
+				fmt.Printf("  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+	}
+	// Output:
+	// at 0s: stale=false deadline=50s write=false pods=false
+	// at 50s: stale=false deadline=50s write=false pods=false
+	// at 55s: stale=true deadline=50s write=true pods=true
+	//   Ready=Unknown NodeStatusUnknown: Kubelet stopped posting node status.
+	//   MemoryPressure=Unknown NodeStatusNeverUpdated: Kubelet never posted node status.
+	//   DiskPressure=Unknown NodeStatusNeverUpdated: Kubelet never posted node status.
+	//   PIDPressure=Unknown NodeStatusNeverUpdated: Kubelet never posted node status.
+}
+
+// A newer Lease RenewTime is a fresh signal even when the node's status
+// never changes; an equal or older one is not.
+func ExampleTracker_Observe_lease() {
+	health, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
+	node := testutil.WithReady(testutil.Node("n1", testutil.Epoch), v1.ConditionTrue, testutil.Epoch, testutil.Epoch)
+	for _, step := range []struct{ at, renew time.Duration }{
+		{0, 0}, {40 * time.Second, 40 * time.Second}, {80 * time.Second, 40 * time.Second}, {91 * time.Second, 30 * time.Second},
+	} {
+		res, _ := health.Observe(testutil.At(step.at), node, testutil.Lease("n1", testutil.At(step.renew)))
+		fmt.Printf("at %v, lease renewed at %v: deadline=%s stale=%v\n", step.at, step.renew, secs(res.Deadline), res.Stale)
+	}
+	// Output:
+	// at 0s, lease renewed at 0s: deadline=50s stale=false
+	// at 40s, lease renewed at 40s: deadline=90s stale=false
+	// at 1m20s, lease renewed at 40s: deadline=90s stale=false
+	// at 1m31s, lease renewed at 30s: deadline=90s stale=true
+}
+
+// Snapshot and Restore carry the grace period and the pods-not-ready edge
+// across a controller restart: the restarted Tracker does not grant a fresh
+// grace period (upstream #108268).
+func ExampleTracker_Snapshot() {
+	node := testutil.WithReady(testutil.Node("n1", testutil.Epoch), v1.ConditionTrue, testutil.Epoch, testutil.Epoch)
+	before, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
+	before.Observe(testutil.At(0), node, nil)
+	saved := before.Snapshot() // e.g. stored in a ConfigMap as JSON
+
+	after, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
+	after.Restore(testutil.At(30*time.Second), saved)
+	res, _ := after.Observe(testutil.At(51*time.Second), node, nil)
+	fmt.Printf("restored: deadline=%s stale=%v\n", secs(res.Deadline), res.Stale)
+
+	fresh, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
+	res, _ = fresh.Observe(testutil.At(51*time.Second), node, nil)
+	fmt.Printf("not restored: deadline=%s stale=%v\n", secs(res.Deadline), res.Stale)
+	// Output:
+	// restored: deadline=50s stale=true
+	// not restored: deadline=101s stale=false
+}
+
+// PodNotReadyStatus computes the status to write for one pod of a node the
+// Tracker flipped to Unknown.
+func ExamplePodNotReadyStatus() {
+	pod := testutil.Pod("default", "web-1", "n1")
+	st, ok := nodehealth.PodNotReadyStatus(testutil.At(55*time.Second), pod)
+	fmt.Println(ok, st.Conditions[0].Type, st.Conditions[0].Status, secs(st.Conditions[0].LastTransitionTime.Time))
+	_, ok = nodehealth.PodNotReadyStatus(testutil.At(60*time.Second), &v1.Pod{Status: *st})
+	fmt.Println(ok)
+	// Output:
+	// true Ready False 55s
+	// false
+}
+
+// ClassifyExistence never reads an error as "exists" or "gone", except the
+// not-found sentinels, which a provider wraps.
+func ExampleClassifyExistence() {
+	fmt.Println(nodehealth.ClassifyExistence(true, nil))
+	fmt.Println(nodehealth.ClassifyExistence(false, nil))
+	fmt.Println(nodehealth.ClassifyExistence(false, fmt.Errorf("vmss gone: %w", nodehealth.ErrParentNotFound)))
+	fmt.Println(nodehealth.ClassifyExistence(false, errors.New("HTTP 429")))
+	// Output:
+	// Exists
+	// NotFound
+	// NotFound
+	// Unknown
+}
+
+// An OrphanTracker with a stricter policy than upstream's: three NotFound
+// answers over at least a minute before a NotReady node is deleted; cloud
+// errors back off.
+func ExampleOrphanTracker() {
+	orphans, _ := nodehealth.NewOrphanTracker(nodehealth.OrphanPolicy{
+		Confirmations: 3, MinNotFoundAge: time.Minute,
+		UnknownBackoff: 5 * time.Second, MaxUnknownBackoff: 5 * time.Minute,
+	})
+	node := testutil.WithReady(testutil.Node("n1", testutil.Epoch), v1.ConditionUnknown, testutil.Epoch, testutil.Epoch)
+	throttled := errors.New("HTTP 429")
+	for _, step := range []struct {
+		at  time.Duration
+		err error
+	}{
+		{0, nodehealth.ErrInstanceNotFound},
+		{5 * time.Second, throttled},
+		{10 * time.Second, nodehealth.ErrInstanceNotFound},
+		{20 * time.Second, nodehealth.ErrInstanceNotFound},
+		{60 * time.Second, nodehealth.ErrInstanceNotFound},
+	} {
+		d := orphans.Observe(testutil.At(step.at), node, nodehealth.ClassifyExistence(false, step.err))
+		fmt.Printf("at %v: delete=%v reason=%v next=%s\n", step.at, d.Delete, d.Reason, secs(d.NextCheck))
+	}
+	// Output:
+	// at 0s: delete=false reason=AwaitingConfirmations next=0s
+	// at 5s: delete=false reason=CloudUnknown next=10s
+	// at 10s: delete=false reason=AwaitingConfirmations next=10s
+	// at 20s: delete=false reason=AwaitingAge next=60s
+	// at 1m0s: delete=true reason=NotFound next=60s
+}

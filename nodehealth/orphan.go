@@ -1,0 +1,240 @@
+package nodehealth
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// OrphanPolicy says when a node whose cloud instance is reported gone may be
+// deleted, and how fast to retry a cloud that cannot answer. Every field is
+// literal.
+type OrphanPolicy struct {
+	// Confirmations is how many NotFound answers are needed before deletion
+	// (at least 1). Each Observe with ExistenceNotFound is one answer, so
+	// the caller should pass one fresh cloud read per call.
+	Confirmations int
+	// MinNotFoundAge is how long the NotFound answers must span: deletion
+	// waits until now - (first NotFound) >= MinNotFoundAge. 0: no wait.
+	MinNotFoundAge time.Duration
+	// UnknownBackoff is the wait after the first Unknown answer in a row;
+	// each further Unknown doubles it, up to MaxUnknownBackoff. 0: no wait.
+	UnknownBackoff time.Duration
+	// MaxUnknownBackoff caps the Unknown backoff; it may not be smaller than
+	// UnknownBackoff.
+	MaxUnknownBackoff time.Duration
+}
+
+// DefaultOrphanPolicy returns upstream-compatible values: the first NotFound
+// answer deletes (1 confirmation, no minimum age), as the cloud node
+// lifecycle controller does. Upstream retries a failing cloud every monitor
+// period (5s) forever; the default keeps that first retry (5s) but doubles
+// it up to 5m, so a broken cloud API is not hammered.
+func DefaultOrphanPolicy() OrphanPolicy {
+	return OrphanPolicy{Confirmations: 1, UnknownBackoff: 5 * time.Second, MaxUnknownBackoff: 5 * time.Minute}
+}
+
+func (p OrphanPolicy) validate() error {
+	switch {
+	case p.Confirmations < 1:
+		return fmt.Errorf("%w: Confirmations %d is less than 1", ErrInvalidConfig, p.Confirmations)
+	case p.MinNotFoundAge < 0:
+		return fmt.Errorf("%w: MinNotFoundAge %v is negative", ErrInvalidConfig, p.MinNotFoundAge)
+	case p.UnknownBackoff < 0:
+		return fmt.Errorf("%w: UnknownBackoff %v is negative", ErrInvalidConfig, p.UnknownBackoff)
+	case p.MaxUnknownBackoff < p.UnknownBackoff:
+		return fmt.Errorf("%w: MaxUnknownBackoff %v is less than UnknownBackoff %v",
+			ErrInvalidConfig, p.MaxUnknownBackoff, p.UnknownBackoff)
+	}
+	return nil
+}
+
+// OrphanReason says why an OrphanDecision was taken.
+type OrphanReason uint8
+
+const (
+	// OrphanInvalidNode: the node was nil or had no name; nothing decided.
+	OrphanInvalidNode OrphanReason = 1 + iota
+	// OrphanNodeReady: the node is Ready, so it is never deleted whatever the
+	// cloud says; its NotFound count and backoff are reset.
+	OrphanNodeReady
+	// OrphanExists: the instance exists; the NotFound count is reset.
+	OrphanExists
+	// OrphanCloudUnknown: the cloud could not answer; nothing counted or
+	// reset, next check after the backoff.
+	OrphanCloudUnknown
+	// OrphanAwaitingConfirmations: NotFound, but fewer than Confirmations
+	// answers so far.
+	OrphanAwaitingConfirmations
+	// OrphanAwaitingAge: enough NotFound answers, but they do not yet span
+	// MinNotFoundAge; NextCheck is when they will.
+	OrphanAwaitingAge
+	// OrphanNotFound: the instance is gone, confirmed: delete the node.
+	OrphanNotFound
+)
+
+var orphanReasonNames = [...]string{
+	OrphanInvalidNode:           "InvalidNode",
+	OrphanNodeReady:             "NodeReady",
+	OrphanExists:                "Exists",
+	OrphanCloudUnknown:          "CloudUnknown",
+	OrphanAwaitingConfirmations: "AwaitingConfirmations",
+	OrphanAwaitingAge:           "AwaitingAge",
+	OrphanNotFound:              "NotFound",
+}
+
+// String returns the reason's name, such as "NotFound" (or "OrphanReason(n)").
+func (r OrphanReason) String() string {
+	if int(r) < len(orphanReasonNames) && orphanReasonNames[r] != "" {
+		return orphanReasonNames[r]
+	}
+	return "OrphanReason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// OrphanDecision is what OrphanTracker.Observe decided for one node.
+type OrphanDecision struct {
+	// Delete is true when the caller should delete the Node object.
+	Delete bool
+	// Reason says why.
+	Reason OrphanReason
+	// NextCheck is the earliest time another cloud query for this node is
+	// useful; a time not after now means "at your next regular pass".
+	NextCheck time.Time
+	// NotFound is the number of NotFound answers counted so far.
+	NotFound int
+}
+
+// OrphanTracker decides when a node whose cloud instance is reported missing
+// may be deleted (upstream's cloud node lifecycle controller, with the
+// lessons of the Azure VMSS incident #95288). Rules:
+//
+//   - a Ready node is never deleted, and being Ready resets its count;
+//   - deletion needs Confirmations NotFound answers spanning at least
+//     MinNotFoundAge;
+//   - an Exists answer resets the count;
+//   - an Unknown answer neither counts nor resets, and sets NextCheck with
+//     an exponential backoff (UnknownBackoff, doubling, capped at
+//     MaxUnknownBackoff) that any Exists or NotFound answer resets.
+//
+// After a Delete decision the record stays (so a failed deletion is simply
+// decided again on the next NotFound) until Forget. Nodes that are Ready or
+// whose instance exists keep no record at all.
+//
+// The zero value is not usable; create one with NewOrphanTracker. An
+// OrphanTracker is safe for concurrent use (one mutex; no callbacks).
+type OrphanTracker struct {
+	mu    sync.Mutex
+	p     OrphanPolicy
+	last  time.Time // latest now seen; an earlier now is treated as this one
+	nodes map[string]*orphanRecord
+}
+
+type orphanRecord struct {
+	notFound      int
+	firstNotFound time.Time
+	unknowns      int           // Unknown answers in a row
+	backoff       time.Duration // the last Unknown backoff
+	nextCheck     time.Time
+}
+
+// NewOrphanTracker returns an empty OrphanTracker for p, or an error
+// wrapping ErrInvalidConfig (Confirmations < 1, a negative duration, or
+// MaxUnknownBackoff < UnknownBackoff).
+func NewOrphanTracker(p OrphanPolicy) (*OrphanTracker, error) {
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	return &OrphanTracker{p: p, nodes: make(map[string]*orphanRecord)}, nil
+}
+
+// Observe records the cloud's answer e for node at now and decides. For a
+// Ready node (Ready condition True) e is ignored and the caller need not
+// query the cloud at all, as upstream. A nil or unnamed node yields
+// OrphanInvalidNode. An Existence value outside the three constants counts
+// as Unknown. O(1).
+func (o *OrphanTracker) Observe(now time.Time, node *v1.Node, e Existence) OrphanDecision {
+	if node == nil || node.Name == "" {
+		return OrphanDecision{Reason: OrphanInvalidNode, NextCheck: now}
+	}
+	ready := false
+	if c := findCondition(node.Status.Conditions, v1.NodeReady); c != nil {
+		ready = c.Status == v1.ConditionTrue
+	}
+
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if now.Before(o.last) {
+		now = o.last
+	} else {
+		o.last = now
+	}
+	if ready {
+		delete(o.nodes, node.Name)
+		return OrphanDecision{Reason: OrphanNodeReady, NextCheck: now}
+	}
+	if e == ExistenceExists {
+		delete(o.nodes, node.Name)
+		return OrphanDecision{Reason: OrphanExists, NextCheck: now}
+	}
+	rec := o.nodes[node.Name]
+	if rec == nil {
+		rec = &orphanRecord{}
+		o.nodes[node.Name] = rec
+	}
+	d := OrphanDecision{NextCheck: now}
+	if e == ExistenceNotFound {
+		rec.unknowns, rec.backoff = 0, 0
+		if rec.notFound == 0 {
+			rec.firstNotFound = now
+		}
+		rec.notFound++
+		switch oldEnough := rec.firstNotFound.Add(o.p.MinNotFoundAge); {
+		case rec.notFound < o.p.Confirmations:
+			d.Reason = OrphanAwaitingConfirmations
+		case now.Before(oldEnough):
+			d.Reason = OrphanAwaitingAge
+			d.NextCheck = oldEnough
+		default:
+			d.Reason = OrphanNotFound
+			d.Delete = true
+		}
+	} else {
+		rec.unknowns++
+		switch {
+		case rec.unknowns == 1:
+			rec.backoff = o.p.UnknownBackoff
+		case rec.backoff > o.p.MaxUnknownBackoff/2:
+			rec.backoff = o.p.MaxUnknownBackoff
+		default:
+			rec.backoff *= 2
+		}
+		d.Reason = OrphanCloudUnknown
+		d.NextCheck = now.Add(rec.backoff)
+	}
+	rec.nextCheck = d.NextCheck
+	d.NotFound = rec.notFound
+	return d
+}
+
+// NextCheck returns the NextCheck of the last decision for a node that has a
+// record (a pending NotFound count or an Unknown backoff), so a caller can
+// skip the cloud query while now is before it. false: no record, query at
+// will.
+func (o *OrphanTracker) NextCheck(name string) (time.Time, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if rec := o.nodes[name]; rec != nil {
+		return rec.nextCheck, true
+	}
+	return time.Time{}, false
+}
+
+// Forget drops the node's record (call it when the Node object is deleted).
+func (o *OrphanTracker) Forget(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.nodes, name)
+}

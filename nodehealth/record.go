@@ -1,0 +1,113 @@
+package nodehealth
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Record is the persistable state of one node in a Tracker, as returned by
+// Snapshot and accepted by Restore. Upstream keeps this state in memory only,
+// so a controller restart grants every node a fresh grace period (#108268)
+// and forgets pods it still had to mark NotReady (#50067, #135205). A caller
+// that saves the Snapshot (for example in a ConfigMap, the struct has JSON
+// tags) and restores it on start keeps both.
+type Record struct {
+	// Name is the node name. Records with an empty name are skipped.
+	Name string `json:"name"`
+	// Probe is the controller-clock time of the node's last fresh signal.
+	Probe time.Time `json:"probe"`
+	// ReadyTransition is the controller-clock time of the last Ready
+	// transition the Tracker saw (Result.ReadyTransition).
+	ReadyTransition time.Time `json:"readyTransition"`
+	// Ready is the saved Ready condition, nil when the node had none. Only
+	// Status, LastHeartbeatTime and LastTransitionTime are kept and used.
+	Ready *v1.NodeCondition `json:"ready,omitempty"`
+	// LeaseSeen is true when a Lease was saved for the node.
+	LeaseSeen bool `json:"leaseSeen,omitempty"`
+	// LeaseRenewTime is the saved Lease's RenewTime, nil when the saved Lease
+	// had none (or no Lease was saved). A non-nil value implies LeaseSeen.
+	LeaseRenewTime *time.Time `json:"leaseRenewTime,omitempty"`
+	// PodsNotReady is the unacknowledged MarkPodsNotReady edge.
+	PodsNotReady bool `json:"podsNotReady,omitempty"`
+}
+
+// Snapshot returns the state of every known node, sorted by name, so that a
+// later Restore behaves as if the process never restarted. O(n log n); the
+// result shares nothing with the Tracker.
+func (t *Tracker) Snapshot() []Record {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Record, 0, len(t.nodes))
+	for name, rec := range t.nodes {
+		out = append(out, rec.export(name))
+	}
+	slices.SortFunc(out, func(a, b Record) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Restore loads records saved by Snapshot, replacing the state of each node
+// it names and leaving other nodes alone (call it on an empty Tracker at
+// start-up). Probe and ReadyTransition times after now are clamped to now: a
+// saved time can only be in the future through clock skew between processes,
+// and clamping never postpones a deadline. Kubelet timestamps (heartbeat,
+// transition, RenewTime) are kept as they are, since they are only ever
+// compared for change. Records with an empty name are skipped; with
+// duplicate names the last one wins.
+func (t *Tracker) Restore(now time.Time, rs []Record) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now = t.advance(now)
+	for i := range rs {
+		r := &rs[i]
+		if r.Name == "" {
+			continue
+		}
+		rec := &record{
+			probe:        clampTime(r.Probe, now),
+			transition:   clampTime(r.ReadyTransition, now),
+			podsNotReady: r.PodsNotReady,
+		}
+		if r.Ready != nil {
+			rec.ready = saveReady(r.Ready)
+		}
+		if r.LeaseSeen || r.LeaseRenewTime != nil {
+			rec.lease.present = true
+			if r.LeaseRenewTime != nil {
+				rec.lease.renewSet, rec.lease.renew = true, *r.LeaseRenewTime
+			}
+		}
+		t.nodes[r.Name] = rec
+	}
+}
+
+// export returns the Record of one node.
+func (rec *record) export(name string) Record {
+	r := Record{
+		Name: name, Probe: rec.probe, ReadyTransition: rec.transition,
+		LeaseSeen: rec.lease.present, PodsNotReady: rec.podsNotReady,
+	}
+	if rec.ready.present {
+		r.Ready = &v1.NodeCondition{
+			Type: v1.NodeReady, Status: rec.ready.status,
+			LastHeartbeatTime:  metav1.NewTime(rec.ready.heartbeat),
+			LastTransitionTime: metav1.NewTime(rec.ready.transition),
+		}
+	}
+	if rec.lease.renewSet {
+		rt := rec.lease.renew
+		r.LeaseRenewTime = &rt
+	}
+	return r
+}
+
+// clampTime returns t, or now when t is after now.
+func clampTime(t, now time.Time) time.Time {
+	if t.After(now) {
+		return now
+	}
+	return t
+}

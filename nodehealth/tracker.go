@@ -1,0 +1,366 @@
+package nodehealth
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Result is what one Observe call decided for one node.
+//
+// ObservedReady and CurrentReady may point into the node passed to Observe
+// (no copy is made, so that the steady state allocates nothing), into the
+// StatusUpdate of this Result, or to a condition the Tracker shares between
+// calls. Callers must treat all three as read-only.
+type Result struct {
+	// GracePeriod is the grace that applied: Config.GracePeriod when the
+	// node has a Ready condition, Config.StartupGracePeriod when it has none.
+	GracePeriod time.Duration
+	// ObservedReady is the Ready condition as observed, before any update.
+	// For a node without a Ready condition it is a synthetic
+	// {Unknown, LastHeartbeatTime = LastTransitionTime = CreationTimestamp}
+	// condition, as upstream builds it. Never nil after a successful call.
+	ObservedReady *v1.NodeCondition
+	// CurrentReady is the Ready condition after this evaluation: the one in
+	// StatusUpdate when there is one, else the node's own. It is nil when
+	// the node never had a Ready condition and is not stale.
+	CurrentReady *v1.NodeCondition
+	// StatusUpdate, when non-nil, is a deep copy of the node's status with
+	// the stale conditions turned Unknown; the caller writes it with
+	// UpdateStatus. It is set only when the Ready condition changes.
+	StatusUpdate *v1.NodeStatus
+	// MarkPodsNotReady is true from the Tracker's own Ready True→Unknown
+	// flip until AckPodsNotReady, or until the node reports Ready=True again.
+	MarkPodsNotReady bool
+	// Stale is true when no fresh signal arrived for longer than
+	// GracePeriod: now is strictly after Deadline.
+	Stale bool
+	// Deadline is probe + GracePeriod: when the node goes stale if no new
+	// signal arrives. The probe time is the controller-clock time of the
+	// last fresh signal.
+	Deadline time.Time
+	// ReadyTransition is the controller-clock time at which the Tracker last
+	// saw the Ready condition's LastTransitionTime change (or wrote Unknown
+	// itself, or reset the node). Upstream used it for the pre-1.27
+	// --pod-eviction-timeout; it drives no decision here.
+	ReadyTransition time.Time
+}
+
+// Condition reasons and messages the Tracker writes on a stale node. They are
+// the upstream strings, which users and tools match on.
+const (
+	// ReasonNeverUpdated is the reason of a condition the kubelet never posted.
+	ReasonNeverUpdated = "NodeStatusNeverUpdated"
+	// MessageNeverUpdated goes with ReasonNeverUpdated.
+	MessageNeverUpdated = "Kubelet never posted node status."
+	// ReasonStoppedPosting is the reason of a condition the kubelet stopped
+	// refreshing.
+	ReasonStoppedPosting = "NodeStatusUnknown"
+	// MessageStoppedPosting goes with ReasonStoppedPosting.
+	MessageStoppedPosting = "Kubelet stopped posting node status."
+)
+
+// staleConditionTypes are the conditions turned Unknown on a stale node, in
+// upstream order. NetworkUnavailable is managed by the control plane and
+// never touched, nor is any custom condition.
+var staleConditionTypes = [...]v1.NodeConditionType{
+	v1.NodeReady, v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure,
+}
+
+// Tracker decides, pass after pass, whether each node is still sending health
+// signals, and what to write when it stopped. It models the health part of
+// upstream's node lifecycle controller (tryUpdateNodeHealth, Kubernetes
+// v1.36): one record per node name, a probe time refreshed by a heartbeat
+// change or a newer Lease, and a grace period after which the node's
+// conditions are written Unknown.
+//
+// The zero value is not usable; create one with NewTracker. A Tracker is safe
+// for concurrent use: one mutex guards it, and it runs no callbacks.
+type Tracker struct {
+	mu    sync.Mutex
+	cfg   Config
+	last  time.Time // latest now seen; an earlier now is treated as this one
+	nodes map[string]*record
+}
+
+// record is the per-node state (upstream nodeHealthData, minus the full
+// status copy: only the Ready condition is ever compared).
+type record struct {
+	probe        time.Time // controller clock: last fresh signal
+	transition   time.Time // controller clock: last Ready transition seen
+	ready        savedReady
+	lease        savedLease
+	podsNotReady bool
+	// synthetic is the observed Ready condition handed out while the node
+	// has none. Once published it is never modified (a new one replaces it),
+	// so Results may share it without copying or racing.
+	synthetic *v1.NodeCondition
+}
+
+// savedReady is the saved Ready condition, as far as decisions need it.
+type savedReady struct {
+	present    bool
+	status     v1.ConditionStatus
+	heartbeat  time.Time // kubelet clock, compared for change only
+	transition time.Time // kubelet clock, compared for change only
+}
+
+// savedLease is the saved Lease, as far as decisions need it.
+type savedLease struct {
+	present  bool
+	renewSet bool      // false: the saved Lease had a nil RenewTime
+	renew    time.Time // kubelet clock, compared for "newer" only
+}
+
+// NewTracker returns an empty Tracker for cfg, or an error wrapping
+// ErrInvalidConfig when a duration is negative.
+func NewTracker(cfg Config) (*Tracker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Tracker{cfg: cfg, nodes: make(map[string]*record)}, nil
+}
+
+// Observe evaluates one node at now, given its Lease from kube-node-lease
+// (nil when it has none), and records what it saw. The steps, in order:
+//
+//  1. No Ready condition: the observed Ready is a synthetic Unknown one and
+//     the grace is StartupGracePeriod. A node first seen this way gets
+//     probe = ReadyTransition = its CreationTimestamp (now when that is in
+//     the future or zero). A known node forgets its saved Ready condition
+//     but keeps its probe time, so a Ready condition that disappears only
+//     switches the grace to StartupGracePeriod (upstream parity: its reset
+//     branch for this case is unreachable). Otherwise the grace is
+//     GracePeriod.
+//  2. A node first seen with a Ready condition, or whose saved Ready was
+//     missing, gets probe = ReadyTransition = now. A LastHeartbeatTime that
+//     differs from the saved one in any way (even backwards) sets
+//     probe = now, and ReadyTransition = now too when LastTransitionTime also
+//     differs. An equal heartbeat changes nothing.
+//  3. A Lease seen for the first time, or whose RenewTime is strictly after
+//     the saved one, sets probe = now. An equal or older RenewTime never
+//     does; a nil RenewTime counts only on first sight.
+//  4. The node is stale when now is strictly after probe + grace.
+//  5. If stale, Ready, MemoryPressure, DiskPressure and PIDPressure are
+//     turned Unknown in a copy of the status (see StatusUpdate); the copy is
+//     returned only when the Ready condition changes, that is when Ready was
+//     missing or not already Unknown.
+//
+// When it returns a StatusUpdate the Tracker assumes the caller writes it:
+// it saves the written Ready condition, sets ReadyTransition = now and saves
+// the Lease passed in as the last one seen (nil forgets it), as upstream
+// does after a successful write. If the write fails the caller just
+// calls Observe again on its next pass: the node in its cache still has the
+// old Ready condition, so the same update is produced again (with a newer
+// LastTransitionTime) and MarkPodsNotReady stays set.
+//
+// Errors: a nil or unnamed node (ErrInvalidNode) and a Lease named after
+// another node (ErrLeaseMismatch); the Tracker is then left unchanged.
+// Observe never modifies node or lease. In the steady state (a known node,
+// not stale, or stale and already Unknown) it allocates nothing.
+func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Lease) (Result, error) {
+	if node == nil {
+		return Result{}, fmt.Errorf("%w: nil node", ErrInvalidNode)
+	}
+	if node.Name == "" {
+		return Result{}, fmt.Errorf("%w: node has no name", ErrInvalidNode)
+	}
+	if lease != nil && lease.Name != "" && lease.Name != node.Name {
+		return Result{}, fmt.Errorf("%w: lease %q observed for node %q", ErrLeaseMismatch, lease.Name, node.Name)
+	}
+	current := findCondition(node.Status.Conditions, v1.NodeReady)
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now = t.advance(now)
+	rec := t.nodes[node.Name]
+
+	var res Result
+	observed := current
+	if current == nil {
+		// Step 1, Ready missing.
+		res.GracePeriod = t.cfg.StartupGracePeriod
+		if rec == nil {
+			// Unlike upstream, a creation time in the future (clock skew)
+			// or missing is read as now: it can neither postpone the first
+			// deadline nor make a node stale at first sight.
+			start := node.CreationTimestamp.Time
+			if start.IsZero() || start.After(now) {
+				start = now
+			}
+			rec = &record{probe: start, transition: start}
+			t.nodes[node.Name] = rec
+		} else {
+			rec.ready = savedReady{}
+		}
+		observed = rec.syntheticReady(node.CreationTimestamp)
+	} else {
+		// Steps 1 and 2, Ready present.
+		res.GracePeriod = t.cfg.GracePeriod
+		switch {
+		case rec == nil:
+			rec = &record{probe: now, transition: now, ready: saveReady(current)}
+			t.nodes[node.Name] = rec
+		case !rec.ready.present:
+			rec.probe, rec.transition = now, now
+			rec.ready = saveReady(current)
+		case !rec.ready.heartbeat.Equal(current.LastHeartbeatTime.Time):
+			if !rec.ready.transition.Equal(current.LastTransitionTime.Time) {
+				rec.transition = now
+			}
+			rec.probe = now
+			rec.ready = saveReady(current)
+		}
+	}
+
+	// Step 3: the Lease.
+	if lease != nil && rec.lease.renewedBy(lease) {
+		rec.lease = saveLease(lease)
+		rec.probe = now
+	}
+
+	// Steps 4 to 6.
+	res.ObservedReady = observed
+	res.CurrentReady = current
+	res.Deadline = rec.probe.Add(res.GracePeriod)
+	if now.After(res.Deadline) {
+		res.Stale = true
+		if current == nil || current.Status != v1.ConditionUnknown {
+			st := staleStatus(now, node)
+			res.StatusUpdate = st
+			res.CurrentReady = findCondition(st.Conditions, v1.NodeReady)
+			if observed.Status == v1.ConditionTrue {
+				rec.podsNotReady = true
+			}
+			// Step 7: the caller writes it; record it as upstream does after
+			// a successful write (probe kept, lease = the observed one).
+			rec.ready = saveReady(res.CurrentReady)
+			rec.transition = now
+			rec.lease = saveLease(lease)
+		}
+	}
+	if res.CurrentReady != nil && res.CurrentReady.Status == v1.ConditionTrue {
+		rec.podsNotReady = false // the kubelet is back and manages its pods
+	}
+	res.MarkPodsNotReady = rec.podsNotReady
+	res.ReadyTransition = rec.transition
+	return res, nil
+}
+
+// AckPodsNotReady records that the caller has marked every pod of the node
+// NotReady (PodNotReadyStatus written for each), which clears
+// MarkPodsNotReady. Unknown names are ignored.
+func (t *Tracker) AckPodsNotReady(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if rec := t.nodes[name]; rec != nil {
+		rec.podsNotReady = false
+	}
+}
+
+// ResetProbes gives every known node a fresh grace period: probe =
+// ReadyTransition = now. The caller uses it when the cluster leaves full
+// disruption (zonestate's ExitedFullDisruption), as upstream does. O(n).
+func (t *Tracker) ResetProbes(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now = t.advance(now)
+	for _, rec := range t.nodes {
+		rec.probe, rec.transition = now, now
+	}
+}
+
+// Forget drops everything known about the node (call it when the Node object
+// is deleted). A later Observe of the same name starts from first sight.
+func (t *Tracker) Forget(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.nodes, name)
+}
+
+// advance applies the time model: an earlier now than one already seen is
+// treated as the latest one (no time elapsed). Called with t.mu held.
+func (t *Tracker) advance(now time.Time) time.Time {
+	if now.Before(t.last) {
+		return t.last
+	}
+	t.last = now
+	return now
+}
+
+// syntheticReady returns the observed Ready condition for a node without one.
+func (r *record) syntheticReady(created metav1.Time) *v1.NodeCondition {
+	if s := r.synthetic; s != nil && s.LastHeartbeatTime.Equal(&created) {
+		return s
+	}
+	r.synthetic = &v1.NodeCondition{
+		Type: v1.NodeReady, Status: v1.ConditionUnknown,
+		LastHeartbeatTime: created, LastTransitionTime: created,
+	}
+	return r.synthetic
+}
+
+// renewedBy reports whether lease is a fresh signal against the saved one:
+// first sight, or a RenewTime strictly after the saved one (both set).
+func (s savedLease) renewedBy(lease *coordinationv1.Lease) bool {
+	if !s.present {
+		return true
+	}
+	rt := lease.Spec.RenewTime
+	return s.renewSet && rt != nil && s.renew.Before(rt.Time)
+}
+
+func saveReady(c *v1.NodeCondition) savedReady {
+	return savedReady{present: true, status: c.Status,
+		heartbeat: c.LastHeartbeatTime.Time, transition: c.LastTransitionTime.Time}
+}
+
+func saveLease(l *coordinationv1.Lease) savedLease {
+	if l == nil {
+		return savedLease{}
+	}
+	s := savedLease{present: true}
+	if rt := l.Spec.RenewTime; rt != nil {
+		s.renewSet, s.renew = true, rt.Time
+	}
+	return s
+}
+
+// findCondition returns the first condition of type ct (upstream
+// GetNodeCondition: with duplicates, the first one counts), or nil.
+func findCondition(cs []v1.NodeCondition, ct v1.NodeConditionType) *v1.NodeCondition {
+	for i := range cs {
+		if cs[i].Type == ct {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// staleStatus returns a deep copy of node's status with the health
+// conditions turned Unknown (upstream step 5).
+func staleStatus(now time.Time, node *v1.Node) *v1.NodeStatus {
+	st := node.Status.DeepCopy()
+	ts := metav1.NewTime(now)
+	for _, ct := range staleConditionTypes {
+		c := findCondition(st.Conditions, ct)
+		switch {
+		case c == nil:
+			st.Conditions = append(st.Conditions, v1.NodeCondition{
+				Type: ct, Status: v1.ConditionUnknown,
+				Reason: ReasonNeverUpdated, Message: MessageNeverUpdated,
+				LastHeartbeatTime: node.CreationTimestamp, LastTransitionTime: ts,
+			})
+		case c.Status != v1.ConditionUnknown:
+			c.Status = v1.ConditionUnknown
+			c.Reason = ReasonStoppedPosting
+			c.Message = MessageStoppedPosting
+			c.LastTransitionTime = ts
+		}
+	}
+	return st
+}
