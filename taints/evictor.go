@@ -1,0 +1,608 @@
+package taints
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Reason says why a pod is evicted.
+type Reason uint8
+
+const (
+	// ReasonNotTolerated: some NoExecute taint on the pod's node is not
+	// tolerated, so the pod is due at once.
+	ReasonNotTolerated Reason = 1 + iota
+	// ReasonTolerationExpired: every taint is tolerated, but the binding
+	// toleration's TolerationSeconds ran out.
+	ReasonTolerationExpired
+)
+
+// String returns the reason's name.
+func (r Reason) String() string {
+	switch r {
+	case ReasonNotTolerated:
+		return "NotTolerated"
+	case ReasonTolerationExpired:
+		return "TolerationExpired"
+	}
+	return "Reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Eviction is one pod deletion handed out by Evictor.Due. The caller sets
+// DisruptionTargetCondition on the pod, deletes it (preferably with a UID
+// precondition, UID being the pod the decision was made for; upstream sends
+// none), and reports the outcome with Done or Retry.
+type Eviction struct {
+	Pod  types.NamespacedName
+	UID  types.UID
+	Node string
+	// At is the scheduled fire time (it may be before the pod was seen, with
+	// UseTaintTimeAdded, or before the Due call that handed it out).
+	At     time.Time
+	Reason Reason
+	// Attempt is 1 the first time the eviction is handed out and n+1 after
+	// n calls to Retry.
+	Attempt int
+}
+
+// recState is where a pod record is in its eviction's life.
+type recState uint8
+
+const (
+	stIdle      recState = iota // no eviction scheduled
+	stScheduled                 // in the queue (attempts > 0: a retry)
+	stHandedOut                 // returned by Due, waiting for Done or Retry
+	stEvicted                   // Done called: not evicted again (same UID) until DeletePod
+)
+
+// podRec is what the Evictor keeps per pod.
+type podRec struct {
+	key         types.NamespacedName
+	uid         types.UID
+	node        string
+	nodePrev    *podRec // neighbours in the node's pod list
+	nodeNext    *podRec
+	tolerations []v1.Toleration
+	start       time.Time // the pod's countdown start on its node
+	state       recState
+	reason      Reason
+	attempts    int
+	at          time.Time // fire time while scheduled or handed out
+	bkt         *bucket   // fire-time bucket while queued
+	prev, next  *podRec   // neighbours in the bucket
+}
+
+// nodeState is what the Evictor keeps per node: its NoExecute taints and the
+// pods bound to it, in the order the Evictor first saw them there (a list,
+// so that removal is O(1) and the order, which decides ties among evictions
+// scheduled together, never depends on removals).
+type nodeState struct {
+	taints     []taintEntry
+	head, tail *podRec
+}
+
+// Evictor is the taint eviction controller (upstream taint-eviction-controller,
+// spec e.1-e.6) as a caller-driven state machine: it keeps every node's
+// NoExecute taints and the pods bound to each node, decides when each pod
+// must be deleted, and hands the deletions out with Due. It runs no
+// goroutines and reads no clock; every time-dependent method takes now, and
+// a now earlier than one already seen counts as no time elapsed.
+//
+// The zero Evictor is not usable; call NewEvictor. An Evictor is safe for
+// concurrent use: one mutex guards it, and no caller code runs under it.
+type Evictor struct {
+	mu    sync.Mutex
+	cfg   EvictorConfig
+	nodes map[string]*nodeState
+	pods  map[types.NamespacedName]*podRec
+	queue *fireQueue
+	last  time.Time // latest now seen
+}
+
+// NewEvictor returns an empty Evictor with a copy of cfg, or an error
+// wrapping ErrInvalidConfig.
+func NewEvictor(cfg EvictorConfig) (*Evictor, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Evictor{
+		cfg:   cfg,
+		nodes: make(map[string]*nodeState),
+		pods:  make(map[types.NamespacedName]*podRec),
+		queue: newFireQueue(),
+	}, nil
+}
+
+// advance returns the effective now: never earlier than one already seen.
+func (e *Evictor) advance(now time.Time) time.Time {
+	if now.Before(e.last) {
+		return e.last
+	}
+	e.last = now
+	return now
+}
+
+// SetNodeTaints records node's taints (from a node add or update event);
+// only NoExecute taints are kept, so passing node.Spec.Taints as is is
+// fine. When the NoExecute taints changed, every pod on the node is
+// re-evaluated at now:
+//
+//   - no NoExecute taint left: every scheduled eviction on the node is
+//     cancelled; nothing is evicted (the e.4 empty-taints fall-through,
+//     where upstream would delete at once, does not exist here);
+//   - a taint some pod does not tolerate: that pod is due at now;
+//   - all tolerated forever: the pod's eviction is cancelled;
+//   - tolerated for a finite time: see EvictorConfig.Reschedule.
+//
+// A taint's countdown starts when SetNodeTaints first sees it (same key,
+// value and effect, present continuously since), or at its TimeAdded with
+// UseTaintTimeAdded. Taints with the same key, value and effect count once
+// (the first one, with its TimeAdded); taints with the same key and effect
+// but different values are kept and must each be tolerated. A TimeAdded
+// after now is ignored (the first sighting counts). Unchanged taints cost a
+// comparison and allocate nothing. A change costs the matching and O(1)
+// queue work per pod on the node (O(log B) per new fire time).
+func (e *Evictor) SetNodeTaints(now time.Time, node string, taints []v1.Taint) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now = e.advance(now)
+	n := e.nodes[node]
+	if n == nil {
+		if !anyNoExecute(taints) {
+			return
+		}
+		n = &nodeState{}
+		e.nodes[node] = n
+	} else if sameNoExecute(n.taints, taints) {
+		return
+	}
+	n.taints = e.entries(now, n.taints, taints)
+	for p := n.head; p != nil; p = p.nodeNext {
+		e.evaluate(now, p, n)
+	}
+	e.dropIfEmpty(node, n)
+}
+
+// DeleteNode forgets node's taints (a node delete event) and cancels the
+// scheduled evictions of its pods, which stay tracked under that node name.
+// Unlike upstream, which leaves the timers of a deleted node's pods running,
+// a deleted node is treated like one without NoExecute taints; its pods are
+// removed by the pod garbage collector. Evictions already handed out are
+// left to Done or Retry (Retry drops them).
+func (e *Evictor) DeleteNode(node string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := e.nodes[node]
+	if n == nil {
+		return
+	}
+	n.taints = nil
+	for p := n.head; p != nil; p = p.nodeNext {
+		e.cancel(p)
+	}
+	e.dropIfEmpty(node, n)
+}
+
+// SetPod records a pod add or update: its node (spec.nodeName), its
+// tolerations and its UID. The pod is (re-)evaluated when it is new, when
+// its node or tolerations changed, and not otherwise: an update that changes
+// neither costs a map lookup and a comparison and allocates nothing.
+//
+//   - A pod with a new UID under a known name is a new pod (recreated, e.g.
+//     by a StatefulSet): the old one's record, including an eviction handed
+//     out or done, is dropped, and the new pod is evaluated and evicted
+//     again if it must be (#107543, #110401, #125332).
+//   - A pod that moved to another node is evaluated from scratch there: its
+//     old schedule is cancelled and its countdown restarts.
+//   - A pod whose eviction is handed out keeps it; the new data is used by
+//     Retry. A pod whose eviction is done is not scheduled again.
+//   - A nil pod is ignored; a pod without spec.nodeName is not bound and is
+//     forgotten like DeletePod.
+//
+// The tolerations are copied. O(1) queue work (O(log B) for a new fire
+// time) plus the matching.
+func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
+	if pod == nil {
+		return
+	}
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now = e.advance(now)
+	rec := e.pods[key]
+	nodeName := pod.Spec.NodeName
+	if nodeName == "" {
+		if rec != nil {
+			e.forget(rec)
+		}
+		return
+	}
+	if rec != nil && rec.uid != pod.UID {
+		e.forget(rec)
+		rec = nil
+	}
+	if rec == nil {
+		rec = &podRec{key: key, uid: pod.UID, tolerations: copyTolerations(pod.Spec.Tolerations), start: e.podStart(now, pod)}
+		e.pods[key] = rec
+		e.attach(rec, nodeName)
+		e.evaluate(now, rec, e.nodes[nodeName])
+		return
+	}
+	moved := rec.node != nodeName
+	tolChanged := !equalTolerations(rec.tolerations, pod.Spec.Tolerations)
+	if !moved && !tolChanged {
+		return
+	}
+	if tolChanged {
+		rec.tolerations = copyTolerations(pod.Spec.Tolerations)
+	}
+	if moved {
+		e.detach(rec)
+		e.attach(rec, nodeName)
+		e.cancel(rec)
+		rec.start = e.podStart(now, pod)
+	} else if e.cfg.Reschedule == RescheduleNever && !e.cfg.UseTaintTimeAdded {
+		// Upstream creates a new eviction at now + seconds; restarting the
+		// pod's countdown reproduces that for a pod that had none (an
+		// existing one never moves under this policy anyway).
+		rec.start = now
+	}
+	e.evaluate(now, rec, e.nodes[nodeName])
+}
+
+// DeletePod forgets the pod (a pod delete event): a scheduled eviction is
+// cancelled, and an eviction handed out is forgotten (a later Done or Retry
+// for key is a no-op). O(1), O(log B) when it empties a fire-time bucket.
+func (e *Evictor) DeletePod(key types.NamespacedName) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rec := e.pods[key]; rec != nil {
+		e.forget(rec)
+	}
+}
+
+// Due hands out every eviction whose fire time is not after now, each
+// exactly once: until Done or Retry is called for it, it is not handed out
+// again, whatever happens to its pod or node meanwhile. The order is by fire
+// time; ties come in the order their fire time was set (a node's pods, when
+// the node is tainted, in the order the Evictor first saw them there), so
+// the order is deterministic for a given sequence of calls. It returns nil
+// when nothing is due; that costs O(1) and allocates nothing. Handing out k
+// evictions with b distinct fire times costs O(b log B + k), B being the
+// number of distinct fire times queued.
+func (e *Evictor) Due(now time.Time) []Eviction {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now = e.advance(now)
+	var out []Eviction
+	for {
+		b := e.queue.peek()
+		if b == nil || b.at.After(now) {
+			return out
+		}
+		if out == nil {
+			out = make([]Eviction, 0, b.n)
+		}
+		for r := e.queue.popBucket(); r != nil; r = detached(r) {
+			r.state = stHandedOut
+			out = append(out, Eviction{Pod: r.key, UID: r.uid, Node: r.node, At: r.at, Reason: r.reason, Attempt: r.attempts + 1})
+		}
+	}
+}
+
+// Done reports that the handed-out eviction of key succeeded (the pod was
+// deleted or is terminating). The pod is not evicted again while it keeps
+// its UID; a new pod with the same name (another UID) is a new pod. Done is
+// a no-op unless key's eviction is handed out (e.g. after DeletePod, or a
+// second Done). O(1).
+func (e *Evictor) Done(key types.NamespacedName) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rec := e.pods[key]; rec != nil && rec.state == stHandedOut {
+		rec.state = stEvicted
+	}
+}
+
+// Retry reports that the handed-out eviction of key failed (for example an
+// admission webhook denied the deletion). The pod is re-evaluated with what
+// the Evictor knows now: when it no longer needs evicting (its node lost its
+// NoExecute taints, or every taint is tolerated forever) the eviction is
+// dropped; otherwise it is due again at now + after (after < 0 counts as 0),
+// or, with RescheduleRecompute, at the recomputed fire time if that is
+// later. Unlike upstream, which gives up after 5 quick attempts (#140639),
+// a failed eviction is never abandoned. Retry is a no-op unless key's
+// eviction is handed out. O(log B) at most.
+func (e *Evictor) Retry(now time.Time, key types.NamespacedName, after time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now = e.advance(now)
+	rec := e.pods[key]
+	if rec == nil || rec.state != stHandedOut {
+		return
+	}
+	rec.attempts++
+	v := e.judgeRec(rec)
+	if v.kind == vNone || v.kind == vForever {
+		rec.state = stIdle
+		rec.attempts = 0
+		return
+	}
+	at := now.Add(max(after, 0))
+	if e.cfg.Reschedule == RescheduleRecompute && v.kind == vAt && v.at.After(at) {
+		at = v.at
+		rec.reason = ReasonTolerationExpired
+	}
+	e.schedule(rec, at, rec.reason)
+}
+
+// NextDeadline returns the earliest scheduled fire time (which may already
+// have passed) and true, or false when nothing is scheduled. Evictions
+// handed out and not yet acknowledged do not count. O(1).
+func (e *Evictor) NextDeadline() (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	b := e.queue.peek()
+	if b == nil {
+		return time.Time{}, false
+	}
+	return b.at, true
+}
+
+// Len returns the number of scheduled evictions (including retries, not
+// including those handed out). O(1).
+func (e *Evictor) Len() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.queue.len()
+}
+
+// evaluate applies the e.4 decision to one pod at now, with the fixes and
+// the reschedule policy. Handed-out and done evictions are left alone.
+func (e *Evictor) evaluate(now time.Time, rec *podRec, n *nodeState) {
+	if rec.state == stHandedOut || rec.state == stEvicted {
+		return
+	}
+	if n == nil || len(n.taints) == 0 {
+		e.cancel(rec)
+		return
+	}
+	v := judge(n.taints, rec.tolerations, rec.start, e.cfg.ComparisonOperators)
+	switch v.kind {
+	case vForever:
+		e.cancel(rec)
+	case vNow:
+		if rec.state == stScheduled && (rec.attempts > 0 || !rec.at.After(now)) {
+			return // already due, or backing off after a failure
+		}
+		e.schedule(rec, now, ReasonNotTolerated)
+	case vAt:
+		if rec.state == stScheduled {
+			if rec.attempts > 0 {
+				return
+			}
+			switch e.cfg.Reschedule {
+			case RescheduleNever:
+				return
+			case RescheduleEarlier:
+				if !v.at.Before(rec.at) {
+					return
+				}
+			}
+		}
+		e.schedule(rec, v.at, ReasonTolerationExpired)
+	}
+}
+
+// judgeRec is judge for rec on its node.
+func (e *Evictor) judgeRec(rec *podRec) verdict {
+	n := e.nodes[rec.node]
+	if n == nil {
+		return verdict{kind: vNone, taint: -1, tol: -1}
+	}
+	return judge(n.taints, rec.tolerations, rec.start, e.cfg.ComparisonOperators)
+}
+
+// schedule puts rec in the queue at at. An eviction whose fire time does not
+// change keeps its place among ties; one that moves goes last among the
+// evictions of its new fire time.
+func (e *Evictor) schedule(rec *podRec, at time.Time, reason Reason) {
+	if rec.state == stScheduled {
+		if keyOf(rec.at) == keyOf(at) {
+			rec.reason = reason
+			return
+		}
+		e.queue.remove(rec)
+	}
+	rec.at, rec.reason, rec.state = at, reason, stScheduled
+	e.queue.add(rec)
+}
+
+// cancel takes a scheduled eviction (or retry) out of the queue.
+func (e *Evictor) cancel(rec *podRec) {
+	if rec.state != stScheduled {
+		return
+	}
+	e.queue.remove(rec)
+	rec.state = stIdle
+	rec.attempts = 0
+}
+
+// forget drops rec entirely.
+func (e *Evictor) forget(rec *podRec) {
+	e.cancel(rec)
+	e.detach(rec)
+	delete(e.pods, rec.key)
+}
+
+// attach appends rec to node's pod list. O(1).
+func (e *Evictor) attach(rec *podRec, node string) {
+	n := e.nodes[node]
+	if n == nil {
+		n = &nodeState{}
+		e.nodes[node] = n
+	}
+	rec.node, rec.nodePrev, rec.nodeNext = node, n.tail, nil
+	if n.tail != nil {
+		n.tail.nodeNext = rec
+	} else {
+		n.head = rec
+	}
+	n.tail = rec
+}
+
+// detach removes rec from its node's pod list. O(1).
+func (e *Evictor) detach(rec *podRec) {
+	n := e.nodes[rec.node]
+	if n == nil {
+		return
+	}
+	if rec.nodePrev != nil {
+		rec.nodePrev.nodeNext = rec.nodeNext
+	} else if n.head == rec {
+		n.head = rec.nodeNext
+	}
+	if rec.nodeNext != nil {
+		rec.nodeNext.nodePrev = rec.nodePrev
+	} else if n.tail == rec {
+		n.tail = rec.nodePrev
+	}
+	rec.nodePrev, rec.nodeNext = nil, nil
+	e.dropIfEmpty(rec.node, n)
+}
+
+// dropIfEmpty forgets a node with neither taints nor pods.
+func (e *Evictor) dropIfEmpty(name string, n *nodeState) {
+	if len(n.taints) == 0 && n.head == nil {
+		delete(e.nodes, name)
+	}
+}
+
+// podStart is a new pod's countdown start on its node: now, or its
+// creationTimestamp (when set and not after now) with UseTaintTimeAdded.
+func (e *Evictor) podStart(now time.Time, pod *v1.Pod) time.Time {
+	if e.cfg.UseTaintTimeAdded {
+		if c := pod.CreationTimestamp.Time; !c.IsZero() && !c.After(now) {
+			return c
+		}
+	}
+	return now
+}
+
+// entries builds the node's new taint entries from in, keeping the first
+// sighting of taints already present in old.
+func (e *Evictor) entries(now time.Time, old []taintEntry, in []v1.Taint) []taintEntry {
+	var out []taintEntry
+	for i := range in {
+		t := &in[i]
+		if t.Effect != v1.TaintEffectNoExecute || dupBefore(in, i) {
+			continue
+		}
+		seen := now
+		for k := range old {
+			if sameIdentity(&old[k].taint, t) {
+				seen = old[k].seen
+				break
+			}
+		}
+		start := seen
+		if e.cfg.UseTaintTimeAdded && t.TimeAdded != nil {
+			if ta := t.TimeAdded.Time; !ta.IsZero() && !ta.After(now) {
+				start = ta
+			}
+		}
+		out = append(out, taintEntry{taint: copyTaint(*t), seen: seen, start: start})
+	}
+	return out
+}
+
+// sameIdentity reports same key, value and effect: the Evictor's identity of
+// a taint (a different value may be tolerated differently).
+func sameIdentity(a, b *v1.Taint) bool {
+	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
+}
+
+// dupBefore reports whether in[i] repeats an earlier NoExecute taint.
+func dupBefore(in []v1.Taint, i int) bool {
+	for j := range i {
+		if in[j].Effect == v1.TaintEffectNoExecute && sameIdentity(&in[j], &in[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// anyNoExecute reports whether in holds a NoExecute taint.
+func anyNoExecute(in []v1.Taint) bool {
+	for i := range in {
+		if in[i].Effect == v1.TaintEffectNoExecute {
+			return true
+		}
+	}
+	return false
+}
+
+// sameNoExecute reports whether the NoExecute taints of in (deduplicated as
+// entries does) equal stored, in order, TimeAdded included. No allocation.
+func sameNoExecute(stored []taintEntry, in []v1.Taint) bool {
+	k := 0
+	for i := range in {
+		t := &in[i]
+		if t.Effect != v1.TaintEffectNoExecute || dupBefore(in, i) {
+			continue
+		}
+		if k >= len(stored) || !sameTaint(&stored[k].taint, t) {
+			return false
+		}
+		k++
+	}
+	return k == len(stored)
+}
+
+// copyTolerations deep-copies tol with two allocations at most.
+func copyTolerations(tol []v1.Toleration) []v1.Toleration {
+	if len(tol) == 0 {
+		return nil
+	}
+	out := make([]v1.Toleration, len(tol))
+	copy(out, tol)
+	n := 0
+	for i := range tol {
+		if tol[i].TolerationSeconds != nil {
+			n++
+		}
+	}
+	if n > 0 {
+		secs := make([]int64, 0, n)
+		for i := range out {
+			if s := out[i].TolerationSeconds; s != nil {
+				secs = append(secs, *s)
+				out[i].TolerationSeconds = &secs[len(secs)-1]
+			}
+		}
+	}
+	return out
+}
+
+// equalTolerations compares two toleration lists, order included, by value.
+func equalTolerations(a, b []v1.Toleration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Key != y.Key || x.Operator != y.Operator || x.Value != y.Value || x.Effect != y.Effect {
+			return false
+		}
+		if (x.TolerationSeconds == nil) != (y.TolerationSeconds == nil) {
+			return false
+		}
+		if x.TolerationSeconds != nil && *x.TolerationSeconds != *y.TolerationSeconds {
+			return false
+		}
+	}
+	return true
+}
