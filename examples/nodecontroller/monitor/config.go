@@ -1,0 +1,102 @@
+package monitor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kubelifecycle/lifecycle/nodehealth"
+	"github.com/kubelifecycle/lifecycle/taints"
+	"github.com/kubelifecycle/lifecycle/zonestate"
+)
+
+// Config is the whole policy of a node lifecycle controller. DefaultConfig
+// returns the Kubernetes v1.36 defaults.
+type Config struct {
+	// Health holds the grace periods (--node-monitor-grace-period,
+	// --node-startup-grace-period).
+	Health nodehealth.Config
+	// Zones holds the eviction rates and disruption thresholds.
+	Zones zonestate.Policy
+	// Evictor configures the NoExecute taint eviction controller.
+	Evictor taints.EvictorConfig
+
+	// MonitorPeriod is how often the caller runs MonitorPass
+	// (--node-monitor-period, 5s).
+	MonitorPeriod time.Duration
+	// TaintPeriod is how often the caller runs TaintPass and EvictionPass
+	// (upstream NodeEvictionPeriod, 100ms).
+	TaintPeriod time.Duration
+	// Workers is how many nodes MonitorPass processes at once (upstream 8).
+	// 1 makes a pass fully deterministic, as a simulation needs.
+	Workers int
+
+	// TaintRetry is how long a node waits in its zone queue when it cannot be
+	// decided on (no Ready condition yet): upstream 50ms.
+	TaintRetry time.Duration
+	// WriteRetry is how long a node waits in its zone queue after a failed
+	// taint (or, in legacy mode, pod deletion) write. Upstream retries at the
+	// next token (1ns).
+	WriteRetry time.Duration
+	// EvictionRetry is how long a failed pod deletion waits before the
+	// Evictor hands it out again. Unlike upstream (5 tries 10ms apart, then
+	// abandoned, #140639) it is retried until it succeeds or is cancelled.
+	EvictionRetry time.Duration
+
+	// PodEvictionTimeout > 0 selects the pre-1.27 eviction mode
+	// (--enable-taint-manager=false, removed in 1.27): no NoExecute taints;
+	// a node's pods are all deleted through the zone queue once Ready has
+	// been False for PodEvictionTimeout since its transition, or Unknown for
+	// PodEvictionTimeout since the last heartbeat. 0 is the taint-based mode
+	// of every release since 1.27.
+	PodEvictionTimeout time.Duration
+}
+
+// DefaultConfig returns the Kubernetes v1.36 controller defaults.
+func DefaultConfig() Config {
+	return Config{
+		Health:        nodehealth.DefaultConfig(),
+		Zones:         zonestate.DefaultPolicy(),
+		Evictor:       taints.DefaultEvictorConfig(),
+		MonitorPeriod: 5 * time.Second,
+		TaintPeriod:   100 * time.Millisecond,
+		Workers:       8,
+		TaintRetry:    50 * time.Millisecond,
+		WriteRetry:    time.Nanosecond,
+		EvictionRetry: 5 * time.Second,
+	}
+}
+
+// LegacyPodEvictionTimeout is the default of the removed
+// --pod-eviction-timeout flag.
+const LegacyPodEvictionTimeout = 5 * time.Minute
+
+// ErrInvalidConfig is wrapped by New for a Config it rejects.
+var ErrInvalidConfig = errors.New("monitor: invalid config")
+
+func (c Config) validate() error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+		pos  bool
+	}{
+		{"MonitorPeriod", c.MonitorPeriod, true},
+		{"TaintPeriod", c.TaintPeriod, true},
+		{"TaintRetry", c.TaintRetry, false},
+		{"WriteRetry", c.WriteRetry, false},
+		{"EvictionRetry", c.EvictionRetry, false},
+		{"PodEvictionTimeout", c.PodEvictionTimeout, false},
+	} {
+		if d.v < 0 || (d.pos && d.v == 0) {
+			errs = append(errs, fmt.Errorf("%s = %v must be %s", d.name, d.v, map[bool]string{true: "positive", false: "non-negative"}[d.pos]))
+		}
+	}
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("Workers = %d must be at least 1", c.Workers))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}

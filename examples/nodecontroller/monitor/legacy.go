@@ -1,0 +1,126 @@
+package monitor
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubelifecycle/lifecycle/evictionqueue"
+	"github.com/kubelifecycle/lifecycle/nodehealth"
+)
+
+// legacyStatus is upstream's per-node eviction status of the pre-1.27
+// pod eviction mode (nodeEvictionMap).
+type legacyStatus uint8
+
+const (
+	legacyUnmarked legacyStatus = iota
+	legacyToBeEvicted
+	legacyEvicted
+)
+
+// legacyDecide is upstream processNoTaintBaseEviction (v1.26): a node whose
+// Ready has been False for PodEvictionTimeout since its transition, or
+// Unknown for PodEvictionTimeout since its last heartbeat, has its pods
+// queued for deletion; a Ready node's pending eviction is cancelled. As in
+// those releases, the decision uses the Ready condition observed before this
+// pass's update.
+func (m *Monitor) legacyDecide(ctx context.Context, now time.Time, node *v1.Node, zone string, res nodehealth.Result) {
+	timeout := m.cfg.PodEvictionTimeout
+	switch res.ObservedReady.Status {
+	case v1.ConditionFalse:
+		if now.After(res.ReadyTransition.Add(timeout)) {
+			m.legacyEvictPods(ctx, now, node, zone)
+		}
+	case v1.ConditionUnknown:
+		probe := res.Deadline.Add(-res.GracePeriod)
+		if now.After(probe.Add(timeout)) {
+			m.legacyEvictPods(ctx, now, node, zone)
+		}
+	case v1.ConditionTrue:
+		m.legacyCancel(now, node.Name)
+	}
+}
+
+// legacyEvictPods is upstream evictPods: a node already evicted has its new
+// pods deleted at once; otherwise it is queued in its zone.
+func (m *Monitor) legacyEvictPods(ctx context.Context, now time.Time, node *v1.Node, zone string) {
+	m.mu.Lock()
+	s := m.nodes[node.Name]
+	status := s.legacy
+	if status == legacyUnmarked {
+		s.legacy = legacyToBeEvicted
+	}
+	m.mu.Unlock()
+	switch status {
+	case legacyEvicted:
+		_, _ = m.deletePods(ctx, now, node.Name)
+	case legacyUnmarked:
+		if m.queue(now, zone).Add(now, node.Name, node.UID) {
+			m.emit(now, KindNodeEvicting, node.Name, "", fmt.Sprintf("not ready for longer than pod-eviction-timeout %v: pods queued for deletion", m.cfg.PodEvictionTimeout))
+		}
+	}
+}
+
+// legacyCancel is upstream cancelPodEviction.
+func (m *Monitor) legacyCancel(now time.Time, name string) {
+	m.mu.Lock()
+	s, ok := m.nodes[name]
+	var q *evictionqueue.Queue[string]
+	if ok && s.legacy != legacyUnmarked {
+		s.legacy = legacyUnmarked
+		q = m.queues[s.zone]
+	}
+	m.mu.Unlock()
+	if q != nil {
+		q.Remove(name)
+	}
+}
+
+// legacyEvict is the zone pod evictor's callback (upstream doEvictionPass).
+func (m *Monitor) legacyEvict(ctx context.Context, now time.Time, it evictionqueue.Item[string]) (bool, time.Duration) {
+	if node := m.cluster.GetNode(it.Key); node == nil || (it.UID != "" && node.UID != it.UID) {
+		return true, 0
+	}
+	if _, err := m.deletePods(ctx, now, it.Key); err != nil {
+		return false, m.cfg.WriteRetry
+	}
+	m.mu.Lock()
+	if s, ok := m.nodes[it.Key]; ok {
+		s.legacy = legacyEvicted
+	}
+	m.mu.Unlock()
+	return true, 0
+}
+
+// deletePods is upstream DeletePods: every pod on the node that is not
+// already terminating and not a DaemonSet pod is deleted.
+func (m *Monitor) deletePods(ctx context.Context, now time.Time, node string) (int, error) {
+	var firstErr error
+	deleted := 0
+	for _, pod := range m.cluster.ListPodsOnNode(node) {
+		if pod.Spec.NodeName != node || pod.DeletionTimestamp != nil || isDaemonSetPod(pod) {
+			continue
+		}
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+		if err := m.cluster.EvictPod(ctx, key, pod.UID, nil); err != nil && !apierrors.IsNotFound(err) {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		deleted++
+		m.emit(now, KindPodEvicted, node, key.String(), "legacy node eviction")
+	}
+	return deleted, firstErr
+}
+
+func isDaemonSetPod(pod *v1.Pod) bool {
+	c := metav1.GetControllerOf(pod)
+	return c != nil && c.Kind == "DaemonSet"
+}

@@ -1,0 +1,285 @@
+package monitor_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/internal/testutil"
+)
+
+const (
+	unreachableNoExecute = "node.kubernetes.io/unreachable:NoExecute"
+	unreachableNoSched   = "node.kubernetes.io/unreachable:NoSchedule"
+)
+
+// TestScenarioSilentNodeEvictedAfterDefaultToleration is the cross-package
+// scenario of issue 3 on a virtual clock: nodehealth, zonestate,
+// evictionqueue and taints together. A node stops heartbeating at t=0; it is
+// marked Unknown at the first monitor pass after the 50s grace period
+// (t=55s, since it is stale strictly after 50s), tainted when its zone's
+// queue lets it through (the bucket is full, so in the same instant), pods
+// without tolerations go at once, and pods with the admission defaults go
+// exactly 300s after the taint.
+func TestScenarioSilentNodeEvictedAfterDefaultToleration(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.c.addPod("defaults", "a", s.now, true)
+	s.c.addPod("bare", "a", s.now, false)
+	s.c.addPod("forever", "a", s.now, false, v1.Toleration{Operator: v1.TolerationOpExists})
+	s.c.addPod("short", "a", s.now, true, v1.Toleration{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists,
+		Effect: v1.TaintEffectNoExecute, TolerationSeconds: testutil.Seconds(30)})
+	s.c.addPod("elsewhere", "b", s.now, true)
+	s.dead["a"] = true
+	s.runUntil(400 * time.Second)
+
+	tests := []struct {
+		name string
+		got  time.Duration
+		want time.Duration
+	}{
+		{"node a Unknown", s.first(monitor.KindNodeUnknown, "a", "", ""), 55 * time.Second},
+		{"NoExecute taint", s.first(monitor.KindTaintAdded, "a", "", unreachableNoExecute), 55 * time.Second},
+		{"NoSchedule taint", s.first(monitor.KindTaintAdded, "a", "", unreachableNoSched), 55 * time.Second},
+		{"pods marked not ready", s.first(monitor.KindPodsNotReady, "a", "", ""), 55 * time.Second},
+		{"untolerating pod evicted", s.first(monitor.KindPodEvicted, "", "default/bare", ""), 55 * time.Second},
+		// "short" has the defaults too, but its own 30s toleration comes first in pod order.
+		{"30s pod evicted", s.first(monitor.KindPodEvicted, "", "default/short", ""), 85 * time.Second},
+		{"default-toleration pod evicted", s.first(monitor.KindPodEvicted, "", "default/defaults", ""), 355 * time.Second},
+		{"forever pod never evicted", s.first(monitor.KindPodEvicted, "", "default/forever", ""), -1},
+		{"healthy node untouched", s.first(monitor.KindNodeUnknown, "b", "", ""), -1},
+		{"pod on healthy node kept", s.first(monitor.KindPodEvicted, "", "default/elsewhere", ""), -1},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s at %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+	if p := s.c.pod("forever"); p == nil || podReady(p) {
+		t.Errorf("pod forever = %v, want kept with Ready=False", p)
+	}
+}
+
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// TestRecoveryRemovesTaints: a node that comes back loses its health taints
+// at the next monitor pass and its pending evictions are cancelled.
+func TestRecoveryRemovesTaints(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.c.addPod("defaults", "a", s.now, true)
+	s.dead["a"] = true
+	s.runUntil(100 * time.Second)
+	if got := s.first(monitor.KindTaintAdded, "a", "", unreachableNoExecute); got != 55*time.Second {
+		t.Fatalf("tainted at %v, want 55s", got)
+	}
+	s.c.setReady("a", v1.ConditionTrue, s.now) // kubelet back at 100.1s
+	delete(s.dead, "a")
+	s.runUntil(400 * time.Second)
+	if got := s.first(monitor.KindTaintRemoved, "a", "", unreachableNoExecute); got != 105*time.Second {
+		t.Errorf("NoExecute taint removed at %v, want 105s (next monitor pass)", got)
+	}
+	if got := s.first(monitor.KindTaintRemoved, "a", "", unreachableNoSched); got != 100*time.Second+100*time.Millisecond {
+		t.Errorf("NoSchedule taint removed at %v, want 100.1s (node update event)", got)
+	}
+	if got := s.first(monitor.KindNodeReady, "a", "", ""); got != 105*time.Second {
+		t.Errorf("node-ready at %v, want 105s", got)
+	}
+	if got := s.first(monitor.KindPodEvicted, "", "default/defaults", ""); got != -1 {
+		t.Errorf("pod evicted at %v after recovery, want never", got)
+	}
+	if ts := s.c.node("a").Spec.Taints; len(ts) != 0 {
+		t.Errorf("node a taints = %v, want none", ts)
+	}
+}
+
+// TestZoneRateLimitsTainting: with the default 0.1 nodes/s, five silent nodes
+// in a zone of 20 are tainted 10s apart, in FIFO order.
+func TestZoneRateLimitsTainting(t *testing.T) {
+	s := newSim(t, testConfig())
+	for i := range 20 {
+		s.c.addNode(fmt.Sprintf("n%02d", i), "z1", s.now)
+	}
+	for i := range 5 {
+		s.dead[fmt.Sprintf("n%02d", i)] = true
+	}
+	s.runUntil(120 * time.Second)
+	for i := range 5 {
+		name := fmt.Sprintf("n%02d", i)
+		want := 55*time.Second + time.Duration(i)*10*time.Second
+		if got := s.first(monitor.KindTaintAdded, name, "", unreachableNoExecute); got != want {
+			t.Errorf("%s tainted at %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestFullDisruptionStopsEvictions: when every node of a single-zone cluster
+// goes silent, the cluster enters full disruption: no taint, no eviction.
+// When they come back it exits and nothing was evicted.
+func TestFullDisruptionStopsEvictions(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+		s.c.addPod("p-"+n, n, s.now, false)
+		s.dead[n] = true
+	}
+	s.runUntil(200 * time.Second)
+	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 55*time.Second {
+		t.Errorf("disruption mode at %v, want 55s", got)
+	}
+	if got := s.first(monitor.KindTaintAdded, "", "", unreachableNoExecute); got != -1 {
+		t.Errorf("NoExecute taint at %v in full disruption, want never", got)
+	}
+	if len(s.c.evicted) != 0 {
+		t.Errorf("evicted %v in full disruption, want none", s.c.evicted)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.setReady(n, v1.ConditionTrue, s.now)
+		delete(s.dead, n)
+	}
+	s.runUntil(300 * time.Second)
+	var exits int
+	for _, e := range s.events {
+		if e.Kind == monitor.KindDisruptionMode {
+			exits++
+		}
+	}
+	if exits != 2 || len(s.c.evicted) != 0 {
+		t.Errorf("disruption-mode events %d, evictions %d; want 2 (enter, exit) and 0", exits, len(s.c.evicted))
+	}
+}
+
+// TestOneDarkZoneAmongHealthy: a whole zone dark while another zone is healthy
+// is fully disrupted but tainted at the normal rate (upstream by design).
+func TestOneDarkZoneAmongHealthy(t *testing.T) {
+	s := newSim(t, testConfig())
+	for i := range 3 {
+		s.c.addNode(fmt.Sprintf("dark%d", i), "z1", s.now)
+		s.c.addNode(fmt.Sprintf("lit%d", i), "z2", s.now)
+		s.dead[fmt.Sprintf("dark%d", i)] = true
+	}
+	s.runUntil(100 * time.Second)
+	for i := range 3 {
+		want := 55*time.Second + time.Duration(i)*10*time.Second
+		if got := s.first(monitor.KindTaintAdded, fmt.Sprintf("dark%d", i), "", unreachableNoExecute); got != want {
+			t.Errorf("dark%d tainted at %v, want %v", i, got, want)
+		}
+	}
+	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != -1 {
+		t.Errorf("full disruption mode at %v, want never (z2 is healthy)", got)
+	}
+}
+
+// TestFailedWritesAreRetried: a failing taint write and failing pod
+// deletions are retried; no eviction is lost (#140639: upstream gives up).
+func TestFailedWritesAreRetried(t *testing.T) {
+	cfg := testConfig()
+	cfg.EvictionRetry = 2 * time.Second
+	s := newSim(t, cfg)
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.c.addPod("bare", "a", s.now, false)
+	s.dead["a"] = true
+	s.c.failTaintWrites = 2 // the NoSchedule write at 55s and the first NoExecute attempt
+	s.c.failEvictions = 7   // more than upstream's 5 tries
+	s.runUntil(120 * time.Second)
+	if got := s.first(monitor.KindWriteFailed, "a", "", ""); got != 55*time.Second {
+		t.Errorf("first write failure at %v, want 55s", got)
+	}
+	tainted := s.first(monitor.KindTaintAdded, "a", "", unreachableNoExecute)
+	if tainted <= 55*time.Second {
+		t.Fatalf("tainted at %v, want after the failed attempt at 55s", tainted)
+	}
+	evicted := s.first(monitor.KindPodEvicted, "", "default/bare", "")
+	if want := tainted + 7*cfg.EvictionRetry; evicted != want {
+		t.Errorf("evicted at %v, want %v (7 failures 2s apart after the taint at %v)", evicted, want, tainted)
+	}
+}
+
+// TestLegacyPodEvictionTimeout models the pre-1.27 mode: no NoExecute taint;
+// the node's pods are deleted once it has been silent for the 5m timeout
+// counted from its last heartbeat.
+func TestLegacyPodEvictionTimeout(t *testing.T) {
+	cfg := testConfig()
+	cfg.Health.GracePeriod = 40 * time.Second
+	cfg.PodEvictionTimeout = monitor.LegacyPodEvictionTimeout
+	s := newSim(t, cfg)
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.c.addPod("p1", "a", s.now, true)
+	s.c.addPod("p2", "a", s.now, false)
+	s.dead["a"] = true
+	s.runUntil(400 * time.Second)
+	if got := s.first(monitor.KindNodeUnknown, "a", "", ""); got != 45*time.Second {
+		t.Errorf("Unknown at %v, want 45s", got)
+	}
+	if got := s.first(monitor.KindTaintAdded, "a", "", unreachableNoExecute); got != -1 {
+		t.Errorf("NoExecute taint at %v in legacy mode, want never", got)
+	}
+	// Last probe at 0s; "after 0s + 5m" first holds at the 305s pass.
+	for _, p := range []string{"default/p1", "default/p2"} {
+		if got := s.first(monitor.KindPodEvicted, "", p, ""); got != 305*time.Second {
+			t.Errorf("%s evicted at %v, want 305s", p, got)
+		}
+	}
+	if got := s.first(monitor.KindNodeEvicting, "a", "", ""); got != 305*time.Second {
+		t.Errorf("node-evicting at %v, want 305s", got)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	cfg := testConfig()
+	cfg.MonitorPeriod = 0
+	cfg.Workers = 0
+	if _, err := monitor.New(cfg, newFakeCluster(), nil); !errors.Is(err, monitor.ErrInvalidConfig) {
+		t.Errorf("New(bad config) = %v, want ErrInvalidConfig", err)
+	}
+	if _, err := monitor.New(testConfig(), nil, nil); !errors.Is(err, monitor.ErrInvalidConfig) {
+		t.Errorf("New(nil cluster) = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestParallelWorkers runs the scenario with 8 workers under the race
+// detector and checks the same decisions.
+func TestParallelWorkers(t *testing.T) {
+	cfg := testConfig()
+	cfg.Workers = 8
+	s := newSim(t, cfg)
+	var mu sync.Mutex
+	s.m, _ = monitor.New(cfg, s.c, func(e monitor.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		s.events = append(s.events, e)
+	})
+	s.c.m = s.m
+	for i := range 30 {
+		s.c.addNode(fmt.Sprintf("n%02d", i), "z1", s.now)
+		s.c.addPod(fmt.Sprintf("p%02d", i), fmt.Sprintf("n%02d", i), s.now, false)
+	}
+	s.dead["n00"] = true
+	s.runUntil(60 * time.Second)
+	if got := s.first(monitor.KindPodEvicted, "", "default/p00", ""); got != 55*time.Second {
+		t.Errorf("p00 evicted at %v, want 55s", got)
+	}
+	if len(s.c.evicted) != 1 {
+		t.Errorf("evicted %v, want only p00", s.c.evicted)
+	}
+}
