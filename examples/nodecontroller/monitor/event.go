@@ -9,17 +9,17 @@ type Kind string
 
 // The kinds of Event.
 const (
-	KindNodeUnknown    Kind = "node-unknown"     // the Monitor wrote Ready=Unknown
-	KindNodeNotReady   Kind = "node-not-ready"   // the kubelet reported Ready=False
-	KindNodeReady      Kind = "node-ready"       // Ready=True again after being not ready
-	KindTaintAdded     Kind = "taint-added"      // a taint the Monitor manages was added
-	KindTaintRemoved   Kind = "taint-removed"    // ... or removed
-	KindPodsNotReady   Kind = "pods-not-ready"   // the node's pods were marked Ready=False
-	KindPodEvicted     Kind = "pod-evicted"      // a pod was deleted by the eviction logic
-	KindZoneState      Kind = "zone-state"       // a zone changed state
-	KindDisruptionMode Kind = "disruption-mode"  // full disruption mode entered or exited
-	KindWriteFailed    Kind = "write-failed"     // an API write failed and will be retried
-	KindNodeEvicting   Kind = "node-evicting"    // legacy mode: the node's pods are queued for deletion
+	KindNodeUnknown    Kind = "node-unknown"    // the Monitor wrote Ready=Unknown
+	KindNodeNotReady   Kind = "node-not-ready"  // the kubelet reported Ready=False
+	KindNodeReady      Kind = "node-ready"      // Ready=True again after being not ready
+	KindTaintAdded     Kind = "taint-added"     // a taint the Monitor manages was added
+	KindTaintRemoved   Kind = "taint-removed"   // ... or removed
+	KindPodsNotReady   Kind = "pods-not-ready"  // the node's pods were marked Ready=False
+	KindPodEvicted     Kind = "pod-evicted"     // a pod was deleted by the eviction logic
+	KindZoneState      Kind = "zone-state"      // a zone changed state
+	KindDisruptionMode Kind = "disruption-mode" // full disruption mode entered or exited
+	KindWriteFailed    Kind = "write-failed"    // an API write failed and will be retried
+	KindNodeEvicting   Kind = "node-evicting"   // legacy mode: the node's pods are queued for deletion
 )
 
 // Event is one thing the Monitor did or saw, for timelines, Kubernetes
