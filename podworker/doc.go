@@ -135,7 +135,8 @@
 //   - First-sight terminal pods rely on the caller's explicit
 //     UpdateOptions.RuntimeTerminated instead of a pod-status cache lookup
 //     (spec 5.10, #105523, #117019); they still get their TerminatedWork
-//     step.
+//     step, except static pods, which (as upstream) can never start once
+//     termination is requested and so finish at once with no step.
 //   - A runtime-only pod whose config pod arrives while its termination runs
 //     continues as that pod (TerminatedWork) instead of being forgotten with
 //     the update.

@@ -108,6 +108,8 @@ func TestStateDiagram(t *testing.T) {
 			{2 * s, known(), "a=terminating/orphan"},
 			{2 * s, next(), "terminating a sync g=30"},
 			{3 * s, done("a", ok), "ok"},
+			// Orphaning counts as a deletion: the content may go.
+			{3 * s, query("a"), "known-terminated,requested,containers-terminating,runtime-remove,content-remove"},
 			{3 * s, next(), "terminated a sync"},
 			{4 * s, done("a", ok), "ok"},
 			{4 * s, known(), "none"},

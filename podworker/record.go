@@ -43,7 +43,8 @@ type update struct {
 type record struct {
 	uid      types.UID
 	fullname string
-	// static is decided from the first Pod seen and drives the start slot.
+	// static is decided from the Pod of the update that created the record
+	// (false when a runtime-only kill created it) and drives the start slot.
 	static bool
 
 	started            bool // a step other than a runtime-only one was handed out (upstream startedAt)

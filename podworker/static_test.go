@@ -93,6 +93,12 @@ func TestStaticPods(t *testing.T) {
 			{2 * s, drain(), "terminated s2 sync"},
 			{2 * s, mirrorTerminating("st_ns"), "false"},
 		}},
+		{"a static pod first seen terminal finishes with no step, as upstream (it can never start)", []step{
+			{0, send(UpdateOptions{Type: TypeCreate, Pod: phase(s1, v1.PodSucceeded), RuntimeTerminated: true}), "accepted"},
+			{0, query("s1"), "known-terminated,finished,requested,containers-terminating,runtime-remove"},
+			{0, upd(TypeCreate, s2), "accepted"},
+			{0, drain(), "sync s2 create"},
+		}},
 		{"a restarted static pod waits until the old one finished", []step{
 			{0, upd(TypeCreate, s1), "accepted"},
 			{0, drain(), "sync s1 create"},

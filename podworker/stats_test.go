@@ -88,3 +88,31 @@ func drive(t testing.TB, w *Workers, now time.Time) {
 		w.Complete(now, work, Result{})
 	}
 }
+
+// TestStatsDesiredSet: the desired, active and mirror gauges count each
+// desired pod once, and only a Create for an active desired pod the workers
+// did not know counts as a restart (upstream HandlePodCleanups).
+func TestStatsDesiredSet(t *testing.T) {
+	w := newWorkers(t)
+	now := testutil.Epoch
+	a, st := pod("a"), staticPod("st", "st1")
+	done := phase(pod("done"), v1.PodSucceeded)
+	w.SyncKnownPods(now, []*v1.Pod{a, a, st, st, done, done, nil})
+	st1 := w.Stats()
+	if st1.DesiredPods != 2 || st1.DesiredStaticPods != 1 || st1.ActivePods != 1 || st1.ActiveStaticPods != 1 || st1.MirrorPods != 1 {
+		t.Errorf("Stats() desired %d+%d static, active %d+%d static, mirror %d; want 2+1, 1+1, 1 (duplicates once)",
+			st1.DesiredPods, st1.DesiredStaticPods, st1.ActivePods, st1.ActiveStaticPods, st1.MirrorPods)
+	}
+	for _, p := range []*v1.Pod{a, st, done} {
+		w.UpdatePod(now, UpdateOptions{Type: TypeCreate, Pod: p})
+	}
+	w.UpdatePod(now, UpdateOptions{Type: TypeUpdate, Pod: pod("late")}) // not desired at the last SyncKnownPods
+	if got := w.Stats(); got.RestartedPods != 1 || got.RestartedStaticPods != 1 {
+		t.Errorf("Stats() restarted %d, static %d; want 1, 1 (the terminal pod is not active)", got.RestartedPods, got.RestartedStaticPods)
+	}
+	// Known pods listed twice count once too.
+	w.SyncKnownPods(now, []*v1.Pod{a, st, a, st})
+	if got := w.Stats(); got.DesiredPods != 1 || got.DesiredStaticPods != 1 || got.ActivePods != 1 {
+		t.Errorf("Stats() desired %d+%d static, active %d; want 1+1, 1", got.DesiredPods, got.DesiredStaticPods, got.ActivePods)
+	}
+}

@@ -165,8 +165,9 @@ type UpdateOptions struct {
 	// matters only on the first update for a UID whose Pod is already in a
 	// terminal phase (Succeeded or Failed): the pod then starts out
 	// terminated, so it is not counted as active and only its cleanup step
-	// (TerminatedWork) runs. Upstream reads its pod-status cache instead
-	// (#105523, #117019).
+	// (TerminatedWork) runs; a static pod, which can never start once its
+	// termination is requested, finishes at once with no step, as upstream.
+	// Upstream reads its pod-status cache instead (#105523, #117019).
 	RuntimeTerminated bool
 }
 

@@ -100,6 +100,25 @@ func TestUpdatePodSteps(t *testing.T) {
 			{1 * s, kill(a, nil, true), "accepted"},
 			{1 * s, query("a"), "could-run,requested,content-remove"},
 		})},
+		{"6: deleting, then an eviction carried by a non-kill update: evicted too", rows(started(a), []step{
+			{1 * s, upd(TypeUpdate, deleting(a, 30)), "accepted"},
+			{1 * s, send(UpdateOptions{Type: TypeUpdate, Pod: deleting(a, 30), Kill: &KillOptions{Evict: true}}), "accepted"},
+			{1 * s, query("a"), "could-run,requested,content-remove"},
+		})},
+		{"9: a replaced pending update keeps its place in line", []step{
+			{0, upd(TypeCreate, a), "accepted"},
+			{0, upd(TypeCreate, pod("b")), "accepted"},
+			{1 * s, upd(TypeUpdate, a), "accepted"},
+			{1 * s, drain(), "sync a update; sync b create"},
+		}},
+		{"9: steps due at the same instant come out in the order they became runnable", []step{
+			{0, upd(TypeCreate, pod("c")), "accepted"},
+			{0, upd(TypeCreate, pod("b")), "accepted"},
+			{0, upd(TypeCreate, pod("e")), "accepted"},
+			{0, upd(TypeCreate, a), "accepted"},
+			{0, upd(TypeCreate, pod("d")), "accepted"},
+			{0, drain(), "sync c create; sync b create; sync e create; sync a create; sync d create"},
+		}},
 		{"6: kill options on a non-kill update before termination are ignored", rows(started(a), []step{
 			{1 * s, send(UpdateOptions{Type: TypeUpdate, Pod: a, Kill: &KillOptions{Evict: true, GracePeriodOverride: testutil.Seconds(2)}}), "accepted"},
 			{1 * s, query("a"), "could-run"},

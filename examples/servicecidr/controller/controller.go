@@ -322,8 +322,9 @@ func (c *Controller) sync(ctx context.Context, key string) Sync {
 	}
 	switch d.Action {
 	case cidrfinalizer.ActionRemoveFinalizer:
-		s.Err = c.patchFinalizer(ctx, key, false)
-		logger.V(2).Info("Released ServiceCIDR", "serviceCIDR", key)
+		if s.Err = c.patchFinalizer(ctx, key, false); s.Err == nil {
+			logger.V(2).Info("Released ServiceCIDR", "serviceCIDR", key)
+		}
 	case cidrfinalizer.ActionBlock:
 		logger.V(2).Info("ServiceCIDR deletion blocked", "serviceCIDR", key, "addresses", len(d.Blocking))
 	}
