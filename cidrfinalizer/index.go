@@ -38,6 +38,7 @@ type Index struct {
 	trees  [2]addrTree // [0] IPv4, [1] IPv6
 	spans  []span      // scratch for Decide
 	prefix []netip.Prefix
+	latest time.Time // latest now seen by Decide: an earlier now counts as this one
 }
 
 type entry struct {
@@ -155,7 +156,8 @@ func (x *Index) DeleteIPAddress(name string) {
 // Decide returns the decision for the ServiceCIDR of that name, with the
 // rules of Decide (see there) over the objects the Index holds. The first
 // Decide on a deleting object records now as its first observation (see
-// DecideObserved). Errors: ErrNotFound for a name the Index does not hold,
+// DecideObserved). A now earlier than one Decide has already seen counts as
+// that latest instant: a clock going backwards never restarts a wait. Errors: ErrNotFound for a name the Index does not hold,
 // ErrInvalidCIDR for an object with a malformed CIDR. When nothing blocks,
 // Decide does not allocate unless a Condition must be written.
 func (x *Index) Decide(now time.Time, name string) (Decision, error) {
@@ -167,6 +169,11 @@ func (x *Index) Decide(now time.Time, name string) (Decision, error) {
 	}
 	if e.obj.err != nil {
 		return Decision{}, e.obj.err
+	}
+	if now.Before(x.latest) {
+		now = x.latest
+	} else {
+		x.latest = now
 	}
 	if e.obj.deleting && e.obj.hasFinalizer && e.observed.IsZero() {
 		e.observed = now

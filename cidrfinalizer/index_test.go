@@ -154,8 +154,8 @@ func TestIndexObservedDeletion(t *testing.T) {
 		{do: setCIDR(withUID(deleting(ready(sc("a", "10.0.0.0/24")), future), "uid-a2")), at: 20 * time.Second, name: "a",
 			want: want{action: ActionWait, requeue: 10 * time.Second, cond: condTerminating}},
 		{at: 25 * time.Second, name: "a", want: want{action: ActionWait, requeue: 5 * time.Second, cond: condTerminating}},
-		// Time going backwards counts as no time elapsed.
-		{at: 15 * time.Second, name: "a", want: want{action: ActionWait, requeue: 10 * time.Second, cond: condTerminating}},
+		// Time going backwards counts as no time elapsed: still 5s left.
+		{at: 15 * time.Second, name: "a", want: want{action: ActionWait, requeue: 5 * time.Second, cond: condTerminating}},
 		{at: 30 * time.Second, name: "a", want: want{action: ActionRemoveFinalizer, cond: condTerminating}},
 	})
 	// A blocked period counts as observed time: after the block the grace

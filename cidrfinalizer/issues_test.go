@@ -35,27 +35,28 @@ func TestIssue131330ConditionNotRewritten(t *testing.T) {
 			t.Fatalf("Decide after the write = %v, want none and no condition", shape(d))
 		}
 	}
-	// Same for the blocked and the waiting state.
-	c = deleting(c.DeepCopy(), e0)
+	// Same for the blocked and the waiting state, after the loop's instants.
+	t0 := testutil.At(time.Hour)
+	c = deleting(c.DeepCopy(), t0)
 	_ = x.SetIPAddress(ip("10.0.0.1"))
 	_ = x.SetServiceCIDR(c)
-	d, _ := x.Decide(e0, "a")
+	d, _ := x.Decide(t0, "a")
 	if d.Action != ActionBlock || d.Condition == nil {
 		t.Fatalf("Decide(deleting, blocked) = %v, want block with a condition", shape(d))
 	}
 	c.Status.Conditions = []metav1.Condition{*d.Condition}
 	_ = x.SetServiceCIDR(c)
-	if d, _ := x.Decide(e0.Add(time.Second), "a"); d.Action != ActionBlock || d.Condition != nil {
+	if d, _ := x.Decide(t0.Add(time.Second), "a"); d.Action != ActionBlock || d.Condition != nil {
 		t.Errorf("Decide(blocked, written) = %v, want block without condition", shape(d))
 	}
 	x.DeleteIPAddress("10.0.0.1")
-	d, _ = x.Decide(e0.Add(2*time.Second), "a")
+	d, _ = x.Decide(t0.Add(2*time.Second), "a")
 	if d.Action != ActionWait || d.Condition == nil {
 		t.Fatalf("Decide(unblocked) = %v, want wait with a condition", shape(d))
 	}
 	c.Status.Conditions = []metav1.Condition{*d.Condition}
 	_ = x.SetServiceCIDR(c)
-	if d, _ := x.Decide(e0.Add(3*time.Second), "a"); d.Action != ActionWait || d.Condition != nil {
+	if d, _ := x.Decide(t0.Add(3*time.Second), "a"); d.Action != ActionWait || d.Condition != nil {
 		t.Errorf("Decide(waiting, written) = %v, want wait without condition", shape(d))
 	}
 }

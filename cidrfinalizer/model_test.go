@@ -93,7 +93,7 @@ func TestIndexMatchesDecide(t *testing.T) {
 		m := &modelCluster{cidrs: map[string]*networkingv1.ServiceCIDR{}, ips: map[string]*networkingv1.IPAddress{},
 			observed: map[string]time.Time{}, uid: map[string]types.UID{}}
 		uid := 0
-		now := e0
+		now, latest := e0, e0
 		for step := range 400 {
 			switch op := r.IntN(20); {
 			case op < 4:
@@ -145,13 +145,17 @@ func TestIndexMatchesDecide(t *testing.T) {
 			default:
 				now = now.Add(time.Duration(r.IntN(7)-1) * time.Second) // sometimes backwards
 			}
+			if now.After(latest) {
+				latest = now
+			}
 			cs, is := m.lists()
 			r.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
 			for name, c := range m.cidrs {
+				// The Index treats an earlier now as the latest one it saw.
 				if c.DeletionTimestamp != nil && hasFinalizer(c) && m.observed[name].IsZero() {
-					m.observed[name] = now
+					m.observed[name] = latest
 				}
-				want, werr := DecideObserved(now, m.observed[name], c, cs, is, cfg)
+				want, werr := DecideObserved(latest, m.observed[name], c, cs, is, cfg)
 				got, gerr := x.Decide(now, name)
 				if (werr != nil) != (gerr != nil) || !sameShape(shape(got), shape(want)) ||
 					condString(got.Condition) != condString(want.Condition) ||
