@@ -190,9 +190,11 @@ func TestSmokeInformers(t *testing.T) {
 
 	setNodeReady(t, cs, node, v1.ConditionFalse)
 	inf.waitNode(t, node.Name, func(n *v1.Node) bool { return readyStatus(n) == v1.ConditionFalse })
-	if inf.nodeUpdates(node.Name) == 0 {
-		t.Errorf("no UpdateFunc call for node %s", node.Name)
-	}
+	// The store is updated before the handlers are notified (asynchronously),
+	// so the UpdateFunc call may come a moment after the store shows the change.
+	cluster.Eventually(t, waitTimeout, "UpdateFunc call for node "+node.Name, func(context.Context) (bool, error) {
+		return inf.nodeUpdates(node.Name) > 0, nil
+	})
 }
 
 type informerSet struct {
