@@ -67,13 +67,17 @@
 // successful AllowN at an earlier time moves its reference point back and
 // later credits the same interval twice (with Burst > 1).
 //
-// Instants are stored as Unix nanoseconds, 16 bytes per item instead of 48.
+// Instants are stored as nanoseconds since the now given to New (16 bytes
+// per item instead of 48), so the queue works with any clock, a virtual one
+// starting at the zero time.Time included, for about 292 years after New.
 // Times handed to callbacks and returned by Items and NextDeadline are
 // therefore in the location of the time given to New and carry no monotonic
 // clock reading; they are Equal to the instants passed in, except that an
-// instant earlier than the queue's latest is replaced by the latest (see
-// above) and instants outside the years 1677-2262 are clamped to that range.
-// A retry far in the future saturates at the end of the range.
+// instant earlier than the queue's latest (in particular, one before New) is
+// replaced by the latest (see above), and an instant more than about 292
+// years after New, or a retry that would land there, saturates at New's now
+// plus math.MaxInt64 nanoseconds. Pass New the caller's current time, not a
+// placeholder such as time.Time{} when the clock is a real one.
 //
 // # Concurrency
 //
@@ -132,4 +136,10 @@
 //	heap bytes per pending item     127     117     109     129
 //
 // Upstream's Remove scans the heap: about 589µs per item at 100k.
+//
+// Issue 2 targets: Remove in random order at 100k <= 1µs per item (met);
+// Add and Try <= 300ns per item (met up to 100k; at 1M both are bound by
+// cache misses and exceed it); Try of a due item allocates nothing and a
+// pending item costs <= 150 bytes (met, and pinned by TestAllocs and
+// TestMemoryPerItem).
 package evictionqueue

@@ -1,6 +1,10 @@
 package evictionqueue_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/kubelifecycle/lifecycle/internal/testutil"
+)
 
 // FuzzQueueOps decodes the input into a configuration and a sequence of
 // operations (see decodeOps) and checks the queue against the reference
@@ -14,6 +18,6 @@ func FuzzQueueOps(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 25, 1, 2, 0, 1, 2, 4, 0, 20, 0, 0})            // clock backwards, clear
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, ops := decodeOps(data)
-		checkModel(t, cfg, ops)
+		checkModel(t, testutil.Epoch, cfg, ops)
 	})
 }

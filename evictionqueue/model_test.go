@@ -322,9 +322,9 @@ func decodeOps(data []byte) (evictionqueue.Config, []mop) {
 
 // checkModel runs ops against a Queue and the reference and fails at the
 // first difference in any result or observable state.
-func checkModel(t *testing.T, cfg evictionqueue.Config, ops []mop) {
+func checkModel(t *testing.T, base time.Time, cfg evictionqueue.Config, ops []mop) {
 	t.Helper()
-	q, err := evictionqueue.New[string](testutil.Epoch, cfg)
+	q, err := evictionqueue.New[string](base, cfg)
 	if err != nil {
 		t.Fatalf("New(%+v) = %v", cfg, err)
 	}
@@ -336,11 +336,11 @@ func checkModel(t *testing.T, cfg evictionqueue.Config, ops []mop) {
 		for _, o := range ops[:i+1] {
 			fmt.Fprintf(&hist, "\n  %v", o)
 		}
-		t.Fatalf("config %+v, after ops:%s\n%s", cfg, hist.String(), fmt.Sprintf(format, args...))
+		t.Fatalf("config %+v, clock from %v, after ops:%s\n%s", cfg, base, hist.String(), fmt.Sprintf(format, args...))
 	}
 	for i, o := range ops {
 		now += o.dt
-		at := testutil.At(now)
+		at := base.Add(now)
 		var got, want string
 		switch o.kind {
 		case mAdd:
@@ -357,7 +357,7 @@ func checkModel(t *testing.T, cfg evictionqueue.Config, ops []mop) {
 			var gotSeen, wantSeen []string
 			k := 0
 			n := q.Try(at, func(it evictionqueue.Item[string]) (bool, time.Duration) {
-				gotSeen = append(gotSeen, fmt.Sprintf("%s/%s@%d/%d", it.Key, it.UID, it.AddedAt.Sub(testutil.Epoch), it.ProcessAt.Sub(testutil.Epoch)))
+				gotSeen = append(gotSeen, fmt.Sprintf("%s/%s@%d/%d", it.Key, it.UID, it.AddedAt.Sub(base), it.ProcessAt.Sub(base)))
 				k++
 				return applyAct(o.acts, k-1, it.Key, func(key string) bool { return q.Remove(key) },
 					func(key string) bool { return q.Add(at, key, types.UID("re-"+key)) }, q.Clear)
@@ -380,7 +380,7 @@ func checkModel(t *testing.T, cfg evictionqueue.Config, ops []mop) {
 		}
 		var gi, wi []string
 		for _, it := range q.Items() {
-			gi = append(gi, fmt.Sprintf("%s/%s@%d/%d", it.Key, it.UID, it.AddedAt.Sub(testutil.Epoch), it.ProcessAt.Sub(testutil.Epoch)))
+			gi = append(gi, fmt.Sprintf("%s/%s@%d/%d", it.Key, it.UID, it.AddedAt.Sub(base), it.ProcessAt.Sub(base)))
 		}
 		for _, it := range r.pending {
 			wi = append(wi, fmt.Sprintf("%s/%s@%d/%d", it.key, it.uid, it.added, it.process))
@@ -390,8 +390,8 @@ func checkModel(t *testing.T, cfg evictionqueue.Config, ops []mop) {
 		}
 		gd, gok := q.NextDeadline()
 		wd, wok := r.nextDeadline()
-		if gok != wok || (gok && gd.Sub(testutil.Epoch) != time.Duration(wd)) {
-			fail(i, "NextDeadline() = %v, %v, want %v, %v", gd.Sub(testutil.Epoch), gok, time.Duration(wd), wok)
+		if gok != wok || (gok && gd.Sub(base) != time.Duration(wd)) {
+			fail(i, "NextDeadline() = %v, %v, want %v, %v", gd.Sub(base), gok, time.Duration(wd), wok)
 		}
 		if g, w := q.Rate(), r.qps; g != w {
 			fail(i, "Rate() = %v, want %v", g, w)
@@ -439,6 +439,10 @@ func applyAct(acts []act, i int, self string, remove, add func(string) bool, cle
 	return true, 0
 }
 
+// modelClocks are the instants the model runs start from: the usual epoch,
+// a virtual clock at the zero time.Time, and a clock before 1970.
+var modelClocks = []time.Time{testutil.Epoch, {}, time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)}
+
 // TestModel checks the queue against the reference over random operation
 // sequences, including re-entrant callbacks, rate changes, stops and clocks
 // going backwards.
@@ -446,6 +450,6 @@ func TestModel(t *testing.T) {
 	for seed := uint64(0); seed < 200; seed++ {
 		r := rand.New(rand.NewPCG(seed, 2))
 		cfg := modelConfigs[r.IntN(len(modelConfigs))]
-		checkModel(t, cfg, randomOps(r, 300))
+		checkModel(t, modelClocks[seed%uint64(len(modelClocks))], cfg, randomOps(r, 300))
 	}
 }

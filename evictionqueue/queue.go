@@ -27,23 +27,20 @@ type Item[K comparable] struct {
 	ProcessAt time.Time
 }
 
-// Sentinels stored in entry.process once an entry has left the heap for good.
-// Real instants are clamped to [minNano, maxNano], so they never collide.
+// Instants are stored as nanoseconds since the queue's origin (the now given
+// to New). The queue clock never goes below 0, so every stored instant is in
+// [0, maxNano] and the arithmetic on them cannot overflow; the negative
+// values are free for the sentinels stored in entry.process once an entry
+// has left the heap for good.
 const (
-	doneMark   = math.MinInt64     // the callback reported the key done
-	cancelMark = math.MinInt64 + 1 // Remove or Clear forgot the key while in flight
-	minNano    = math.MinInt64 + 2 // earliest representable instant (year 1677)
-	maxNano    = math.MaxInt64     // latest representable instant (year 2262)
-)
-
-var (
-	minTime = time.Unix(0, minNano)
-	maxTime = time.Unix(0, maxNano)
+	maxNano    = math.MaxInt64 // latest representable instant: origin + about 292 years
+	doneMark   = -1            // the callback reported the key done
+	cancelMark = -2            // Remove or Clear forgot the key while in flight
 )
 
 // entry is the per-key record: 56 bytes for string keys, 64 with the heap
-// position. Instants are Unix nanoseconds rather than time.Time (24 bytes
-// each) to keep a pending item well under the 150-byte budget.
+// position. Instants are nanoseconds since the origin rather than time.Time
+// (24 bytes each) to keep a pending item well under the 150-byte budget.
 //
 // An entry is pending while it is in the heap, in flight while it is out of
 // the heap with a real instant in process, done when process == doneMark,
@@ -51,20 +48,19 @@ var (
 type entry[K comparable] struct {
 	key     K
 	uid     types.UID
-	added   int64  // AddedAt, Unix nanoseconds
-	process int64  // ProcessAt, Unix nanoseconds, or doneMark/cancelMark
+	added   int64  // AddedAt, nanoseconds since the origin
+	process int64  // ProcessAt, nanoseconds since the origin, or doneMark/cancelMark
 	seq     uint64 // insertion sequence: FIFO among equal instants
 }
 
 type elem[K comparable] = heap.Elem[entry[K]]
 
 // less orders entries by ProcessAt, then AddedAt, then insertion sequence.
+// AddedAt needs no comparison of its own: it is the queue clock at the Add,
+// which never goes backwards, so AddedAt order is insertion order.
 func less[K comparable](a, b *entry[K]) bool {
 	if a.process != b.process {
 		return a.process < b.process
-	}
-	if a.added != b.added {
-		return a.added < b.added
 	}
 	return a.seq < b.seq
 }
@@ -87,34 +83,34 @@ func less[K comparable](a, b *entry[K]) bool {
 // without the queue's lock held, so they may call any method of the same
 // queue, and concurrent Try calls never hand the same item to two callbacks.
 type Queue[K comparable] struct {
-	mu    sync.Mutex
-	h     *heap.Heap[entry[K]]
-	keys  map[K]*elem[K] // every known key: pending, in flight or done
-	seq   uint64
-	last  int64          // the queue clock: latest instant seen, Unix nanoseconds
-	loc   *time.Location // location of reported times
-	qps   float64
-	burst int
-	lim   *rate.Limiter // nil while stopped
-	limAt int64         // instant of the limiter's last state change
+	mu     sync.Mutex
+	h      *heap.Heap[entry[K]]
+	keys   map[K]*elem[K] // every known key: pending, in flight or done
+	seq    uint64
+	origin time.Time // instant 0 of the queue clock: New's now, without monotonic reading
+	last   int64     // the queue clock: latest instant seen, nanoseconds since origin (>= 0)
+	qps    float64
+	burst  int
+	lim    *rate.Limiter // nil while stopped
+	limAt  int64         // instant of the limiter's last state change
 }
 
 // New returns an empty queue with the rate limit cfg, whose token bucket is
-// full at now. It returns an error wrapping ErrInvalidRate or ErrInvalidBurst
-// when cfg is invalid (see Config). Reported times use now's location.
+// full at now. now starts the queue's clock: a later call with an earlier
+// instant counts as now, and instants up to about 292 years later are
+// represented exactly (see the package documentation). Reported times use
+// now's location. It returns an error wrapping ErrInvalidRate or
+// ErrInvalidBurst when cfg is invalid (see Config).
 func New[K comparable](now time.Time, cfg Config) (*Queue[K], error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	n := toNano(now)
 	q := &Queue[K]{
-		h:     heap.New(less[K]),
-		keys:  make(map[K]*elem[K]),
-		last:  n,
-		loc:   now.Location(),
-		qps:   cfg.QPS,
-		burst: cfg.Burst,
-		limAt: n,
+		h:      heap.New(less[K]),
+		keys:   make(map[K]*elem[K]),
+		origin: now.Round(0),
+		qps:    cfg.QPS,
+		burst:  cfg.Burst,
 	}
 	if cfg.QPS > 0 {
 		q.lim = rate.NewLimiter(rate.Limit(cfg.QPS), cfg.Burst)
@@ -122,18 +118,7 @@ func New[K comparable](now time.Time, cfg Config) (*Queue[K], error) {
 	return q, nil
 }
 
-// toNano converts t to Unix nanoseconds, clamped to [minNano, maxNano].
-func toNano(t time.Time) int64 {
-	switch {
-	case t.Before(minTime):
-		return minNano
-	case t.After(maxTime):
-		return maxNano
-	}
-	return t.UnixNano()
-}
-
-// addNano returns n + d, saturating at maxNano.
+// addNano returns n + d for n >= 0 and d >= 0, saturating at maxNano.
 func addNano(n int64, d time.Duration) int64 {
 	if int64(d) > maxNano-n {
 		return maxNano
@@ -141,13 +126,19 @@ func addNano(n int64, d time.Duration) int64 {
 	return n + int64(d)
 }
 
-// at converts Unix nanoseconds to a time in the queue's location.
-func (q *Queue[K]) at(n int64) time.Time { return time.Unix(0, n).In(q.loc) }
+// at converts an instant of the queue clock to a time in the location of the
+// origin.
+func (q *Queue[K]) at(n int64) time.Time { return q.origin.Add(time.Duration(n)) }
+
+// lt converts an instant of the queue clock to the time given to the
+// limiter, which only ever sees differences between its times.
+func lt(n int64) time.Time { return time.Unix(0, n) }
 
 // advance moves the queue clock to now, unless now is earlier (time going
-// backwards counts as no time elapsed), and returns the clock.
+// backwards counts as no time elapsed), and returns the clock. Sub saturates,
+// so a now more than about 292 years after the origin counts as maxNano.
 func (q *Queue[K]) advance(now time.Time) int64 {
-	if n := toNano(now); n > q.last {
+	if n := int64(now.Sub(q.origin)); n > q.last {
 		q.last = n
 	}
 	return q.last
@@ -256,7 +247,7 @@ func (q *Queue[K]) take(now time.Time) (*elem[K], int64) {
 	if e == nil || q.lim == nil || e.Value.process > n {
 		return nil, 0
 	}
-	if !q.lim.AllowN(time.Unix(0, n), 1) {
+	if !q.lim.AllowN(lt(n), 1) {
 		return nil, 0
 	}
 	q.limAt = n
@@ -321,7 +312,7 @@ func (q *Queue[K]) SetRate(now time.Time, qps float64) error {
 	if qps == q.qps {
 		return nil
 	}
-	t := time.Unix(0, n)
+	t := lt(n)
 	carried := 0
 	if q.lim != nil {
 		carried = int(min(math.Floor(q.lim.TokensAt(t)), float64(q.burst)))
@@ -352,8 +343,10 @@ func (q *Queue[K]) Rate() float64 {
 // in flight do not count) or the queue is stopped. The instant may be
 // earlier than the caller's clock, meaning Try can work now. Tokens accrue
 // linearly, so no now is needed. Try at the returned instant attempts at
-// least one item if nothing changed meanwhile. Upstream has no equivalent;
-// its callers poll every 100ms. O(1) (a few dozen limiter reads at most).
+// least one item if nothing changed meanwhile (at a rate so low that the
+// next token lies more than about 292 years after New, the instant saturates
+// there). Upstream has no equivalent; its callers poll every 100ms. O(1):
+// usually two or three limiter reads, never more than about 130.
 func (q *Queue[K]) NextDeadline() (time.Time, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -363,7 +356,7 @@ func (q *Queue[K]) NextDeadline() (time.Time, bool) {
 	}
 	// The limiter's state is exact from limAt on; it never saw a later time.
 	base := max(e.Value.process, q.limAt)
-	tokens := q.lim.TokensAt(time.Unix(0, base))
+	tokens := q.lim.TokensAt(lt(base))
 	if tokens >= 1 {
 		return q.at(base), true
 	}
@@ -384,7 +377,7 @@ func (q *Queue[K]) NextDeadline() (time.Time, bool) {
 // missing fraction is worth less than 1ns of wait; Try at the returned
 // instant always succeeds.)
 func (q *Queue[K]) firstToken(base, est int64) int64 {
-	ok := func(n int64) bool { return q.lim.TokensAt(time.Unix(0, n)) >= 1 }
+	ok := func(n int64) bool { return q.lim.TokensAt(lt(n)) >= 1 }
 	lo, hi := base, est // invariant: !ok(lo) and ok(hi)
 	if ok(est) {
 		for step := int64(1); est-base > step; step *= 2 {

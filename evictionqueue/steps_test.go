@@ -385,6 +385,22 @@ func TestAddRefusesKnownKeys(t *testing.T) {
 	})
 }
 
+// TestIdentityIsKeyOnly: upstream's identity is the value (node name); the
+// UID is carried, never compared. An Add of a known key with another UID is
+// refused and the item keeps the UID it was added with.
+func TestIdentityIsKeyOnly(t *testing.T) {
+	q := newQueue(t, open)
+	if !q.Add(testutil.Epoch, "a", "uid-1") {
+		t.Fatal(`Add("a", uid-1) = false, want true`)
+	}
+	if q.Add(testutil.At(time.Second), "a", "uid-2") {
+		t.Error(`Add("a", uid-2) while pending = true, want false`)
+	}
+	if its := q.Items(); len(its) != 1 || its[0].UID != "uid-1" || !its[0].AddedAt.Equal(testutil.Epoch) {
+		t.Errorf("Items() = %+v, want a/uid-1 added at epoch", its)
+	}
+}
+
 // TestRemove: Remove cancels pending work and forgets "done".
 func TestRemove(t *testing.T) {
 	q := newQueue(t, evictionqueue.Config{QPS: 1e6, Burst: 1000})
@@ -600,38 +616,87 @@ func TestBareLimiterCreditsBackwardsTwice(t *testing.T) {
 	}
 }
 
-// TestExtremeTimes: instants are clamped to the representable range
-// (1677-2262) rather than overflowing, and huge retries saturate.
+// TestExtremeTimes: instants are kept as nanoseconds since the now given to
+// New, so anything earlier counts as that instant (time going backwards) and
+// anything more than about 292 years later, or a huge retry, saturates
+// rather than overflowing.
 func TestExtremeTimes(t *testing.T) {
-	q, err := evictionqueue.New[string](time.Time{}, evictionqueue.Config{QPS: 1e6, Burst: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := newQueue(t, evictionqueue.Config{QPS: 1e6, Burst: 10})
+	end := testutil.Epoch.Add(time.Duration(math.MaxInt64))
 	q.Add(time.Time{}, "zero", "")
-	q.Add(testutil.Epoch, "epoch", "")
+	q.Add(testutil.At(time.Second), "epoch+1s", "")
 	its := q.Items()
-	if len(its) != 2 || its[0].Key != "zero" || its[0].AddedAt.Year() != 1677 || !its[1].AddedAt.Equal(testutil.Epoch) {
-		t.Fatalf("Items() = %v, want zero@1677 then epoch@%v", its, testutil.Epoch)
+	if len(its) != 2 || its[0].Key != "zero" || !its[0].AddedAt.Equal(testutil.Epoch) || !its[1].AddedAt.Equal(testutil.At(time.Second)) {
+		t.Fatalf("Items() = %v, want zero@epoch then epoch+1s@+1s", its)
 	}
-	n := q.Try(testutil.Epoch, func(it evictionqueue.Item[string]) (bool, time.Duration) {
-		return false, time.Duration(1<<63 - 1)
+	n := q.Try(testutil.At(time.Second), func(it evictionqueue.Item[string]) (bool, time.Duration) {
+		return false, time.Duration(math.MaxInt64)
 	})
 	if n != 2 {
 		t.Fatalf("Try = %d, want 2", n)
 	}
-	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
-	d, ok := q.NextDeadline()
-	if !ok || d.Year() != 2262 {
-		t.Fatalf("NextDeadline() = %v, %v, want an instant in 2262", d, ok)
+	if d, ok := q.NextDeadline(); !ok || !d.Equal(end) {
+		t.Fatalf("NextDeadline() = %v, %v, want %v (saturated)", d, ok, end)
 	}
+	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
 	if n := q.Try(far, func(evictionqueue.Item[string]) (bool, time.Duration) { return true, 0 }); n != 2 {
 		t.Fatalf("Try(year 3000) = %d, want 2", n)
 	}
 	if !q.Add(far, "far", "") {
 		t.Fatal(`Add(year 3000, "far") = false`)
 	}
-	if its := q.Items(); len(its) != 1 || its[0].AddedAt.Year() != 2262 {
-		t.Fatalf("Items() = %v, want far clamped to 2262", its)
+	if its := q.Items(); len(its) != 1 || !its[0].AddedAt.Equal(end) {
+		t.Fatalf("Items() = %v, want far clamped to %v", its, end)
+	}
+}
+
+// TestClockBeforeUnixEpoch: a clock before 1970 works like any other. The
+// queue used to store Unix nanoseconds and computed maxInt64 - n, which
+// overflows for n < 0: a 1s retry was scheduled in the year 2262 (the item
+// was in effect lost) and NextDeadline answered 2262 too.
+func TestClockBeforeUnixEpoch(t *testing.T) {
+	base := time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)
+	q, err := evictionqueue.New[string](base, evictionqueue.Config{QPS: 1, Burst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Add(base, "a", "")
+	if n := q.Try(base, func(evictionqueue.Item[string]) (bool, time.Duration) { return false, time.Second }); n != 1 {
+		t.Fatalf("Try = %d, want 1", n)
+	}
+	if its := q.Items(); len(its) != 1 || !its[0].ProcessAt.Equal(base.Add(time.Second)) {
+		t.Fatalf("Items() = %v, want a due at %v", its, base.Add(time.Second))
+	}
+	if d, ok := q.NextDeadline(); !ok || !d.Equal(base.Add(time.Second)) {
+		t.Fatalf("NextDeadline() = %v, %v, want %v", d, ok, base.Add(time.Second))
+	}
+	if n := q.Try(base.Add(time.Second), func(evictionqueue.Item[string]) (bool, time.Duration) { return true, 0 }); n != 1 {
+		t.Fatalf("Try(+1s) = %d, want 1", n)
+	}
+}
+
+// TestZeroBasedVirtualClock: a simulation whose clock starts at the zero
+// time.Time works. Instants used to be clamped to the years 1677-2262, so
+// such a clock never advanced: the bucket never refilled and nothing after
+// the first attempt was ever due.
+func TestZeroBasedVirtualClock(t *testing.T) {
+	var zero time.Time
+	at := func(d time.Duration) time.Time { return zero.Add(d) }
+	q, err := evictionqueue.New[string](zero, evictionqueue.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Add(zero, "a", "")
+	q.Add(zero, "b", "")
+	done := func(evictionqueue.Item[string]) (bool, time.Duration) { return true, 0 }
+	if n := q.Try(zero, done); n != 1 {
+		t.Fatalf("Try(+0) = %d, want 1", n)
+	}
+	if d, ok := q.NextDeadline(); !ok || !d.Equal(at(10*time.Second)) {
+		t.Fatalf("NextDeadline() = %v, %v, want %v", d, ok, at(10*time.Second))
+	}
+	if n := q.Try(at(10*time.Second), done); n != 1 {
+		t.Fatalf("Try(+10s) = %d, want 1", n)
 	}
 }
 
