@@ -186,6 +186,13 @@
 //     Ready condition; upstream would postpone the Unknown write arbitrarily
 //     (or write at first sight). Found while reading the code (spec h.14), no
 //     upstream issue.
+//   - The saved Lease survives a heartbeat change: unlike upstream, which
+//     rebuilds its record without the Lease whenever the Ready heartbeat
+//     changes or a first Ready condition appears, so that on the next pass
+//     the same, unrenewed Lease counts as a first sight and refreshes the
+//     probe once more (up to one monitor period of extra grace), only a
+//     strictly newer RenewTime is a signal here (issue 3). Found while
+//     reading the code, no upstream issue.
 //   - Heartbeats are compared as instants (time.Time.Equal); upstream
 //     compares metav1.Time structs with !=, which also sees a change of
 //     location or monotonic reading.

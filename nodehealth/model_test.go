@@ -17,7 +17,8 @@ import (
 // Lease, and follows the spec's steps literally, comparing with
 // apiequality.Semantic.DeepEqual. It includes our documented differences
 // from upstream (creation time clamped, time never going backwards, the
-// pods-not-ready edge kept until acknowledged) and nothing else.
+// pods-not-ready edge kept until acknowledged, the saved Lease kept when a
+// heartbeat change rebuilds upstream's record) and nothing else.
 type refTracker struct {
 	cfg  Config
 	last time.Time
@@ -88,6 +89,8 @@ func (r *refTracker) observe(now time.Time, in *v1.Node, inLease *coordinationv1
 		rec = &refRecord{status: &node.Status, probe: now, transition: now}
 		r.m[node.Name] = rec
 	case saved == nil && cur != nil:
+		// Upstream builds a new record here and in the next case, dropping
+		// rec.lease; we keep it (documented difference).
 		rec.status, rec.probe, rec.transition = &node.Status, now, now
 	case saved != nil && cur == nil:
 		panic("unreachable, as upstream")

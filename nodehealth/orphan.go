@@ -186,7 +186,7 @@ func (o *OrphanTracker) Observe(now time.Time, node *v1.Node, e Existence) Orpha
 	}
 	d := OrphanDecision{NextCheck: now}
 	if e == ExistenceNotFound {
-		rec.unknowns, rec.backoff = 0, 0
+		rec.unknowns = 0 // the next Unknown starts the backoff afresh
 		if rec.notFound == 0 {
 			rec.firstNotFound = now
 		}

@@ -143,7 +143,9 @@ func NewTracker(cfg Config) (*Tracker, error) {
 //     differs. An equal heartbeat changes nothing.
 //  3. A Lease seen for the first time, or whose RenewTime is strictly after
 //     the saved one, sets probe = now. An equal or older RenewTime never
-//     does; a nil RenewTime counts only on first sight.
+//     does; a nil RenewTime counts only on first sight. Unlike upstream, the
+//     saved Lease is kept when step 2 refreshes the probe (upstream forgets
+//     it there, so its next pass takes the same Lease for a first sight).
 //  4. The node is stale when now is strictly after probe + grace.
 //  5. If stale, Ready, MemoryPressure, DiskPressure and PIDPressure are
 //     turned Unknown in a copy of the status (see StatusUpdate); the copy is

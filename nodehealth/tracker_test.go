@@ -142,6 +142,26 @@ func TestObserveLease(t *testing.T) {
 	})
 }
 
+// Unlike upstream, a heartbeat change (or a first Ready condition) does not
+// forget the saved Lease. Upstream rebuilds its record without it in those
+// branches, so on the next pass the same, unrenewed Lease is a "first
+// sight" and refreshes the probe once more (here it would give deadline=85s
+// at 35s and no write at 81s). Only a newer RenewTime is a signal (issue 3).
+func TestObserveHeartbeatKeepsSavedLease(t *testing.T) {
+	runSteps(t, newTracker(t), []step{
+		{0, observe{readyNode("n1", T, 0, 0), mkLease("n1", 0)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+		{30, observe{readyNode("n1", T, 30, 0), mkLease("n1", 0)}, "fresh grace=50s deadline=80s trans=0s ready=True->True"},
+		{35, observe{readyNode("n1", T, 30, 0), mkLease("n1", 0)}, "fresh grace=50s deadline=80s trans=0s ready=True->True"},
+		{81, observe{readyNode("n1", T, 30, 0), mkLease("n1", 0)}, "stale grace=50s deadline=80s trans=81s ready=True->Unknown write pods"},
+	})
+	// The same after a first Ready condition.
+	runSteps(t, newTracker(t), []step{
+		{0, observe{mkNode("n1", 0), mkLease("n1", 0)}, "fresh grace=1m0s deadline=60s trans=0s ready=Unknown->nil"},
+		{10, observe{readyNode("n1", T, 10, 10), mkLease("n1", 0)}, "fresh grace=50s deadline=60s trans=10s ready=True->True"},
+		{15, observe{readyNode("n1", T, 10, 10), mkLease("n1", 0)}, "fresh grace=50s deadline=60s trans=10s ready=True->True"},
+	})
+}
+
 // a.2 step 3: a lease with a nil RenewTime counts on first sight only, and
 // then blocks later renewals (upstream's nil-safe Before returns false).
 func TestObserveLeaseNilRenewTime(t *testing.T) {

@@ -109,7 +109,10 @@ func conditionBits(t v1.NodeConditionType, s v1.ConditionStatus) (typ, want uint
 //
 // Bad input: a nil node gives (nil, nil). A missing Ready condition gives no
 // Ready-derived taint (and removes a stale one). When a condition type
-// appears more than once, the first one counts (as GetNodeCondition).
+// appears more than once, the first one counts, as in GetNodeCondition and
+// nodehealth; unlike upstream's taint pass, which derives a taint from every
+// copy (a Ready False followed by a Ready Unknown would get both not-ready and
+// unreachable).
 // Duplicate taints with the same key and effect count once; remove holds the
 // first of them, and Remove drops every duplicate.
 func ForConditions(node *v1.Node, now time.Time) (add, remove []v1.Taint) {

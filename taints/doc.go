@@ -35,7 +35,7 @@
 //	Scheduled         tolerated forever / taints removed     ToleratedForever / NodeNotTainted
 //	Scheduled         now reaches At                         Due
 //	Due               Due(now)                               HandedOut (once)
-//	HandedOut         Done                                   Done (until the pod goes away)
+//	HandedOut         Done / DoneEviction                    Done (until the pod goes away)
 //	HandedOut         Retry(now, after), still evictable     Retrying (due at now + after)
 //	HandedOut         Retry, no longer evictable             NodeNotTainted / ToleratedForever
 //	Retrying          now reaches At                         Due -> HandedOut
@@ -60,7 +60,7 @@
 //	//   node delete:      ev.DeleteNode(node.Name)
 //	//   pod add/update:   ev.SetPod(clock.Now(), pod)
 //	//   pod delete:       ev.DeletePod(types.NamespacedName{Namespace: ns, Name: name})
-//	// one worker:
+//	// one or more workers:
 //	for {
 //		now := clock.Now()
 //		for _, x := range ev.Due(now) {
@@ -72,10 +72,10 @@
 //			if err == nil {
 //				err = deletePod(x.Pod, x.UID) // UID precondition
 //			}
-//			if err == nil || apierrors.IsNotFound(err) {
-//				ev.Done(x.Pod)
+//			if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+//				ev.DoneEviction(x) // gone, or replaced by a new pod (UID precondition)
 //			} else {
-//				ev.Retry(now, x.Pod, backoff(x.Attempt))
+//				ev.RetryEviction(now, x, backoff(x.Attempt))
 //			}
 //		}
 //		if at, ok := ev.NextDeadline(); ok {
@@ -117,9 +117,13 @@
 //   - Empty taints cancel and never evict: the processPodOnNode
 //     fall-through that would delete at once with an empty taint list
 //     (spec e.4 step 1) does not exist.
-//   - A recreated pod with the same name (new UID) is evicted again; a late
-//     acknowledgement for the old pod does not touch the new one (#107543,
-//     #110401, #125332; and the post-1.36 stale-completion fix).
+//   - A recreated pod with the same name (new UID) is evicted again
+//     (#107543, #110401, #125332), and DoneEviction and RetryEviction check
+//     the UID, so a late acknowledgement for the old pod never touches the
+//     new one, even when several workers acknowledge (the post-1.36
+//     stale-completion fix). Done and Retry identify an eviction by name
+//     only: they are safe when one worker acknowledges each eviction before
+//     its next Due.
 //   - Optional: ReschedulePolicy moves a scheduled eviction when
 //     tolerations or taints change (#102993, #108982, #85980; upstream
 //     never moves it), and UseTaintTimeAdded keeps countdowns across
@@ -147,7 +151,8 @@
 //     SwapHealthTaint, RemoveHealthTaints (nil, false).
 //   - nil Ready condition: DecideNoExecute NoExecuteNone; no Ready
 //     condition: ForConditions adds no Ready-derived taint.
-//   - duplicate conditions: the first of each type counts.
+//   - duplicate conditions: the first of each type counts (unlike
+//     upstream's NoSchedule pass, which takes a taint from every copy).
 //   - duplicate taints: ForConditions and Remove treat them as one identity
 //     (Remove drops all); AddOrUpdate collapses them into one; the Evictor
 //     counts identical ones (key, value, effect) once.
@@ -163,7 +168,7 @@
 //
 //	benchmark                                          ns/op     B/op  allocs
 //	Matching 5 tolerations × 3 taints
-//	  MatchingTolerations (returns a slice)              325      224       1
+//	  MatchingTolerations (returns a slice)          114-325      224       1
 //	  AppendMatchingTolerations (reused dst)              82        0       0
 //	  AppendMatching + MinTolerationTime                  50        0       0
 //	  Evictor's internal decision (judge)                 65        0       0
@@ -176,7 +181,11 @@
 //	ForConditions, up-to-date node                    23/node      0       0
 //
 // Upstream GetMatchingTolerations takes about 560 ns and allocates once for
-// the same case (issue 3). The taint-all figure is dominated by the 150,000
+// the same case (issue 3; its plain-loop equivalent measures 650-700 ns and 3
+// allocations here). The issue's target, at most 300 ns and no allocation,
+// is met by AppendMatchingTolerations (and by the Evictor, which uses
+// judge); MatchingTolerations returns a new slice, so it allocates it. The
+// taint-all figure is dominated by the 150,000
 // matchings and the 16 MB result slice; Due drains a fire-time bucket in
 // O(1) per eviction.
 package taints

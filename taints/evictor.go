@@ -35,7 +35,8 @@ func (r Reason) String() string {
 // Eviction is one pod deletion handed out by Evictor.Due. The caller sets
 // DisruptionTargetCondition on the pod, deletes it (preferably with a UID
 // precondition, UID being the pod the decision was made for; upstream sends
-// none), and reports the outcome with Done or Retry.
+// none), and reports the outcome with DoneEviction or RetryEviction (or Done
+// or Retry, which go by name only).
 type Eviction struct {
 	Pod  types.NamespacedName
 	UID  types.UID
@@ -299,10 +300,30 @@ func (e *Evictor) Due(now time.Time) []Eviction {
 // its UID; a new pod with the same name (another UID) is a new pod. Done is
 // a no-op unless key's eviction is handed out (e.g. after DeletePod, or a
 // second Done). O(1).
+//
+// Done identifies the eviction by name only. When several workers
+// acknowledge evictions concurrently, use DoneEviction: a late Done for a
+// pod that was since recreated under the same name would otherwise mark the
+// new pod's eviction done if it is handed out at that moment.
 func (e *Evictor) Done(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if rec := e.pods[key]; rec != nil && rec.state == stHandedOut {
+	if rec := e.handedOut(key, "", false); rec != nil {
+		rec.state = stEvicted
+	}
+}
+
+// DoneEviction is Done for the eviction x returned by Due, checked against
+// the pod it was made for: it is a no-op unless x.Pod's eviction is handed
+// out and the pod still has x.UID. A late acknowledgement for a pod that was
+// recreated under the same name (a StatefulSet pod) therefore never touches
+// the new pod's eviction, even one handed out to another worker (the
+// post-1.36 upstream fix "running worker completion does not remove
+// replacement"). O(1).
+func (e *Evictor) DoneEviction(x Eviction) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rec := e.handedOut(x.Pod, x.UID, true); rec != nil {
 		rec.state = stEvicted
 	}
 }
@@ -315,15 +336,41 @@ func (e *Evictor) Done(key types.NamespacedName) {
 // or, with RescheduleRecompute, at the recomputed fire time if that is
 // later. Unlike upstream, which gives up after 5 quick attempts (#140639),
 // a failed eviction is never abandoned. Retry is a no-op unless key's
-// eviction is handed out. O(log B) at most.
+// eviction is handed out. O(log B) at most. Like Done, it identifies the
+// eviction by name only; RetryEviction also checks the UID.
 func (e *Evictor) Retry(now time.Time, key types.NamespacedName, after time.Duration) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now = e.advance(now)
-	rec := e.pods[key]
-	if rec == nil || rec.state != stHandedOut {
-		return
+	if rec := e.handedOut(key, "", false); rec != nil {
+		e.retry(now, rec, after)
 	}
+}
+
+// RetryEviction is Retry for the eviction x returned by Due, checked like
+// DoneEviction: a no-op unless x.Pod's eviction is handed out and the pod
+// still has x.UID. O(log B) at most.
+func (e *Evictor) RetryEviction(now time.Time, x Eviction, after time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now = e.advance(now)
+	if rec := e.handedOut(x.Pod, x.UID, true); rec != nil {
+		e.retry(now, rec, after)
+	}
+}
+
+// handedOut returns key's record when its eviction is handed out (and, with
+// checkUID, the pod has uid), else nil.
+func (e *Evictor) handedOut(key types.NamespacedName, uid types.UID, checkUID bool) *podRec {
+	rec := e.pods[key]
+	if rec == nil || rec.state != stHandedOut || (checkUID && rec.uid != uid) {
+		return nil
+	}
+	return rec
+}
+
+// retry applies Retry to a handed-out rec.
+func (e *Evictor) retry(now time.Time, rec *podRec, after time.Duration) {
 	rec.attempts++
 	v := e.judgeRec(rec)
 	if v.kind == vNone || v.kind == vForever {

@@ -422,6 +422,15 @@ func TestEvictorHandOut(t *testing.T) {
 			{12 * s, retry{"a", s}, ""},
 			{12 * s, next{}, "+100s"},
 		}},
+		{"recompute: Retry of a no-longer-untolerated pod waits, as TolerationExpired", EvictorConfig{Reschedule: RescheduleRecompute}, []step{
+			{0, setPod{pod("a", "n1")}, ""},
+			{0, setTaints{"n1", []v1.Taint{ne("x")}}, ""},
+			{0, due{}, "default/a@+0s:NotTolerated#1"},
+			{1 * s, setPod{pod("a", "n1", tolFor("x", 100))}, ""},
+			{2 * s, retry{"a", s}, ""},
+			{2 * s, explain{"a"}, "Retrying@+100s x/100s from +0s attempts=1"},
+			{100 * s, due{}, "default/a@+100s:TolerationExpired#2"},
+		}},
 		{"never: Retry ignores a lengthened toleration", EvictorConfig{}, []step{
 			{0, setPod{pod("a", "n1", tolFor("x", 10))}, ""},
 			{0, setTaints{"n1", []v1.Taint{ne("x")}}, ""},
@@ -566,6 +575,10 @@ func TestEvictorSteadyStateAllocatesNothing(t *testing.T) {
 		{"Due(nothing due)", func() { e.Due(later) }},
 		{"NextDeadline()", func() { e.NextDeadline() }},
 		{"Done/Retry(not handed out)", func() { e.Done(key("x")); e.Retry(later, key("x"), 0) }},
+		{"DoneEviction/RetryEviction(not handed out)", func() {
+			e.DoneEviction(Eviction{Pod: key("x")})
+			e.RetryEviction(later, Eviction{Pod: key("x")}, 0)
+		}},
 	}
 	for _, c := range checks {
 		if n := testing.AllocsPerRun(100, c.fn); n != 0 {
@@ -591,10 +604,15 @@ func TestEvictorConcurrentUse(t *testing.T) {
 					e.SetNodeTaints(now, node, []v1.Taint{ne("x"), ne(name)})
 				case 2:
 					for _, x := range e.Due(now) {
-						if i%2 == 0 {
+						switch i % 4 {
+						case 0:
 							e.Done(x.Pod)
-						} else {
+						case 1:
 							e.Retry(now, x.Pod, time.Second)
+						case 2:
+							e.DoneEviction(x)
+						default:
+							e.RetryEviction(now, x, time.Second)
 						}
 					}
 				case 3:

@@ -80,6 +80,32 @@ func ExampleEvictor_Retry() {
 	// +20s attempt 3 deleted
 }
 
+// DoneEviction checks the pod's UID: when a StatefulSet recreated the pod
+// under the same name before the old pod's worker reported back, the late
+// acknowledgement does not touch the new pod's eviction.
+func ExampleEvictor_DoneEviction() {
+	ev, _ := taints.NewEvictor(taints.EvictorConfig{})
+	t0 := testutil.Epoch
+	old := testutil.Pod("default", "web-0", "node-1")
+	old.UID = "uid-1"
+	ev.SetPod(t0, old)
+	ev.SetNodeTaints(t0, "node-1", []v1.Taint{taints.NotReadyTaint()})
+	first := ev.Due(t0)[0] // worker A deletes the old pod...
+
+	recreated := old.DeepCopy()
+	recreated.UID = "uid-2"
+	ev.SetPod(t0.Add(time.Second), recreated)
+	second := ev.Due(t0.Add(time.Second))[0] // ...worker B gets the new one
+
+	ev.DoneEviction(first) // A reports late: ignored, uid-1 is gone
+	fmt.Println(first.UID, second.UID, ev.Explain(t0.Add(time.Second), second.Pod).State)
+	ev.DoneEviction(second)
+	fmt.Println(ev.Explain(t0.Add(time.Second), second.Pod).State)
+	// Output:
+	// uid-1 uid-2 HandedOut
+	// Done
+}
+
 func ExampleForConditions() {
 	now := testutil.At(time.Minute)
 	node := testutil.WithReady(testutil.Node("node-1", testutil.Epoch), v1.ConditionUnknown, testutil.Epoch, now)

@@ -178,6 +178,33 @@ type retry struct {
 func (c retry) run(e *Evictor, now time.Time) string { e.Retry(now, key(c.name), c.after); return "" }
 func (c retry) String() string                       { return fmt.Sprintf("Retry(default/%s, %v)", c.name, c.after) }
 
+// doneEv and retryEv acknowledge with the UID-checked DoneEviction and
+// RetryEviction, for the pod name with uid.
+type doneEv struct {
+	name string
+	uid  types.UID
+}
+
+func (c doneEv) run(e *Evictor, _ time.Time) string {
+	e.DoneEviction(Eviction{Pod: key(c.name), UID: c.uid})
+	return ""
+}
+func (c doneEv) String() string { return fmt.Sprintf("DoneEviction(default/%s uid=%s)", c.name, c.uid) }
+
+type retryEv struct {
+	name  string
+	uid   types.UID
+	after time.Duration
+}
+
+func (c retryEv) run(e *Evictor, now time.Time) string {
+	e.RetryEviction(now, Eviction{Pod: key(c.name), UID: c.uid}, c.after)
+	return ""
+}
+func (c retryEv) String() string {
+	return fmt.Sprintf("RetryEviction(default/%s uid=%s, %v)", c.name, c.uid, c.after)
+}
+
 type next struct{}
 
 func (next) run(e *Evictor, _ time.Time) string {

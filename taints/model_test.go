@@ -251,16 +251,18 @@ func (r *refEvictor) onNode(node string) []*refPod {
 	return ps
 }
 
-func (r *refEvictor) done(k types.NamespacedName) {
-	if p := r.pods[k]; p != nil && p.state == stHandedOut {
+// done is Done, or DoneEviction with checkUID.
+func (r *refEvictor) done(k types.NamespacedName, uid types.UID, checkUID bool) {
+	if p := r.pods[k]; p != nil && p.state == stHandedOut && (!checkUID || p.uid == uid) {
 		p.state = stEvicted
 	}
 }
 
-func (r *refEvictor) retry(now time.Time, k types.NamespacedName, after time.Duration) {
+// retry is Retry, or RetryEviction with checkUID.
+func (r *refEvictor) retry(now time.Time, k types.NamespacedName, uid types.UID, checkUID bool, after time.Duration) {
 	now = r.advance(now)
 	p := r.pods[k]
-	if p == nil || p.state != stHandedOut {
+	if p == nil || p.state != stHandedOut || (checkUID && p.uid != uid) {
 		return
 	}
 	p.attempts++
@@ -430,14 +432,28 @@ func runModel(t *testing.T, cfg EvictorConfig, next func() (int, bool)) {
 			}
 			desc = ""
 		case 8:
-			desc = "Done(" + name + ")"
-			e.Done(k)
-			r.done(k)
+			if a%2 == 0 {
+				desc = "Done(" + name + ")"
+				e.Done(k)
+				r.done(k, "", false)
+			} else {
+				uid := types.UID(fmt.Sprintf("u%d", b%2))
+				desc = fmt.Sprintf("DoneEviction(%s uid=%s)", name, uid)
+				e.DoneEviction(Eviction{Pod: k, UID: uid})
+				r.done(k, uid, true)
+			}
 		case 9:
 			after := time.Duration(b%3) * 7 * time.Second
-			desc = fmt.Sprintf("Retry(+%v, %s, %v)", now.Sub(testutil.Epoch), name, after)
-			e.Retry(now, k, after)
-			r.retry(now, k, after)
+			if a%2 == 0 {
+				desc = fmt.Sprintf("Retry(+%v, %s, %v)", now.Sub(testutil.Epoch), name, after)
+				e.Retry(now, k, after)
+				r.retry(now, k, "", false, after)
+			} else {
+				uid := types.UID(fmt.Sprintf("u%d", b%2))
+				desc = fmt.Sprintf("RetryEviction(+%v, %s uid=%s, %v)", now.Sub(testutil.Epoch), name, uid, after)
+				e.RetryEviction(now, Eviction{Pod: k, UID: uid}, after)
+				r.retry(now, k, uid, true, after)
+			}
 		}
 		if desc != "" {
 			log = append(log, desc)

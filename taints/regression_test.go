@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
+	"github.com/kubelifecycle/lifecycle/nodehealth"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -95,6 +96,28 @@ func TestIssue107543RecreatedPodIsEvictedAgain(t *testing.T) {
 			{1 * s, done{"web-0"}, ""},
 			{3 * s, setPod{podUID("web-0", "n1", "uid-2")}, ""},
 			{3 * s, due{}, "default/web-0@+3s:NotTolerated#1"},
+		})
+	})
+	// Two workers: the old pod's worker acknowledges late, while the new
+	// pod's eviction is handed out to another worker. Done(key) cannot tell
+	// the two apart; DoneEviction and RetryEviction check the UID, so the
+	// new pod's eviction is neither marked done nor handed out twice.
+	t.Run("late acknowledgement while the new pod is handed out", func(t *testing.T) {
+		runSteps(t, EvictorConfig{}, []step{
+			{0, setTaints{"n1", []v1.Taint{ne(unreachable)}}, ""},
+			{0, setPod{podUID("web-0", "n1", "uid-1")}, ""},
+			{0, due{}, "default/web-0@+0s:NotTolerated#1"}, // worker A
+			{1 * s, setPod{podUID("web-0", "n1", "uid-2")}, ""},
+			{1 * s, due{}, "default/web-0@+1s:NotTolerated#1"}, // worker B
+			{2 * s, doneEv{"web-0", "uid-1"}, ""},              // A, late
+			{2 * s, retryEv{"web-0", "uid-1", 0}, ""},          // A, late and wrong
+			{2 * s, explain{"web-0"}, "HandedOut@+1s unreachable/untolerated"},
+			{2 * s, due{}, ""},
+			{3 * s, retryEv{"web-0", "uid-2", 10 * s}, ""}, // B's deletion failed
+			{3 * s, explain{"web-0"}, "Retrying@+13s unreachable/untolerated attempts=1"},
+			{13 * s, due{}, "default/web-0@+13s:NotTolerated#2"},
+			{14 * s, doneEv{"web-0", "uid-2"}, ""},
+			{14 * s, explain{"web-0"}, "Done unreachable/untolerated attempts=1"},
 		})
 	})
 	t.Run("late acknowledgement of the replaced pod", func(t *testing.T) {
@@ -193,5 +216,39 @@ func TestEmptyTaintsFallThroughNeverEvicts(t *testing.T) {
 	})
 	if all, used := MatchingTolerations(nil, nil); !all || used != nil {
 		t.Errorf("MatchingTolerations(nil, nil) = %v, %v, want true, nil", all, used)
+	}
+}
+
+// #120815, fixed upstream in 1.34 by #120816: the NoExecute decision used the
+// Ready condition observed before the health update, so a node the monitor
+// pass had just written Unknown was queued for tainting one period later.
+// Fed nodehealth's CurrentReady, DecideNoExecute queues it in the same pass.
+func TestIssue120815NoExecuteDecidedInTheSamePass(t *testing.T) {
+	health, err := nodehealth.NewTracker(nodehealth.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := testutil.WithReady(testutil.Node("n1", testutil.Epoch), v1.ConditionTrue, testutil.Epoch, testutil.Epoch)
+	for _, tt := range []struct {
+		at       time.Duration
+		current  NoExecuteAction
+		observed NoExecuteAction
+	}{
+		{0, NoExecuteRemove, NoExecuteRemove},
+		{50 * s, NoExecuteRemove, NoExecuteRemove},
+		// The pass that writes Unknown: queued now (1.34+), not next pass.
+		{55 * s, NoExecuteQueue, NoExecuteRemove},
+	} {
+		res, err := health.Observe(testutil.At(tt.at), node, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, taint := DecideNoExecute(res.CurrentReady, node.Spec.Taints); got != tt.current ||
+			(got == NoExecuteQueue && taint.Key != unreachable) {
+			t.Errorf("+%v: DecideNoExecute(CurrentReady %s) = %v %s, want %v", tt.at, res.CurrentReady.Status, got, taint.ToString(), tt.current)
+		}
+		if got, _ := DecideNoExecute(res.ObservedReady, node.Spec.Taints); got != tt.observed {
+			t.Errorf("+%v: DecideNoExecute(ObservedReady %s) = %v, want %v (pre-1.34)", tt.at, res.ObservedReady.Status, got, tt.observed)
+		}
 	}
 }
