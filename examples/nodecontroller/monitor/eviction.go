@@ -25,14 +25,14 @@ func (m *Monitor) EvictionPass(ctx context.Context, now time.Time) {
 		err := m.cluster.EvictPod(ctx, ev.Pod, ev.UID, &cond)
 		switch {
 		case err == nil:
-			m.evictor.Done(ev.Pod)
+			m.evictor.DoneEviction(ev)
 			m.emit(now, KindPodEvicted, ev.Node, ev.Pod.String(), fmt.Sprintf("%v (attempt %d)", ev.Reason, ev.Attempt))
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 			// Gone already, or the UID precondition failed: a new pod
 			// with the same name is not the one this decision was for.
-			m.evictor.Done(ev.Pod)
+			m.evictor.DoneEviction(ev)
 		default:
-			m.evictor.Retry(now, ev.Pod, m.cfg.EvictionRetry)
+			m.evictor.RetryEviction(now, ev, m.cfg.EvictionRetry)
 			m.emit(now, KindWriteFailed, ev.Node, ev.Pod.String(), "pod deletion: "+err.Error())
 		}
 	}
