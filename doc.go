@@ -94,7 +94,7 @@
 //	evictor.SetPod(now, pod)
 //	for _, ev := range evictor.Due(now) {
 //		// set the DisruptionTarget condition, delete the pod, then
-//		evictor.Done(ev.Pod) // or evictor.Retry(now, ev.Pod, backoff) on failure
+//		evictor.DoneEviction(ev) // or evictor.RetryEviction(now, ev, backoff) on failure
 //	}
 //
 // examples/nodecontroller wires exactly this loop to client-go informers and a
