@@ -1,0 +1,160 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.Exit(2)
+	}
+}
+
+// run parses args and does what they say, writing to stdout (reports) and
+// stderr (usage).
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("policysim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("scenario", "", "run the scenario in this YAML `file`")
+	list := fs.Bool("list", false, "list the embedded scenarios and exit")
+	name := fs.String("run", "", "run the embedded scenario `name` (default "+DefaultScenario+")")
+	show := fs.Bool("show", false, "print the scenario's YAML (embedded: as shipped) and exit")
+	format := fs.String("format", "text", "output `format`: text or json")
+	svg := fs.String("svg", "", "also draw the timeline as SVG into `file`")
+	legacy := fs.Bool("legacy-node-eviction", false, "model the pre-1.27 eviction mode (--enable-taint-manager=false)")
+	timeout := fs.Duration("pod-eviction-timeout", 5*time.Minute, "with -legacy-node-eviction or -compare: the removed --pod-eviction-timeout")
+	compare := fs.Bool("compare", false, "run taint-based and legacy eviction and print their key numbers side by side")
+	summaryOnly := fs.Bool("summary", false, "text format: print the summary without the timeline")
+	tick := fs.Bool("tick", false, "run the taint pass at every 100ms tick instead of only when it has work (same results, slower)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: policysim [flags]\n\nSimulates node outages in virtual time through the node lifecycle controller's decision loop.\n\nFlags:\n")
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, "\n"+schemaHelp)
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("policysim: unexpected arguments %q (see -h)", fs.Args())
+	}
+	if *format != "text" && *format != "json" {
+		return fmt.Errorf("policysim: -format must be text or json, got %q", *format)
+	}
+	if *timeout <= 0 {
+		return fmt.Errorf("policysim: -pod-eviction-timeout must be positive, got %v", *timeout)
+	}
+	if *list {
+		for _, n := range EmbeddedNames() {
+			sc, err := LoadEmbedded(n)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "%-20s %s\n", n, sc.Description)
+		}
+		return nil
+	}
+	if *file != "" && *name != "" {
+		return errors.New("policysim: use -scenario or -run, not both")
+	}
+	var (
+		sc  *Scenario
+		src []byte
+		err error
+	)
+	switch {
+	case *file != "":
+		if src, err = os.ReadFile(*file); err != nil {
+			return fmt.Errorf("policysim: %w", err)
+		}
+		sc, err = LoadScenario(*file, src)
+	default:
+		n := *name
+		if n == "" {
+			n = DefaultScenario
+		}
+		if sc, err = LoadEmbedded(n); err == nil {
+			src, err = EmbeddedSource(n)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if *show {
+		_, err := stdout.Write(src)
+		return err
+	}
+
+	opt := Options{Tick: *tick}
+	if *legacy {
+		opt.PodEvictionTimeout = *timeout
+	}
+	if *compare {
+		return runCompare(sc, opt, *timeout, *format, stdout)
+	}
+	start := time.Now()
+	res, err := Run(sc, opt)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if *svg != "" {
+		if err := writeSVGFile(*svg, res); err != nil {
+			return err
+		}
+	}
+	if *format == "json" {
+		return WriteJSON(stdout, res, elapsed)
+	}
+	if err := WriteText(stdout, res, *summaryOnly); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "\nsimulated %s in %d ms of real time\n", Dur(sc.Duration.D()), elapsed.Milliseconds())
+	return err
+}
+
+func runCompare(sc *Scenario, opt Options, timeout time.Duration, format string, stdout io.Writer) error {
+	start := time.Now()
+	opt.PodEvictionTimeout = 0
+	taint, err := Run(sc, opt)
+	if err != nil {
+		return err
+	}
+	opt.PodEvictionTimeout = timeout
+	legacy, err := Run(sc, opt)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if format == "json" {
+		out := map[string]JSONReport{"taint": NewJSONReport(taint), "legacy": NewJSONReport(legacy)}
+		return writeJSONValue(stdout, out)
+	}
+	if err := WriteComparison(stdout, taint, legacy); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "\nsimulated %s twice in %d ms of real time\n", Dur(sc.Duration.D()), elapsed.Milliseconds())
+	return err
+}
+
+func writeSVGFile(path string, res *Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("policysim: %w", err)
+	}
+	if err := WriteSVG(f, res); err != nil {
+		f.Close()
+		return fmt.Errorf("policysim: writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("policysim: %w", err)
+	}
+	return nil
+}

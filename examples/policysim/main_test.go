@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runMain runs the command with args and returns its output.
+func runMain(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(args, &stdout, &stderr)
+	return stdout.String(), stderr.String(), err
+}
+
+// TestDefaultRun is the README's demo command: the default scenario's
+// timeline, summary and real time.
+func TestDefaultRun(t *testing.T) {
+	out, _, err := runMain(t)
+	if err != nil {
+		t.Fatalf("run() = %v", err)
+	}
+	for _, want := range []string{
+		"scenario  offline-node",
+		"+45.0s    node-unknown     zone-a  zone-a-0  no heartbeat for more than 40s: Ready=Unknown written",
+		"+45.0s    taint-added      zone-a  zone-a-0  node.kubernetes.io/unreachable:NoExecute",
+		"+5m45.0s  pod-evicted      zone-a  zone-a-0  10 pods evicted: TolerationExpired",
+		"SUMMARY",
+		"ms of real time",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run() output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestFlags(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	good := filepath.Join(dir, "good.yaml")
+	if err := os.WriteFile(bad, []byte("duration: 5m\nzones:\n  - name: a\n    nodes: -1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(good, []byte(minimal+"events: [{at: 0s, action: stop, node: a-0}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	svgFile := filepath.Join(dir, "out.svg")
+	tests := []struct {
+		name    string
+		args    []string
+		wantOut []string
+		wantErr string
+	}{
+		{"list", []string{"-list"}, []string{"offline-node         one node loses its kubelet", "large-cluster", "flapping-node"}, ""},
+		{"run", []string{"-run", "zone-dark", "-summary"}, []string{"scenario  zone-dark", "zone zone-a: 20 nodes"}, ""},
+		{"file", []string{"-scenario", good}, []string{"scenario  good", "+55.0s"}, ""},
+		{"show", []string{"-show", "-run", "all-dark"}, []string{"name: all-dark", "zone-restore"}, ""},
+		{"legacy", []string{"-legacy-node-eviction", "-pod-eviction-timeout", "2m"}, []string{"legacy node eviction", "+2m5.0s  node-evicting"}, ""},
+		{"compare", []string{"-compare", "-run", "offline-node"}, []string{"COMPARISON", "zone-a  legacy  +45.0s"}, ""},
+		{"svg", []string{"-svg", svgFile, "-summary"}, []string{"SUMMARY"}, ""},
+		{"tick", []string{"-tick", "-summary"}, []string{"+5m45.0s"}, ""},
+		{"bad file", []string{"-scenario", bad}, nil, "bad.yaml:4:5: zones[0].nodes: must be in [1, 100000], got -1"},
+		{"missing file", []string{"-scenario", filepath.Join(dir, "nope.yaml")}, nil, "no such file"},
+		{"unknown scenario", []string{"-run", "nope"}, nil, `no embedded scenario "nope"`},
+		{"both sources", []string{"-run", "offline-node", "-scenario", good}, nil, "use -scenario or -run, not both"},
+		{"bad format", []string{"-format", "xml"}, nil, `-format must be text or json, got "xml"`},
+		{"bad timeout", []string{"-pod-eviction-timeout", "0s", "-legacy-node-eviction"}, nil, "-pod-eviction-timeout must be positive"},
+		{"stray argument", []string{"extra"}, nil, "unexpected arguments"},
+		{"unknown flag", []string{"-nope"}, nil, "flag provided but not defined"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, _, err := runMain(t, tt.args...)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("run(%q) = %v, want an error containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("run(%q) = %v", tt.args, err)
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("run(%q) output lacks %q:\n%s", tt.args, w, out)
+				}
+			}
+		})
+	}
+	doc, err := os.ReadFile(svgFile)
+	if err != nil {
+		t.Fatalf("-svg wrote nothing: %v", err)
+	}
+	if root, _ := wellFormed(t, doc); root != "svg" {
+		t.Errorf("-svg wrote a %q document", root)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	_, stderr, err := runMain(t, "-h")
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("run(-h) = %v, want flag.ErrHelp", err)
+	}
+	for _, want := range []string{"-legacy-node-eviction", "-svg file", "Scenario file", "nodeMonitorGracePeriod", "zone-dark"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("-h output lacks %q", want)
+		}
+	}
+}
+
+func TestJSONFlag(t *testing.T) {
+	out, _, err := runMain(t, "-format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r JSONReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("-format json output does not decode: %v", err)
+	}
+	if r.RealTimeMs == nil || r.Summary.Scenario != "offline-node" || len(r.Events) == 0 {
+		t.Errorf("-format json = %d events, summary %q, realTimeMs %v", len(r.Events), r.Summary.Scenario, r.RealTimeMs)
+	}
+	out, _, err = runMain(t, "-format", "json", "-compare")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var both map[string]JSONReport
+	if err := json.Unmarshal([]byte(out), &both); err != nil || both["legacy"].Summary.Mode != "legacy" || both["taint"].Summary.Mode != "taint" {
+		t.Errorf("-format json -compare = %v (error %v), want taint and legacy reports", both, err)
+	}
+}

@@ -1,0 +1,470 @@
+package main
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/nodehealth"
+	"github.com/kubelifecycle/lifecycle/taints"
+	"github.com/kubelifecycle/lifecycle/zonestate"
+)
+
+// Epoch is the virtual instant a run starts at (t=0). Any fixed instant
+// would do; reports show offsets from it.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// deadlineMargin is subtracted from Monitor.NextDeadline before rounding it
+// up to the next tick: evictionqueue's deadline may lie a nanosecond after
+// the instant its token bucket actually grants a token, and running a pass
+// early is harmless (it is one the every-tick run makes too).
+const deadlineMargin = time.Millisecond
+
+// Options selects how a scenario runs.
+type Options struct {
+	// PodEvictionTimeout > 0 runs the pre-1.27 node eviction mode
+	// (monitor.Config.PodEvictionTimeout); 0 runs taint-based eviction.
+	PodEvictionTimeout time.Duration
+	// Tick runs the taint and eviction passes at every TaintPeriod tick, as
+	// the real controller does. By default a tick runs only when
+	// Monitor.NextDeadline says a pass has work; the results are identical
+	// (tested), only faster.
+	Tick bool
+}
+
+// Mode names the eviction mode of a run.
+func (o Options) Mode() string {
+	if o.PodEvictionTimeout > 0 {
+		return "legacy"
+	}
+	return "taint"
+}
+
+// Entry kinds the simulator adds to the Monitor's (monitor.Kind values).
+const (
+	KindKubeletStopped  = "kubelet-stopped"   // scenario: the kubelet stopped heartbeating
+	KindKubeletStarted  = "kubelet-started"   // scenario: the kubelet runs again and reports Ready
+	KindKubeletNotReady = "kubelet-not-ready" // scenario: the kubelet reports Ready=False
+)
+
+// Entry is one line of the timeline: a monitor.Event, or a scenario event
+// applied to one kubelet.
+type Entry struct {
+	At     time.Duration // since Epoch
+	Kind   string
+	Node   string
+	Pod    string // namespace/name
+	Zone   string // the scenario's zone name
+	Detail string
+}
+
+// Result is a finished run.
+type Result struct {
+	Scenario *Scenario
+	Options  Options
+	Config   monitor.Config
+	Entries  []Entry // in time order (and, within an instant, in the order things happened)
+	Summary  Summary
+	// Nodes lists every node name, in name order, with its zone name.
+	Nodes []NodeInfo
+	// Passes counts the passes run: monitor passes, and ticks at which the
+	// taint and eviction passes ran.
+	MonitorPasses, TaintPasses int
+}
+
+// NodeInfo names a node and its zone.
+type NodeInfo struct{ Name, Zone string }
+
+// MonitorConfig returns the Monitor configuration a scenario runs with:
+// the scenario's policy on top of monitor.DefaultConfig, one worker (a
+// deterministic pass), and the options' eviction mode.
+func MonitorConfig(sc *Scenario, opt Options) monitor.Config {
+	p := sc.Policy
+	cfg := monitor.DefaultConfig()
+	cfg.Workers = 1
+	cfg.MonitorPeriod = p.NodeMonitorPeriod.D()
+	cfg.Health = nodehealth.Config{GracePeriod: p.NodeMonitorGracePeriod.D(), StartupGracePeriod: p.NodeStartupGracePeriod.D()}
+	cfg.Zones = zonestate.Policy{
+		EvictionQPS:            p.NodeEvictionRate,
+		SecondaryEvictionQPS:   p.SecondaryNodeEvictionRate,
+		LargeClusterThreshold:  p.LargeClusterSizeThreshold,
+		UnhealthyZoneThreshold: p.UnhealthyZoneThreshold,
+		FullDisruptionQPS:      p.FullDisruptionQPS,
+	}
+	cfg.PodEvictionTimeout = opt.PodEvictionTimeout
+	return cfg
+}
+
+// Run simulates the scenario on a virtual clock and returns its timeline and
+// summary. At every instant, in this order: the kubelets due to heartbeat do
+// so, the scenario's events of that instant apply (in file order), the
+// monitor pass runs (every policy.nodeMonitorPeriod from t=0), then the
+// taint pass and the eviction pass (every 100ms from t=0). Instants up to and
+// including the scenario's duration are simulated. An invalid scenario
+// (see Scenario.Validate) is an error.
+func Run(sc *Scenario, opt Options) (*Result, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.PodEvictionTimeout < 0 {
+		return nil, fmt.Errorf("policysim: negative pod eviction timeout %v", opt.PodEvictionTimeout)
+	}
+	cfg := MonitorConfig(sc, opt)
+	s := &sim{sc: sc, opt: opt, cfg: cfg, ctx: context.Background(), zoneOfKey: map[string]string{},
+		slowest: make([]slowPod, len(sc.Zones))}
+	s.c = newCluster(sc, Epoch)
+	m, err := monitor.New(cfg, s.c, s.record)
+	if err != nil {
+		return nil, fmt.Errorf("policysim: %w", err)
+	}
+	s.m, s.c.m = m, m
+	s.c.onEvict = s.onEvict
+	for _, rec := range s.c.nodes {
+		s.zoneOfKey[zonestate.Key(rec.node)] = sc.Zones[rec.zone].Name
+	}
+	s.kubelets = make([]kubelet, len(s.c.nodes))
+	for i := range s.kubelets {
+		s.kubelets[i] = kubelet{alive: true, ready: v1.ConditionTrue}
+		s.schedule(i, 0)
+	}
+	s.events = slices.Clone(sc.Events)
+	slices.SortStableFunc(s.events, func(a, b Event) int { return cmp.Compare(a.At, b.At) })
+	s.c.sync(s.ctx)
+	s.loop()
+
+	res := &Result{Scenario: sc, Options: opt, Config: cfg, Entries: s.entries,
+		MonitorPasses: s.monitorPasses, TaintPasses: s.taintPasses}
+	for _, rec := range s.c.nodes {
+		res.Nodes = append(res.Nodes, NodeInfo{Name: rec.name, Zone: sc.Zones[rec.zone].Name})
+	}
+	res.Summary = summarize(res, s)
+	return res, nil
+}
+
+// sim is one run in progress.
+type sim struct {
+	sc  *Scenario
+	opt Options
+	cfg monitor.Config
+	ctx context.Context
+	c   *cluster
+	m   *monitor.Monitor
+
+	t         time.Duration // the current instant
+	zoneOfKey map[string]string
+	entries   []Entry
+	events    []Event // sorted by At (stable)
+	kubelets  []kubelet
+	cal       calendar
+	slowest   []slowPod // per zone: the last pod evicted
+
+	monitorPasses, taintPasses int
+}
+
+// kubelet is one simulated kubelet. gen invalidates its scheduled
+// heartbeats when it stops or restarts.
+type kubelet struct {
+	alive bool
+	ready v1.ConditionStatus
+	gen   uint32
+}
+
+// slowPod is the first pod evicted at the latest eviction instant of a zone,
+// with the Evictor's explanation taken while its eviction was handed out.
+type slowPod struct {
+	set  bool
+	at   time.Duration
+	pod  types.NamespacedName
+	node string
+	x    *taints.Explanation // nil in legacy mode
+}
+
+func (s *sim) now() time.Time { return Epoch.Add(s.t) }
+
+// record receives the Monitor's events.
+func (s *sim) record(e monitor.Event) {
+	zone := e.Zone
+	if name, ok := s.zoneOfKey[zone]; ok {
+		zone = name
+	}
+	if e.Node != "" {
+		// The Monitor knows a node's zone from its first pass on; events
+		// before it (e.g. a NoSchedule taint at t=0) come without one.
+		if rec, ok := s.c.byName[e.Node]; ok {
+			zone = s.sc.Zones[rec.zone].Name
+		}
+	}
+	s.entries = append(s.entries, Entry{At: e.At.Sub(Epoch), Kind: string(e.Kind), Node: e.Node, Pod: e.Pod, Zone: zone, Detail: e.Detail})
+}
+
+// onEvict runs inside the cluster's EvictPod, while the Evictor still has
+// the eviction handed out: the moment Explain names the binding taint and
+// toleration. Only the first pod of each new latest instant is explained.
+func (s *sim) onEvict(now time.Time, pod types.NamespacedName, rec *nodeRec) {
+	sp := &s.slowest[rec.zone]
+	at := now.Sub(Epoch)
+	if sp.set && at <= sp.at {
+		return
+	}
+	*sp = slowPod{set: true, at: at, pod: pod, node: rec.name}
+	if s.opt.PodEvictionTimeout == 0 {
+		x := s.m.Explain(now, pod)
+		sp.x = &x
+	}
+}
+
+// loop advances the virtual clock from t=0 to the end of the scenario.
+func (s *sim) loop() {
+	end := s.sc.Duration.D()
+	mp, tp := s.cfg.MonitorPeriod, s.cfg.TaintPeriod
+	var nextMonitor, nextTick time.Duration
+	ev := 0
+	for {
+		t := nextMonitor
+		if ct, ok := s.cal.next(); ok && ct < t {
+			t = ct
+		}
+		if ev < len(s.events) && s.events[ev].At.D() < t {
+			t = s.events[ev].At.D()
+		}
+		t = min(t, nextTick)
+		if t > end {
+			return
+		}
+		s.t = t
+		s.c.setNow(s.now())
+		if ct, ok := s.cal.next(); ok && ct == t {
+			s.heartbeats(t)
+		}
+		for ev < len(s.events) && s.events[ev].At.D() == t {
+			s.apply(&s.events[ev])
+			ev++
+		}
+		if t == nextMonitor {
+			s.m.MonitorPass(s.ctx, s.now())
+			s.monitorPasses++
+			nextMonitor += mp
+		}
+		if t%tp == 0 && (s.opt.Tick || s.hasWork(t)) {
+			s.m.TaintPass(s.ctx, s.now())
+			s.m.EvictionPass(s.ctx, s.now())
+			s.taintPasses++
+		}
+		nextTick = s.nextTick(t)
+	}
+}
+
+const never = time.Duration(1<<63 - 1)
+
+// hasWork reports whether a taint or eviction pass at t could do anything.
+func (s *sim) hasWork(t time.Duration) bool {
+	dl, ok := s.m.NextDeadline()
+	return ok && dl.Sub(Epoch)-deadlineMargin <= t
+}
+
+// nextTick returns the next tick after t at which the passes must run.
+func (s *sim) nextTick(t time.Duration) time.Duration {
+	tp := s.cfg.TaintPeriod
+	next := (t/tp + 1) * tp
+	if s.opt.Tick {
+		return next
+	}
+	dl, ok := s.m.NextDeadline()
+	if !ok {
+		return never
+	}
+	if d := dl.Sub(Epoch) - deadlineMargin; d > next {
+		next = (d + tp - 1) / tp * tp
+	}
+	return next
+}
+
+// heartbeats runs the kubelet heartbeats due at t, in node order.
+func (s *sim) heartbeats(t time.Duration) {
+	due := s.cal.pop()
+	slices.SortFunc(due, func(a, b calEntry) int {
+		if a.node != b.node {
+			return int(a.node) - int(b.node)
+		}
+		return int(a.what) - int(b.what)
+	})
+	for _, e := range due {
+		k := &s.kubelets[e.node]
+		if !k.alive || k.gen != e.gen {
+			continue
+		}
+		rec := s.c.nodes[e.node]
+		switch e.what {
+		case beatLease:
+			s.c.renewLease(rec, s.now())
+			s.cal.add(t+s.sc.Kubelet.LeaseRenewInterval.D(), e)
+		case beatStatus:
+			s.c.postStatus(s.ctx, rec, k.ready, s.now())
+			s.cal.add(t+s.sc.Kubelet.StatusUpdateInterval.D(), e)
+		case beatPods:
+			if k.ready == v1.ConditionTrue {
+				s.c.markPodsReady(s.ctx, rec, s.now())
+			}
+		}
+	}
+	s.cal.release(due)
+}
+
+// schedule plans kubelet i's next heartbeats, counting from its last beat
+// at last.
+func (s *sim) schedule(i int, last time.Duration) {
+	gen := s.kubelets[i].gen
+	s.cal.add(last+s.sc.Kubelet.LeaseRenewInterval.D(), calEntry{node: int32(i), what: beatLease, gen: gen})
+	s.cal.add(last+s.sc.Kubelet.StatusUpdateInterval.D(), calEntry{node: int32(i), what: beatStatus, gen: gen})
+}
+
+// apply applies one scenario event to its kubelets.
+func (s *sim) apply(e *Event) {
+	for _, i := range s.targets(e) {
+		k := &s.kubelets[i]
+		rec := s.c.nodes[i]
+		add := func(kind string) {
+			s.entries = append(s.entries, Entry{At: s.t, Kind: kind, Node: rec.name, Zone: s.sc.Zones[rec.zone].Name, Detail: "scenario: " + e.Action})
+		}
+		switch e.Action {
+		case ActionStop, ActionZoneDark:
+			if !k.alive {
+				continue
+			}
+			k.alive = false
+			k.gen++
+			add(KindKubeletStopped)
+		case ActionResume, ActionZoneRestore:
+			if k.alive && k.ready == v1.ConditionTrue {
+				continue
+			}
+			add(KindKubeletStarted)
+			s.start(i, v1.ConditionTrue)
+		case ActionNotReady:
+			if k.alive && k.ready == v1.ConditionFalse {
+				continue
+			}
+			add(KindKubeletNotReady)
+			s.start(i, v1.ConditionFalse)
+		}
+	}
+}
+
+// start (re)starts kubelet i reporting ready: it renews its Lease and posts
+// its status at once, then beats on its own schedule from now.
+func (s *sim) start(i int, ready v1.ConditionStatus) {
+	k := &s.kubelets[i]
+	k.alive, k.ready = true, ready
+	k.gen++
+	rec := s.c.nodes[i]
+	s.c.renewLease(rec, s.now())
+	s.c.postStatus(s.ctx, rec, ready, s.now())
+	s.schedule(i, s.t)
+	if ready == v1.ConditionTrue {
+		if d := s.sc.Kubelet.PodReadyDelay.D(); d > 0 {
+			s.cal.add(s.t+d, calEntry{node: int32(i), what: beatPods, gen: k.gen})
+		} else {
+			s.c.markPodsReady(s.ctx, rec, s.now())
+		}
+	}
+}
+
+// targets returns the node indexes an event applies to, in name order.
+func (s *sim) targets(e *Event) []int {
+	var out []int
+	switch {
+	case e.Node != "":
+		out = append(out, s.c.byName[e.Node].idx)
+	case len(e.Nodes) > 0:
+		for _, n := range e.Nodes {
+			out = append(out, s.c.byName[n].idx)
+		}
+	case e.Zone != "":
+		zi := slices.IndexFunc(s.sc.Zones, func(z Zone) bool { return z.Name == e.Zone })
+		z := &s.sc.Zones[zi]
+		n := z.Nodes
+		if e.Count > 0 {
+			n = e.Count
+		}
+		for j := range n {
+			out = append(out, s.c.byName[NodeName(z.Name, j, z.Nodes)].idx)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// The kinds of kubelet heartbeat.
+const (
+	beatLease uint8 = iota + 1
+	beatStatus
+	beatPods // once, after a restart: the pods are Ready again
+)
+
+// calEntry is one planned heartbeat.
+type calEntry struct {
+	node int32
+	what uint8
+	gen  uint32
+}
+
+// calendar holds the planned heartbeats in buckets by instant: thousands of
+// kubelets beat at the same instants, so a bucket per instant keeps the
+// ordering work per distinct instant, not per beat.
+type calendar struct {
+	times   durationHeap
+	buckets map[time.Duration][]calEntry
+	free    [][]calEntry
+}
+
+func (c *calendar) add(at time.Duration, e calEntry) {
+	if c.buckets == nil {
+		c.buckets = map[time.Duration][]calEntry{}
+	}
+	b, ok := c.buckets[at]
+	if !ok {
+		heap.Push(&c.times, at)
+		if n := len(c.free); n > 0 {
+			b, c.free = c.free[n-1][:0], c.free[:n-1]
+		}
+	}
+	c.buckets[at] = append(b, e)
+}
+
+// next returns the earliest planned instant.
+func (c *calendar) next() (time.Duration, bool) {
+	if len(c.times) == 0 {
+		return 0, false
+	}
+	return c.times[0], true
+}
+
+// pop removes and returns the earliest bucket; give it back with release.
+func (c *calendar) pop() []calEntry {
+	at := heap.Pop(&c.times).(time.Duration)
+	b := c.buckets[at]
+	delete(c.buckets, at)
+	return b
+}
+
+func (c *calendar) release(b []calEntry) { c.free = append(c.free, b) }
+
+type durationHeap []time.Duration
+
+func (h durationHeap) Len() int           { return len(h) }
+func (h durationHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h durationHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *durationHeap) Push(x any)        { *h = append(*h, x.(time.Duration)) }
+func (h *durationHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

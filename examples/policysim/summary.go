@@ -1,0 +1,354 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/taints"
+)
+
+// Summary is the outcome of a run, per zone and in all. Times are seconds
+// since the start of the run; a nil time means it never happened.
+type Summary struct {
+	Scenario           string   `json:"scenario"`
+	Mode               string   `json:"mode"`                         // "taint" or "legacy"
+	PodEvictionTimeout *float64 `json:"podEvictionTimeout,omitempty"` // legacy mode only
+	Duration           float64  `json:"duration"`
+	Nodes              int      `json:"nodes"`
+	Pods               int      `json:"pods"`
+	PodsMarkedNotReady int      `json:"podsMarkedNotReady"`
+	PodsReadyAgain     int      `json:"podsReadyAgain"` // marked Ready again by their resumed kubelet
+	PodsEvicted        int      `json:"podsEvicted"`
+	// FullDisruption lists the spans in full disruption mode (no Ready node
+	// in any zone: every eviction stops).
+	FullDisruption []Span         `json:"fullDisruption"`
+	Zones          []ZoneSummary  `json:"zones"`
+	MonitorPasses  int            `json:"monitorPasses"`
+	TaintPasses    int            `json:"taintPasses"`
+	zoneIndex      map[string]int // zone name → index in Zones
+}
+
+// Span is an interval; To is nil when it lasted until the end of the run.
+type Span struct {
+	From float64  `json:"from"`
+	To   *float64 `json:"to"`
+}
+
+// ZoneSummary is what happened in one zone.
+type ZoneSummary struct {
+	Zone  string `json:"zone"`
+	Nodes int    `json:"nodes"`
+	Pods  int    `json:"pods"`
+	// KubeletsDown counts the nodes whose kubelet the scenario stopped or
+	// made report Ready=False; OutageAt is the first such event.
+	KubeletsDown int      `json:"kubeletsDown"`
+	OutageAt     *float64 `json:"outageAt"`
+	// NodesUnknown counts the nodes that became Unknown (or NotReady).
+	NodesUnknown int      `json:"nodesUnknown"`
+	TimesUnknown int      `json:"timesUnknown"` // node-unknown and node-not-ready events
+	FirstUnknown *float64 `json:"firstUnknown"`
+	LastUnknown  *float64 `json:"lastUnknown"`
+	// NodesTainted counts the nodes that got a NoExecute health taint.
+	NodesTainted int      `json:"nodesTainted"`
+	TimesTainted int      `json:"timesTainted"` // NoExecute health taints added
+	FirstTaint   *float64 `json:"firstTaint"`
+	LastTaint    *float64 `json:"lastTaint"`
+	// NodesEvicting counts, in legacy mode, the nodes queued for eviction.
+	NodesEvicting     int      `json:"nodesEvicting"`
+	FirstNodeEvicting *float64 `json:"firstNodeEvicting"`
+	PodsEvicted       int      `json:"podsEvicted"`
+	FirstEviction     *float64 `json:"firstEviction"`
+	LastEviction      *float64 `json:"lastEviction"`
+	// States lists the zone's state changes; FinalState is its last state.
+	States     []StateChange `json:"states"`
+	FinalState string        `json:"finalState"`
+	// Slowest is the last pod evicted in the zone and what bound its time.
+	Slowest *SlowestPod `json:"slowestPod,omitempty"`
+}
+
+// StateChange is a zone entering State at T.
+type StateChange struct {
+	T     float64 `json:"t"`
+	State string  `json:"state"`
+	Rate  float64 `json:"rate"` // the zone's tainting rate from then on, nodes/s
+}
+
+// SlowestPod is the binding constraint of the last eviction in a zone, from
+// Monitor.Explain while the eviction was handed out (taint mode), or from
+// the node's eviction timeline (legacy mode).
+type SlowestPod struct {
+	Pod       string  `json:"pod"`
+	Node      string  `json:"node"`
+	EvictedAt float64 `json:"evictedAt"`
+	// NodeDownAt is when the node last became Unknown or NotReady before
+	// the eviction; NodeTaintedAt when it got its NoExecute taint (legacy:
+	// when it was queued for eviction); ZoneRate the zone's tainting rate
+	// then.
+	NodeDownAt    *float64 `json:"nodeDownAt"`
+	NodeTaintedAt *float64 `json:"nodeTaintedAt"`
+	ZoneRate      *float64 `json:"zoneRate"`
+	// Taint is the binding NoExecute taint and Toleration the pod's
+	// toleration of it ("" when not tolerated); the countdown of
+	// TolerationSeconds started at CountdownStart.
+	Taint             string   `json:"taint,omitempty"`
+	Toleration        string   `json:"toleration,omitempty"`
+	TolerationSeconds *float64 `json:"tolerationSeconds,omitempty"`
+	CountdownStart    *float64 `json:"countdownStart,omitempty"`
+	// Constraint says in one line what bound the eviction time.
+	Constraint string `json:"constraint"`
+}
+
+func secs(d time.Duration) float64 { return d.Seconds() }
+
+func at(d time.Duration) *float64 { v := secs(d); return &v }
+
+var rateRE = regexp.MustCompile(`rate ([0-9.eE+-]+) nodes/s`)
+
+// summarize computes the Summary from the timeline and the run's state.
+func summarize(res *Result, s *sim) Summary {
+	sc := res.Scenario
+	sum := Summary{
+		FullDisruption: []Span{},
+		Scenario:       sc.Name, Mode: res.Options.Mode(), Duration: secs(sc.Duration.D()),
+		Nodes: len(res.Nodes), PodsMarkedNotReady: s.c.podsMarkedNotReady, PodsReadyAgain: s.c.podsMarkedReady, PodsEvicted: s.c.podsEvicted,
+		MonitorPasses: res.MonitorPasses, TaintPasses: res.TaintPasses, zoneIndex: map[string]int{},
+	}
+	if res.Options.PodEvictionTimeout > 0 {
+		sum.PodEvictionTimeout = at(res.Options.PodEvictionTimeout)
+	}
+	for i, z := range sc.Zones {
+		pods := 0
+		for _, g := range z.PodGroups() {
+			pods += g.PerNode * z.Nodes
+		}
+		sum.Pods += pods
+		sum.Zones = append(sum.Zones, ZoneSummary{Zone: z.Name, Nodes: z.Nodes, Pods: pods, States: []StateChange{}})
+		sum.zoneIndex[z.Name] = i
+	}
+	type nodeSets struct{ down, unknown, tainted, evicting map[string]bool }
+	sets := make([]nodeSets, len(sum.Zones))
+	for i := range sets {
+		sets[i] = nodeSets{map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}}
+	}
+	first := func(p **float64, t time.Duration) {
+		if *p == nil {
+			*p = at(t)
+		}
+	}
+	for _, e := range res.Entries {
+		if e.Kind == string(monitor.KindDisruptionMode) {
+			switch {
+			case strings.HasPrefix(e.Detail, "entered"):
+				sum.FullDisruption = append(sum.FullDisruption, Span{From: secs(e.At)})
+			case strings.HasPrefix(e.Detail, "exited") && len(sum.FullDisruption) > 0:
+				sum.FullDisruption[len(sum.FullDisruption)-1].To = at(e.At)
+			}
+			continue
+		}
+		zi, ok := sum.zoneIndex[e.Zone]
+		if !ok {
+			continue
+		}
+		z, set := &sum.Zones[zi], sets[zi]
+		switch e.Kind {
+		case KindKubeletStopped, KindKubeletNotReady:
+			first(&z.OutageAt, e.At)
+			set.down[e.Node] = true
+		case string(monitor.KindNodeUnknown), string(monitor.KindNodeNotReady):
+			first(&z.FirstUnknown, e.At)
+			z.LastUnknown = at(e.At)
+			z.TimesUnknown++
+			set.unknown[e.Node] = true
+		case string(monitor.KindTaintAdded):
+			if isHealthNoExecute(e.Detail) {
+				first(&z.FirstTaint, e.At)
+				z.LastTaint = at(e.At)
+				z.TimesTainted++
+				set.tainted[e.Node] = true
+			}
+		case string(monitor.KindNodeEvicting):
+			first(&z.FirstNodeEvicting, e.At)
+			set.evicting[e.Node] = true
+		case string(monitor.KindPodEvicted):
+			z.PodsEvicted++
+			first(&z.FirstEviction, e.At)
+			z.LastEviction = at(e.At)
+		case string(monitor.KindZoneState):
+			if st, ok := newState(e.Detail); ok {
+				sc := StateChange{T: secs(e.At), State: st}
+				if m := rateRE.FindStringSubmatch(e.Detail); m != nil {
+					sc.Rate, _ = strconv.ParseFloat(m[1], 64)
+				}
+				z.States = append(z.States, sc)
+				z.FinalState = st
+			}
+		}
+	}
+	for i := range sum.Zones {
+		z, set := &sum.Zones[i], sets[i]
+		z.KubeletsDown, z.NodesUnknown, z.NodesTainted, z.NodesEvicting = len(set.down), len(set.unknown), len(set.tainted), len(set.evicting)
+		if sp := s.slowest[i]; sp.set {
+			z.Slowest = slowest(res, sp)
+		}
+	}
+	return sum
+}
+
+// isHealthNoExecute reports whether a taint-added detail is one of the two
+// NoExecute health taints.
+func isHealthNoExecute(detail string) bool {
+	return detail == taintString(taints.UnreachableTaint().Key, "NoExecute") ||
+		detail == taintString(taints.NotReadyTaint().Key, "NoExecute")
+}
+
+func taintString(key, effect string) string { return key + ":" + effect }
+
+// newState parses the new state out of a zone-state detail
+// ("Normal -> PartialDisruption (...)").
+func newState(detail string) (string, bool) {
+	_, after, ok := strings.Cut(detail, " -> ")
+	if !ok {
+		return "", false
+	}
+	st, _, _ := strings.Cut(after, " ")
+	return st, st != ""
+}
+
+// slowest describes what bound the eviction of sp.
+func slowest(res *Result, sp slowPod) *SlowestPod {
+	out := &SlowestPod{Pod: sp.pod.String(), Node: sp.node, EvictedAt: secs(sp.at)}
+	zone := ""
+	for _, n := range res.Nodes {
+		if n.Name == sp.node {
+			zone = n.Zone
+			break
+		}
+	}
+	legacy := res.Options.PodEvictionTimeout > 0
+	var rate *float64
+	for _, e := range res.Entries {
+		if e.At > sp.at {
+			break
+		}
+		switch {
+		case e.Kind == string(monitor.KindZoneState) && e.Zone == zone:
+			if m := rateRE.FindStringSubmatch(e.Detail); m != nil {
+				if r, err := strconv.ParseFloat(m[1], 64); err == nil {
+					rate = &r
+				}
+			}
+		case e.Node != sp.node:
+		case e.Kind == string(monitor.KindNodeUnknown) || e.Kind == string(monitor.KindNodeNotReady):
+			out.NodeDownAt = at(e.At)
+		case !legacy && e.Kind == string(monitor.KindTaintAdded) && isHealthNoExecute(e.Detail),
+			legacy && e.Kind == string(monitor.KindNodeEvicting):
+			out.NodeTaintedAt = at(e.At)
+			if rate != nil {
+				r := *rate
+				out.ZoneRate = &r
+			}
+		}
+	}
+	var b strings.Builder
+	if x := sp.x; x != nil {
+		if x.Taint != nil {
+			out.Taint = taintString(x.Taint.Key, string(x.Taint.Effect))
+			if x.Taint.Value != "" {
+				out.Taint = x.Taint.Key + "=" + x.Taint.Value + ":" + string(x.Taint.Effect)
+			}
+		}
+		if x.Toleration != nil {
+			out.Toleration = tolerationString(*x.Toleration)
+			if x.Toleration.TolerationSeconds != nil {
+				v := float64(*x.Toleration.TolerationSeconds)
+				out.TolerationSeconds = &v
+				out.CountdownStart = at(x.Start.Sub(Epoch))
+			}
+		}
+		switch {
+		case out.Taint == "":
+			fmt.Fprintf(&b, "%v (%v)", x.State, x.Reason)
+		case out.Toleration == "":
+			fmt.Fprintf(&b, "%s not tolerated: evicted as soon as its node was tainted", out.Taint)
+		case out.TolerationSeconds != nil:
+			fmt.Fprintf(&b, "%s tolerated for %gs (toleration %s) from %s", out.Taint, *out.TolerationSeconds, out.Toleration, Offset(x.Start.Sub(Epoch)))
+			if end := x.Start.Add(seconds(*out.TolerationSeconds)); !end.Equal(x.At) {
+				// Under RescheduleNever (upstream) a scheduled eviction
+				// keeps its time when the taints change.
+				fmt.Fprintf(&b, ", which would end at %s, but the eviction scheduled for %s under an earlier taint stands (upstream never moves a scheduled eviction, #102993)",
+					Offset(end.Sub(Epoch)), Offset(x.At.Sub(Epoch)))
+			}
+		default:
+			fmt.Fprintf(&b, "%s, %v", out.Taint, x.Reason)
+		}
+	} else {
+		fmt.Fprintf(&b, "legacy node eviction: pod-eviction-timeout %v after the node's last heartbeat, then the zone queue", res.Options.PodEvictionTimeout)
+	}
+	if out.NodeTaintedAt != nil {
+		verb := "tainted"
+		if legacy {
+			verb = "queued for eviction"
+		}
+		fmt.Fprintf(&b, "; node %s", verb)
+		fmt.Fprintf(&b, " at %s", Offset(seconds(*out.NodeTaintedAt)))
+		if out.NodeDownAt != nil {
+			wait := seconds(*out.NodeTaintedAt - *out.NodeDownAt)
+			fmt.Fprintf(&b, ", %s after it went %s", Dur(wait), downWord(res, sp.node, sp.at))
+			if !legacy && out.ZoneRate != nil {
+				fmt.Fprintf(&b, " (zone queue at %g nodes/s)", *out.ZoneRate)
+			}
+		}
+	}
+	out.Constraint = b.String()
+	return out
+}
+
+// downWord says whether the node went Unknown or NotReady last before t.
+func downWord(res *Result, node string, t time.Duration) string {
+	w := "Unknown"
+	for _, e := range res.Entries {
+		if e.At > t {
+			break
+		}
+		if e.Node == node {
+			switch e.Kind {
+			case string(monitor.KindNodeUnknown):
+				w = "Unknown"
+			case string(monitor.KindNodeNotReady):
+				w = "NotReady"
+			}
+		}
+	}
+	return w
+}
+
+// seconds converts a summary time back to a Duration, to the millisecond.
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s*1e3)) * time.Millisecond }
+
+func tolerationString(t v1.Toleration) string {
+	var b strings.Builder
+	if t.Key == "" {
+		b.WriteString("*")
+	} else {
+		b.WriteString(t.Key)
+	}
+	if t.Operator == "Exists" || t.Operator == "" && t.Value == "" && t.Key == "" {
+		b.WriteString(" Exists")
+	} else {
+		b.WriteString("=" + t.Value)
+	}
+	if t.Effect != "" {
+		b.WriteString(" " + string(t.Effect))
+	}
+	if t.TolerationSeconds != nil {
+		fmt.Fprintf(&b, " %ds", *t.TolerationSeconds)
+	}
+	return b.String()
+}
