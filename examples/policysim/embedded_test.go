@@ -238,9 +238,9 @@ func TestFlappingNode(t *testing.T) {
 		{"taint removed", instants(find(res, "taint-removed", "zone-a-0", unreachableNoExecute)), []time.Duration{120 * sec, 300 * sec, 480 * sec}},
 		{"ready again", instants(find(res, "node-ready", "zone-a-0", "")), []time.Duration{120 * sec, 300 * sec, 480 * sec}},
 		{"pods-not-ready", find(res, "pods-not-ready", "zone-a-0", ""), []Entry{
-			{55 * sec, "pods-not-ready", "zone-a-0", "", "zone-a", "12 pods marked Ready=False"},
-			{235 * sec, "pods-not-ready", "zone-a-0", "", "zone-a", "10 pods marked Ready=False"},
-			{415 * sec, "pods-not-ready", "zone-a-0", "", "zone-a", "10 pods marked Ready=False"}}},
+			{At: 55 * sec, Kind: "pods-not-ready", Node: "zone-a-0", Zone: "zone-a", Detail: "12 pods marked Ready=False"},
+			{At: 235 * sec, Kind: "pods-not-ready", Node: "zone-a-0", Zone: "zone-a", Detail: "10 pods marked Ready=False"},
+			{At: 415 * sec, Kind: "pods-not-ready", Node: "zone-a-0", Zone: "zone-a", Detail: "10 pods marked Ready=False"}}},
 		{"evicted", instants(find(res, "pod-evicted", "", "")), []time.Duration{115 * sec}},
 		{"pods evicted", res.Summary.PodsEvicted, 2},
 		{"web pods evicted", slices.ContainsFunc(find(res, "pod-evicted", "", ""), func(e Entry) bool { return strings.Contains(e.Pod, "-web-") }), false},

@@ -63,6 +63,12 @@ type Entry struct {
 	Pod    string // namespace/name
 	Zone   string // the scenario's zone name
 	Detail string
+
+	// The typed facts of the monitor.Event, for the summary and the chart.
+	Taint   v1.Taint // taint-added, taint-removed
+	State   string   // zone-state: the zone's new state
+	Rate    float64  // zone-state: the zone's new tainting rate, nodes/s
+	Entered bool     // disruption-mode: entered (true) or exited
 }
 
 // Result is a finished run.
@@ -201,7 +207,12 @@ func (s *sim) record(e monitor.Event) {
 			zone = s.sc.Zones[rec.zone].Name
 		}
 	}
-	s.entries = append(s.entries, Entry{At: e.At.Sub(Epoch), Kind: string(e.Kind), Node: e.Node, Pod: e.Pod, Zone: zone, Detail: e.Detail})
+	en := Entry{At: e.At.Sub(Epoch), Kind: string(e.Kind), Node: e.Node, Pod: e.Pod, Zone: zone, Detail: e.Detail,
+		Taint: e.Taint, Rate: e.QPS, Entered: e.Entered}
+	if e.Kind == monitor.KindZoneState {
+		en.State = e.State.String()
+	}
+	s.entries = append(s.entries, en)
 }
 
 // onEvict runs inside the cluster's EvictPod, while the Evictor still has

@@ -3,8 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
-	"regexp"
-	"strconv"
+
 	"strings"
 	"time"
 
@@ -109,8 +108,6 @@ func secs(d time.Duration) float64 { return d.Seconds() }
 
 func at(d time.Duration) *float64 { v := secs(d); return &v }
 
-var rateRE = regexp.MustCompile(`rate ([0-9.eE+-]+) nodes/s`)
-
 // summarize computes the Summary from the timeline and the run's state.
 func summarize(res *Result, s *sim) Summary {
 	sc := res.Scenario
@@ -145,9 +142,9 @@ func summarize(res *Result, s *sim) Summary {
 	for _, e := range res.Entries {
 		if e.Kind == string(monitor.KindDisruptionMode) {
 			switch {
-			case strings.HasPrefix(e.Detail, "entered"):
+			case e.Entered:
 				sum.FullDisruption = append(sum.FullDisruption, Span{From: secs(e.At)})
-			case strings.HasPrefix(e.Detail, "exited") && len(sum.FullDisruption) > 0:
+			case len(sum.FullDisruption) > 0:
 				sum.FullDisruption[len(sum.FullDisruption)-1].To = at(e.At)
 			}
 			continue
@@ -167,7 +164,7 @@ func summarize(res *Result, s *sim) Summary {
 			z.TimesUnknown++
 			set.unknown[e.Node] = true
 		case string(monitor.KindTaintAdded):
-			if isHealthNoExecute(e.Detail) {
+			if isHealthNoExecute(e.Taint) {
 				first(&z.FirstTaint, e.At)
 				z.LastTaint = at(e.At)
 				z.TimesTainted++
@@ -181,14 +178,8 @@ func summarize(res *Result, s *sim) Summary {
 			first(&z.FirstEviction, e.At)
 			z.LastEviction = at(e.At)
 		case string(monitor.KindZoneState):
-			if st, ok := newState(e.Detail); ok {
-				sc := StateChange{T: secs(e.At), State: st}
-				if m := rateRE.FindStringSubmatch(e.Detail); m != nil {
-					sc.Rate, _ = strconv.ParseFloat(m[1], 64)
-				}
-				z.States = append(z.States, sc)
-				z.FinalState = st
-			}
+			z.States = append(z.States, StateChange{T: secs(e.At), State: e.State, Rate: e.Rate})
+			z.FinalState = e.State
 		}
 	}
 	for i := range sum.Zones {
@@ -201,24 +192,11 @@ func summarize(res *Result, s *sim) Summary {
 	return sum
 }
 
-// isHealthNoExecute reports whether a taint-added detail is one of the two
-// NoExecute health taints.
-func isHealthNoExecute(detail string) bool {
-	return detail == taintString(taints.UnreachableTaint().Key, "NoExecute") ||
-		detail == taintString(taints.NotReadyTaint().Key, "NoExecute")
-}
-
-func taintString(key, effect string) string { return key + ":" + effect }
-
-// newState parses the new state out of a zone-state detail
-// ("Normal -> PartialDisruption (...)").
-func newState(detail string) (string, bool) {
-	_, after, ok := strings.Cut(detail, " -> ")
-	if !ok {
-		return "", false
-	}
-	st, _, _ := strings.Cut(after, " ")
-	return st, st != ""
+// isHealthNoExecute reports whether t is one of the two NoExecute health
+// taints.
+func isHealthNoExecute(t v1.Taint) bool {
+	nr, ur := taints.NotReadyTaint(), taints.UnreachableTaint()
+	return t.MatchTaint(&nr) || t.MatchTaint(&ur)
 }
 
 // slowest describes what bound the eviction of sp.
@@ -239,15 +217,12 @@ func slowest(res *Result, sp slowPod) *SlowestPod {
 		}
 		switch {
 		case e.Kind == string(monitor.KindZoneState) && e.Zone == zone:
-			if m := rateRE.FindStringSubmatch(e.Detail); m != nil {
-				if r, err := strconv.ParseFloat(m[1], 64); err == nil {
-					rate = &r
-				}
-			}
+			r := e.Rate
+			rate = &r
 		case e.Node != sp.node:
 		case e.Kind == string(monitor.KindNodeUnknown) || e.Kind == string(monitor.KindNodeNotReady):
 			out.NodeDownAt = at(e.At)
-		case !legacy && e.Kind == string(monitor.KindTaintAdded) && isHealthNoExecute(e.Detail),
+		case !legacy && e.Kind == string(monitor.KindTaintAdded) && isHealthNoExecute(e.Taint),
 			legacy && e.Kind == string(monitor.KindNodeEvicting):
 			out.NodeTaintedAt = at(e.At)
 			if rate != nil {
@@ -259,7 +234,7 @@ func slowest(res *Result, sp slowPod) *SlowestPod {
 	var b strings.Builder
 	if x := sp.x; x != nil {
 		if x.Taint != nil {
-			out.Taint = taintString(x.Taint.Key, string(x.Taint.Effect))
+			out.Taint = x.Taint.Key + ":" + string(x.Taint.Effect)
 			if x.Taint.Value != "" {
 				out.Taint = x.Taint.Key + "=" + x.Taint.Value + ":" + string(x.Taint.Effect)
 			}

@@ -390,7 +390,7 @@ func nodeTracks(res *Result) ([]*nodeTrack, int) {
 		case string(monitor.KindNodeReady):
 			setHealth(tr, st, "Ready", e.At)
 		case string(monitor.KindTaintAdded), string(monitor.KindTaintRemoved):
-			if !isHealthNoExecute(e.Detail) {
+			if !isHealthNoExecute(e.Taint) {
 				continue
 			}
 			was := len(st.taints) > 0

@@ -2,6 +2,10 @@ package monitor
 
 import (
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubelifecycle/lifecycle/zonestate"
 )
 
 // Kind is the kind of an Event. The values are the strings policysim prints.
@@ -23,7 +27,8 @@ const (
 )
 
 // Event is one thing the Monitor did or saw, for timelines, Kubernetes
-// events and logs. Detail is human-readable.
+// events and logs. Detail is human-readable; the typed fields carry the same
+// facts for programs.
 type Event struct {
 	At     time.Time
 	Kind   Kind
@@ -31,4 +36,14 @@ type Event struct {
 	Pod    string // namespace/name
 	Zone   string
 	Detail string
+
+	// Taint is the taint added or removed (KindTaintAdded, KindTaintRemoved).
+	Taint v1.Taint
+	// State and QPS are the zone's new state and tainting rate in nodes/s
+	// (KindZoneState).
+	State zonestate.State
+	QPS   float64
+	// Entered is true when full disruption mode is entered and false when
+	// it is exited (KindDisruptionMode).
+	Entered bool
 }

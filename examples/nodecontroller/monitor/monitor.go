@@ -323,12 +323,12 @@ func (m *Monitor) applyZoneDecision(ctx context.Context, now time.Time, d zonest
 			}
 		}
 		if z.State != z.Previous {
-			m.emitFn(Event{At: now, Kind: KindZoneState, Zone: z.Key, Detail: fmt.Sprintf(
+			m.emitFn(Event{At: now, Kind: KindZoneState, Zone: z.Key, State: z.State, QPS: z.QPS, Detail: fmt.Sprintf(
 				"%v -> %v (%d of %d not ready, rate %g nodes/s)", z.Previous, z.State, z.NotReady, z.Size, z.QPS)})
 		}
 	}
 	if d.EnteredFullDisruption {
-		m.emitFn(Event{At: now, Kind: KindDisruptionMode, Detail: "entered full disruption: no Ready node in any zone, evictions stop"})
+		m.emitFn(Event{At: now, Kind: KindDisruptionMode, Entered: true, Detail: "entered full disruption: no Ready node in any zone, evictions stop"})
 		// Upstream markNodeAsReachable for every node: the most likely cause
 		// is the control plane's own connectivity, not the nodes.
 		for _, node := range nodes {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubelifecycle/lifecycle/evictionqueue"
 	"github.com/kubelifecycle/lifecycle/taints"
+	"github.com/kubelifecycle/lifecycle/zonestate"
 )
 
 // taintDecide is upstream processTaintBaseEviction, fed the Ready condition
@@ -148,11 +149,15 @@ func (m *Monitor) writeTaints(ctx context.Context, now time.Time, name string, m
 		}
 		return nil, err
 	}
+	zone := m.zoneOf(name)
+	if zone == "" && written != nil {
+		zone = zonestate.Key(written) // before the node's first monitor pass
+	}
 	for _, t := range added {
-		m.emit(now, KindTaintAdded, name, "", taintString(t))
+		m.emitFn(Event{At: now, Kind: KindTaintAdded, Node: name, Zone: zone, Taint: t, Detail: taintString(t)})
 	}
 	for _, t := range removed {
-		m.emit(now, KindTaintRemoved, name, "", taintString(t))
+		m.emitFn(Event{At: now, Kind: KindTaintRemoved, Node: name, Zone: zone, Taint: t, Detail: taintString(t)})
 	}
 	if !m.legacy() && written != nil {
 		m.evictor.SetNodeTaints(now, name, written.Spec.Taints)
