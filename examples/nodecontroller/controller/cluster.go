@@ -1,0 +1,277 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	coordlisters "k8s.io/client-go/listers/coordination/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+)
+
+// nodeNameIndex is the pod indexer on spec.nodeName (upstream's
+// "spec.nodeName" index of the node lifecycle controller).
+const nodeNameIndex = "spec.nodeName"
+
+func indexByNodeName(obj any) ([]string, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return nil, nil
+	}
+	return []string{pod.Spec.NodeName}, nil
+}
+
+// cluster implements monitor.Cluster with informer caches for the reads and
+// the clientset for the writes. It also counts failed writes per object, so
+// that the queue worker can retry the event whose handling failed.
+type cluster struct {
+	client   kubernetes.Interface
+	nodes    corelisters.NodeLister
+	leases   coordlisters.LeaseNamespaceLister
+	pods     corelisters.PodLister
+	podIndex cache.Indexer
+	backoff  wait.Backoff
+
+	mu       sync.Mutex
+	failures map[item]uint64
+}
+
+var _ monitor.Cluster = (*cluster)(nil)
+
+// failed records a failed write to the object it.
+func (c *cluster) failed(it item) {
+	c.mu.Lock()
+	c.failures[it]++
+	c.mu.Unlock()
+}
+
+// failureCount is how many writes to it have failed so far.
+func (c *cluster) failureCount(it item) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failures[it]
+}
+
+// forget drops the failure count of an object that is gone.
+func (c *cluster) forget(it item) {
+	c.mu.Lock()
+	delete(c.failures, it)
+	c.mu.Unlock()
+}
+
+// ListNodes returns every node in the cache.
+func (c *cluster) ListNodes() []*v1.Node {
+	nodes, _ := c.nodes.List(labels.Everything()) // a cache List never fails
+	return nodes
+}
+
+// GetNode returns the cached node, or nil.
+func (c *cluster) GetNode(name string) *v1.Node {
+	n, err := c.nodes.Get(name)
+	if err != nil {
+		return nil
+	}
+	return n
+}
+
+// GetLease returns the node's cached Lease, or nil.
+func (c *cluster) GetLease(name string) *coordinationv1.Lease {
+	l, err := c.leases.Get(name)
+	if err != nil {
+		return nil
+	}
+	return l
+}
+
+// ListPodsOnNode returns the cached pods bound to the node, through the
+// spec.nodeName index.
+func (c *cluster) ListPodsOnNode(name string) []*v1.Pod {
+	objs, err := c.podIndex.ByIndex(nodeNameIndex, name)
+	if err != nil || len(objs) == 0 {
+		return nil
+	}
+	pods := make([]*v1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*v1.Pod); ok {
+			pods = append(pods, p)
+		}
+	}
+	return pods
+}
+
+// UpdateNodeStatus writes status with UpdateStatus on a copy of the cached
+// node. The copy carries the cached resourceVersion, so the write fails with
+// a conflict if the node changed since; the Monitor decides again on its
+// next pass, as upstream does after its retries. The copy is shallow: the
+// shared parts are only serialized, never changed.
+func (c *cluster) UpdateNodeStatus(ctx context.Context, node *v1.Node, status *v1.NodeStatus) error {
+	n := *node
+	n.Status = *status
+	_, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, &n, metav1.UpdateOptions{FieldManager: Name})
+	return err
+}
+
+// UpdateNodeTaints is a read-modify-write of the node's taints with retry on
+// conflict. The first read is from the informer cache (upstream reads the
+// API server's watch cache, resourceVersion=0), later ones from the API
+// server. The write is a strategic-merge patch of spec.taints that carries
+// the resourceVersion that was read: it replaces the whole taint list
+// (atomic), and fails with a conflict if anyone changed the node since, so
+// no write is blind and no concurrent writer's taint is lost.
+func (c *cluster) UpdateNodeTaints(ctx context.Context, name string, mutate func(*v1.Node) (*v1.Node, bool)) (*v1.Node, error) {
+	backoff := c.backoff
+	backoff.Steps = max(backoff.Steps, 1)
+	var written *v1.Node
+	first := true
+	err := retry.RetryOnConflict(backoff, func() error {
+		node, err := c.readNode(ctx, name, first)
+		first = false
+		if err != nil {
+			return err
+		}
+		out, changed := mutate(node)
+		if !changed || out == nil {
+			written = node
+			return nil
+		}
+		patch, err := taintPatch(node.ResourceVersion, out.Spec.Taints)
+		if err != nil {
+			return err
+		}
+		written, err = c.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch,
+			metav1.PatchOptions{FieldManager: Name})
+		return err
+	})
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			c.failed(item{kind: kindNode, name: name})
+		}
+		return nil, err
+	}
+	return written, nil
+}
+
+// readNode reads the node from the cache when cached is true and the cache
+// has it, else from the API server.
+func (c *cluster) readNode(ctx context.Context, name string, cached bool) (*v1.Node, error) {
+	if cached {
+		if n, err := c.nodes.Get(name); err == nil {
+			return n, nil
+		}
+	}
+	return c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+}
+
+// taintPatch is the strategic-merge patch that sets spec.taints and
+// requires resourceVersion rv (when not empty). Nil taints delete the field.
+func taintPatch(rv string, taints []v1.Taint) ([]byte, error) {
+	var p struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion,omitempty"`
+		} `json:"metadata"`
+		Spec struct {
+			Taints []v1.Taint `json:"taints"`
+		} `json:"spec"`
+	}
+	p.Metadata.ResourceVersion = rv
+	if len(taints) > 0 {
+		p.Spec.Taints = taints
+	}
+	return json.Marshal(&p)
+}
+
+// UpdatePodStatus writes status with UpdateStatus on a shallow copy of the
+// cached pod (resourceVersion included: a conflict fails the write and the
+// Monitor tries again later).
+func (c *cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.PodStatus) error {
+	p := *pod
+	p.Status = *status
+	_, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, &p, metav1.UpdateOptions{FieldManager: Name})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.failed(item{kind: kindPod, namespace: pod.Namespace, name: pod.Name})
+	}
+	return err
+}
+
+// EvictPod adds cond to the pod's status with a strategic-merge patch of the
+// status subresource (skipped when the pod already has a condition of that
+// type, status and reason), then deletes the pod with a UID precondition.
+// The pod is read from the cache (from the API server when the cache does
+// not have it yet). A cached pod with another UID is reported as a conflict:
+// it is a new pod under the same name, not the one the decision was for.
+func (c *cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid types.UID, cond *v1.PodCondition) error {
+	pods := c.client.CoreV1().Pods(key.Namespace)
+	if cond != nil {
+		pod, err := c.pods.Pods(key.Namespace).Get(key.Name)
+		if err != nil {
+			pod, err = pods.Get(ctx, key.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+		}
+		if uid != "" && pod.UID != uid {
+			return uidConflict(key, uid, pod.UID)
+		}
+		if !hasPodCondition(pod, cond) {
+			patch, err := conditionPatch(pod.UID, cond)
+			if err != nil {
+				return err
+			}
+			if _, err := pods.Patch(ctx, key.Name, types.StrategicMergePatchType, patch,
+				metav1.PatchOptions{FieldManager: Name}, "status"); err != nil {
+				return err
+			}
+		}
+	}
+	var opts metav1.DeleteOptions
+	if uid != "" {
+		opts.Preconditions = metav1.NewUIDPreconditions(string(uid))
+	}
+	return pods.Delete(ctx, key.Name, opts)
+}
+
+func uidConflict(key types.NamespacedName, want, have types.UID) error {
+	return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, key.String(),
+		fmt.Errorf("UID precondition failed: the pod is %s now, the eviction was for %s", have, want))
+}
+
+func hasPodCondition(pod *v1.Pod, cond *v1.PodCondition) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == cond.Type {
+			return c.Status == cond.Status && c.Reason == cond.Reason
+		}
+	}
+	return false
+}
+
+// conditionPatch is the strategic-merge patch of the status subresource
+// that adds or replaces cond (conditions merge by type). It carries the
+// pod's UID, as upstream's PatchPodStatus does, so it cannot land on a
+// re-created pod of the same name.
+func conditionPatch(uid types.UID, cond *v1.PodCondition) ([]byte, error) {
+	var p struct {
+		Metadata struct {
+			UID types.UID `json:"uid,omitempty"`
+		} `json:"metadata"`
+		Status struct {
+			Conditions []v1.PodCondition `json:"conditions"`
+		} `json:"status"`
+	}
+	p.Metadata.UID = uid
+	p.Status.Conditions = []v1.PodCondition{*cond}
+	return json.Marshal(&p)
+}

@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+)
+
+// Name is the controller's name, used as the field manager of its writes and
+// in its log lines.
+const Name = "node-lifecycle-controller"
+
+// Config configures a Controller: the decision policy (monitor.Config) plus
+// the knobs of the client-go wiring. The API client's QPS and burst belong to
+// the caller's rest.Config, not here. DefaultConfig returns the upstream
+// v1.36 defaults.
+type Config struct {
+	// Monitor is the whole node lifecycle policy: grace periods, eviction
+	// rates and thresholds, monitor and tainting periods, the Evictor
+	// (Monitor.Evictor.UseTaintTimeAdded keeps countdowns across restarts)
+	// and legacy mode. It is validated by monitor.New.
+	Monitor monitor.Config
+
+	// LeaseNamespace is where the node Leases live. Empty means
+	// kube-node-lease (v1.NamespaceNodeLease), the only namespace kubelets
+	// use.
+	LeaseNamespace string
+	// NodeSelector, when not empty, is a label selector: the controller sees
+	// and manages only the nodes it selects (and only their Leases and pods
+	// matter). Empty selects every node, as upstream. Useful to run several
+	// controllers on one test cluster.
+	NodeSelector string
+	// Resync is the informers' resync period; 0 disables resyncs (the
+	// kube-controller-manager default is 12h with jitter, and the monitor
+	// pass re-reads every node anyway).
+	Resync time.Duration
+	// Workers is the number of workqueue workers that forward informer
+	// events to the Monitor. 0 means 1.
+	Workers int
+	// ConflictBackoff paces the re-reads of a node taint write that hit a
+	// conflict (retry.RetryOnConflict). It waits on real time: it is about
+	// the API server, not the policy. The zero value means one attempt and
+	// no retry; DefaultConfig has upstream's UpdateTaintBackoff (5 steps,
+	// 100ms, jitter 1.0).
+	ConflictBackoff wait.Backoff
+
+	// Snapshots persists the node health state so that a restart keeps the
+	// grace-period countdowns and the pods-not-ready edges
+	// (nodehealth.Tracker.Snapshot and Restore). nil means NoSnapshots.
+	Snapshots SnapshotStore
+	// SnapshotPeriod is how often Run saves a snapshot, after a monitor
+	// pass; 0 means after every pass. Run also saves one when it stops.
+	SnapshotPeriod time.Duration
+
+	// OnEvent, if not nil, receives every monitor.Event, synchronously, from
+	// the goroutine that made the decision: it must be quick and safe for
+	// concurrent use. main.go logs them with klog; tests record them.
+	OnEvent func(monitor.Event)
+}
+
+// DefaultConfig returns the upstream defaults: monitor.DefaultConfig(), the
+// kube-node-lease namespace, no resync, 4 workers (upstream's pod-update
+// worker count), upstream's taint-write backoff and no snapshots.
+func DefaultConfig() Config {
+	return Config{
+		Monitor:         monitor.DefaultConfig(),
+		LeaseNamespace:  v1.NamespaceNodeLease,
+		Workers:         4,
+		ConflictBackoff: wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, Factor: 1, Jitter: 1},
+		SnapshotPeriod:  30 * time.Second,
+	}
+}
+
+// ErrInvalidConfig is wrapped by New for a Config it rejects.
+var ErrInvalidConfig = errors.New("nodecontroller: invalid config")
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Resync < 0 {
+		errs = append(errs, fmt.Errorf("Resync = %v must be non-negative", c.Resync))
+	}
+	if c.SnapshotPeriod < 0 {
+		errs = append(errs, fmt.Errorf("SnapshotPeriod = %v must be non-negative", c.SnapshotPeriod))
+	}
+	if c.Workers < 0 {
+		errs = append(errs, fmt.Errorf("Workers = %d must be non-negative", c.Workers))
+	}
+	if c.ConflictBackoff.Steps < 0 || c.ConflictBackoff.Duration < 0 || c.ConflictBackoff.Jitter < 0 || c.ConflictBackoff.Factor < 0 {
+		errs = append(errs, fmt.Errorf("ConflictBackoff = %+v must not be negative", c.ConflictBackoff))
+	}
+	if _, err := labels.Parse(c.NodeSelector); err != nil {
+		errs = append(errs, fmt.Errorf("NodeSelector %q: %w", c.NodeSelector, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}

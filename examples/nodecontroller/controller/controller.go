@@ -1,0 +1,359 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+)
+
+// Controller is a node lifecycle controller: a monitor.Monitor fed by
+// client-go shared informers and a workqueue, and applied with a clientset.
+// Create it with New; run it with Run, or, in tests, drive it step by step
+// with Start, ProcessEvents, MonitorPass and TaintPass. A Controller is safe
+// for concurrent use.
+type Controller struct {
+	cfg     Config
+	client  kubernetes.Interface
+	clock   clock.WithTicker
+	mon     *monitor.Monitor
+	cluster *cluster
+	queue   workqueue.TypedRateLimitingInterface[item]
+
+	factories []informers.SharedInformerFactory
+	synced    []cache.InformerSynced
+	nodes     cache.SharedIndexInformer
+	pods      cache.SharedIndexInformer
+
+	kick     chan struct{} // wakes the tainting loop early
+	progress atomic.Uint64 // taints written and pods evicted so far
+
+	startOnce sync.Once
+	startErr  error
+	stopMu    sync.Mutex
+	stopInf   context.CancelFunc // stops the informers started by Start
+
+	snapMu   sync.Mutex
+	lastSnap time.Time // clock time of the last saved snapshot
+	snapped  bool
+}
+
+// New returns a controller that watches Nodes (those NodeSelector selects),
+// their Leases in LeaseNamespace and all Pods through client, and reads time
+// from clk (clock.RealClock{} in production, a
+// k8s.io/utils/clock/testing.FakeClock in tests: the monitor and tainting
+// loops and the workqueue's delays all follow it). It builds its own
+// informers (with managed fields stripped from the cache and a pod index on
+// spec.nodeName); nothing runs until Start or Run.
+func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Controller, error) {
+	if client == nil || clk == nil {
+		return nil, fmt.Errorf("%w: nil client or clock", ErrInvalidConfig)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.LeaseNamespace == "" {
+		cfg.LeaseNamespace = v1.NamespaceNodeLease
+	}
+	if cfg.Snapshots == nil {
+		cfg.Snapshots = NoSnapshots{}
+	}
+	strip := informers.WithTransform(stripManagedFields)
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, strip,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.NodeSelector }))
+	podFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, strip)
+	leaseFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, strip,
+		informers.WithNamespace(cfg.LeaseNamespace))
+
+	nodes := nodeFactory.Core().V1().Nodes()
+	pods := podFactory.Core().V1().Pods()
+	leases := leaseFactory.Coordination().V1().Leases()
+	if err := pods.Informer().AddIndexers(cache.Indexers{nodeNameIndex: indexByNodeName}); err != nil {
+		return nil, fmt.Errorf("nodecontroller: %w", err)
+	}
+
+	c := &Controller{
+		cfg:    cfg,
+		client: client,
+		clock:  clk,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[item](),
+			workqueue.TypedRateLimitingQueueConfig[item]{Name: "nodelifecycle", Clock: clk}),
+		factories: []informers.SharedInformerFactory{nodeFactory, podFactory, leaseFactory},
+		nodes:     nodes.Informer(),
+		pods:      pods.Informer(),
+		kick:      make(chan struct{}, 1),
+	}
+	c.cluster = &cluster{
+		client:   client,
+		nodes:    nodes.Lister(),
+		leases:   leases.Lister().Leases(cfg.LeaseNamespace),
+		pods:     pods.Lister(),
+		podIndex: pods.Informer().GetIndexer(),
+		backoff:  cfg.ConflictBackoff,
+		failures: make(map[item]uint64),
+	}
+	mon, err := monitor.New(cfg.Monitor, c.cluster, c.emit)
+	if err != nil {
+		return nil, fmt.Errorf("nodecontroller: %w", err)
+	}
+	c.mon = mon
+	if _, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onNode,
+		UpdateFunc: func(_, obj any) { c.onNode(obj) },
+		DeleteFunc: c.onNode,
+	}); err != nil {
+		return nil, fmt.Errorf("nodecontroller: %w", err)
+	}
+	if _, err := c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onPod,
+		UpdateFunc: c.onPodUpdate,
+		DeleteFunc: c.onPod,
+	}); err != nil {
+		return nil, fmt.Errorf("nodecontroller: %w", err)
+	}
+	c.synced = []cache.InformerSynced{c.nodes.HasSynced, c.pods.HasSynced, leases.Informer().HasSynced}
+	return c, nil
+}
+
+// stripManagedFields drops managed fields from cached objects: the
+// controller never reads them, and they are often the largest part of an
+// object (kube-controller-manager does the same).
+func stripManagedFields(obj any) (any, error) {
+	if a, err := meta.Accessor(obj); err == nil && a.GetManagedFields() != nil {
+		a.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// Monitor returns the decision loop, for Explain and Stats (and Health, to
+// inspect the node health records).
+func (c *Controller) Monitor() *monitor.Monitor { return c.mon }
+
+// Cluster returns the informer-backed monitor.Cluster the Monitor reads and
+// writes through. Its reads show what the controller's caches hold, which
+// tests use to wait until the informers have caught up.
+func (c *Controller) Cluster() monitor.Cluster { return c.cluster }
+
+// ErrNotSynced is returned by Start and Run when ctx ends before the
+// informer caches have synced.
+var ErrNotSynced = errors.New("nodecontroller: informer caches did not sync")
+
+// Start starts the informers (they stop when ctx is done), waits for their
+// caches to sync, and restores the node health snapshot from
+// Config.Snapshots. Only the first call does anything; later calls return
+// its result. Run calls it; tests call it and then drive the controller
+// with ProcessEvents, MonitorPass and TaintPass, and call Shutdown at the end.
+func (c *Controller) Start(ctx context.Context) error {
+	c.startOnce.Do(func() {
+		ictx, cancel := context.WithCancel(ctx)
+		c.stopMu.Lock()
+		c.stopInf = cancel
+		c.stopMu.Unlock()
+		for _, f := range c.factories {
+			f.Start(ictx.Done())
+		}
+		if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+			c.startErr = ErrNotSynced
+			return
+		}
+		rs, err := c.cfg.Snapshots.Load(ctx)
+		if err != nil {
+			c.startErr = err
+			return
+		}
+		if len(rs) > 0 {
+			c.mon.Health().Restore(c.clock.Now(), rs)
+			klog.FromContext(ctx).Info("Restored node health snapshot", "nodes", len(rs))
+		}
+	})
+	return c.startErr
+}
+
+// Shutdown stops the workqueue and the informers and waits for the
+// informers' goroutines to end. Run does this itself.
+func (c *Controller) Shutdown() {
+	c.queue.ShutDown()
+	c.stopMu.Lock()
+	if c.stopInf != nil {
+		c.stopInf()
+	}
+	c.stopMu.Unlock()
+	for _, f := range c.factories {
+		f.Shutdown()
+	}
+}
+
+// Run starts the controller and blocks until ctx is done: informers, then
+// Config.Workers queue workers forwarding events to the Monitor, a monitor
+// pass every Monitor.MonitorPeriod (the first at once) and a tainting and
+// eviction pass every Monitor.TaintPeriod, earlier when the Monitor's next
+// deadline or a new decision calls for it. It saves a last snapshot on the
+// way out (with a 10s timeout). It returns ErrNotSynced or the snapshot load
+// error when it cannot start, nil after a normal shutdown.
+func (c *Controller) Run(ctx context.Context) error {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	ctx = klog.NewContext(ctx, logger)
+	defer c.Shutdown()
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	logger.Info("Starting controller", "workers", max(c.cfg.Workers, 1),
+		"monitorPeriod", c.cfg.Monitor.MonitorPeriod, "gracePeriod", c.cfg.Monitor.Health.GracePeriod)
+	var wg sync.WaitGroup
+	for range max(c.cfg.Workers, 1) {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	wg.Go(func() { c.monitorLoop(ctx) })
+	wg.Go(func() { c.taintLoop(ctx) })
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := c.SaveSnapshot(sctx); err != nil {
+		logger.Error(err, "Saving the node health snapshot on shutdown")
+	}
+	logger.Info("Shutting down controller")
+	return nil
+}
+
+// MonitorPass runs one monitor pass at the clock's current time, then saves
+// a snapshot if Config.SnapshotPeriod has passed since the last one.
+func (c *Controller) MonitorPass(ctx context.Context) {
+	now := c.clock.Now()
+	c.mon.MonitorPass(ctx, now)
+	c.wake()
+	c.maybeSnapshot(ctx, now)
+}
+
+// TaintPass runs one tainting pass and one eviction pass at the clock's
+// current time (Monitor.TaintPass and Monitor.EvictionPass).
+func (c *Controller) TaintPass(ctx context.Context) {
+	now := c.clock.Now()
+	c.mon.TaintPass(ctx, now)
+	c.mon.EvictionPass(ctx, now)
+}
+
+// SaveSnapshot saves the node health records to Config.Snapshots now.
+func (c *Controller) SaveSnapshot(ctx context.Context) error {
+	if _, none := c.cfg.Snapshots.(NoSnapshots); none {
+		return nil
+	}
+	now := c.clock.Now()
+	err := c.cfg.Snapshots.Save(ctx, c.mon.Health().Snapshot())
+	if err == nil {
+		c.snapMu.Lock()
+		c.lastSnap, c.snapped = now, true
+		c.snapMu.Unlock()
+	}
+	return err
+}
+
+func (c *Controller) maybeSnapshot(ctx context.Context, now time.Time) {
+	if _, none := c.cfg.Snapshots.(NoSnapshots); none {
+		return
+	}
+	c.snapMu.Lock()
+	due := !c.snapped || !now.Before(c.lastSnap.Add(c.cfg.SnapshotPeriod))
+	c.snapMu.Unlock()
+	if !due {
+		return
+	}
+	if err := c.SaveSnapshot(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Saving the node health snapshot")
+		if c.cfg.OnEvent != nil {
+			c.cfg.OnEvent(monitor.Event{At: now, Kind: monitor.KindWriteFailed, Detail: "snapshot: " + err.Error()})
+		}
+	}
+}
+
+// emit counts the events that show the tainting loop made progress and
+// forwards every event to Config.OnEvent.
+func (c *Controller) emit(e monitor.Event) {
+	switch e.Kind {
+	case monitor.KindTaintAdded, monitor.KindTaintRemoved, monitor.KindPodEvicted:
+		c.progress.Add(1)
+	}
+	if c.cfg.OnEvent != nil {
+		c.cfg.OnEvent(e)
+	}
+}
+
+// wake tells the tainting loop that new work may be due.
+func (c *Controller) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// sleep waits for d on the controller's clock, or for a wake-up when wake is
+// not nil. It reports false when ctx is done.
+func (c *Controller) sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	t := c.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+	case <-wake:
+	}
+	return true
+}
+
+// monitorLoop runs a monitor pass at once and then every MonitorPeriod.
+func (c *Controller) monitorLoop(ctx context.Context) {
+	for {
+		c.MonitorPass(ctx)
+		if !c.sleep(ctx, c.cfg.Monitor.MonitorPeriod, nil) {
+			return
+		}
+	}
+}
+
+// taintLoop runs tainting and eviction passes: every TaintPeriod (upstream's
+// fixed 100ms), at the Monitor's next deadline when that is sooner, when a
+// monitor pass or an event may have queued work, and back to back while
+// work is due and the last pass made progress (so an unthrottled rate is
+// not capped at one node per zone per period). A pass that makes no
+// progress on due work (a write failing again) waits a whole TaintPeriod,
+// so a broken API server is not hammered.
+func (c *Controller) taintLoop(ctx context.Context) {
+	period := c.cfg.Monitor.TaintPeriod
+	for ctx.Err() == nil {
+		before := c.progress.Load()
+		c.TaintPass(ctx)
+		wait := period
+		if at, ok := c.mon.NextDeadline(); ok {
+			d := at.Sub(c.clock.Now())
+			switch {
+			case d > 0 && d < wait:
+				wait = d
+			case d <= 0 && c.progress.Load() != before:
+				continue // due work and progress: go on at once
+			}
+		}
+		if !c.sleep(ctx, wait, c.kick) {
+			return
+		}
+	}
+}

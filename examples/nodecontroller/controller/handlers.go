@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"context"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// itemKind says what a queue item names.
+type itemKind uint8
+
+const (
+	kindNode itemKind = 1 + iota
+	kindPod
+)
+
+// item is a workqueue key: a node name, or a pod's namespace and name. The
+// worker reads the object's current state from the cache, so an item carries
+// no object and repeated events for one object are handled once.
+type item struct {
+	kind      itemKind
+	namespace string
+	name      string
+}
+
+func (c *Controller) onNode(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if n, ok := obj.(*v1.Node); ok {
+		c.queue.Add(item{kind: kindNode, name: n.Name})
+	}
+}
+
+func (c *Controller) onPod(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if p, ok := obj.(*v1.Pod); ok {
+		c.queue.Add(item{kind: kindPod, namespace: p.Namespace, name: p.Name})
+	}
+}
+
+// onPodUpdate queues a pod only when what the Monitor uses changed: its
+// node, its UID (re-created in between) or its tolerations. Status updates,
+// including the controller's own Ready=False and DisruptionTarget writes,
+// are not queued.
+func (c *Controller) onPodUpdate(oldObj, obj any) {
+	old, ok1 := oldObj.(*v1.Pod)
+	cur, ok2 := obj.(*v1.Pod)
+	if !ok1 || !ok2 {
+		c.onPod(obj)
+		return
+	}
+	if old.Spec.NodeName != cur.Spec.NodeName || old.UID != cur.UID ||
+		!slices.EqualFunc(old.Spec.Tolerations, cur.Spec.Tolerations, tolerationEqual) {
+		c.onPod(cur)
+	}
+}
+
+func tolerationEqual(a, b v1.Toleration) bool {
+	if a.Key != b.Key || a.Operator != b.Operator || a.Value != b.Value || a.Effect != b.Effect {
+		return false
+	}
+	if a.TolerationSeconds == nil || b.TolerationSeconds == nil {
+		return a.TolerationSeconds == nil && b.TolerationSeconds == nil
+	}
+	return *a.TolerationSeconds == *b.TolerationSeconds
+}
+
+// ProcessEvents handles every item queued now, in the calling goroutine, and
+// returns how many it handled. Items a failed write put back with a delay
+// come back when the clock reaches it. It is for tests that drive the
+// controller without Run: it must not be called while Run's workers are
+// running (it could block in the queue).
+func (c *Controller) ProcessEvents(ctx context.Context) int {
+	n := 0
+	for c.queue.Len() > 0 && c.processNext(ctx) {
+		n++
+	}
+	return n
+}
+
+// processNext handles one queue item; false when the queue is shut down.
+func (c *Controller) processNext(ctx context.Context) bool {
+	it, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(it)
+	if c.handle(ctx, it) {
+		c.queue.Forget(it)
+		return true
+	}
+	klog.FromContext(ctx).V(2).Info("Write failed while handling an event, retrying", "kind", it.kind, "namespace", it.namespace, "name", it.name)
+	c.queue.AddRateLimited(it)
+	return true
+}
+
+// handle forwards the object's current cached state to the Monitor. It
+// reports false when a write made while handling it failed (a NoSchedule
+// condition taint, or a pod's Ready=False), so the item is retried with
+// backoff: unlike upstream, which logs such failures and waits for the next
+// event.
+func (c *Controller) handle(ctx context.Context, it item) bool {
+	now := c.clock.Now()
+	before := c.cluster.failureCount(it)
+	switch it.kind {
+	case kindNode:
+		node, err := c.cluster.nodes.Get(it.name)
+		if apierrors.IsNotFound(err) {
+			c.mon.NodeDeleted(it.name)
+			c.cluster.forget(it)
+			return true
+		}
+		if err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Reading node from the cache", "node", it.name)
+			return false
+		}
+		c.mon.NodeChanged(ctx, now, node)
+	case kindPod:
+		pod, err := c.cluster.pods.Pods(it.namespace).Get(it.name)
+		if apierrors.IsNotFound(err) {
+			c.mon.PodDeleted(types.NamespacedName{Namespace: it.namespace, Name: it.name})
+			c.cluster.forget(it)
+			return true
+		}
+		if err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Reading pod from the cache", "pod", it.namespace+"/"+it.name)
+			return false
+		}
+		c.mon.PodChanged(ctx, now, pod)
+	}
+	c.wake()
+	return c.cluster.failureCount(it) == before
+}
