@@ -31,7 +31,8 @@ type fakeCluster struct {
 	leases map[string]*coordinationv1.Lease
 	pods   map[types.NamespacedName]*v1.Pod
 
-	failTaintWrites int // the next n taint writes fail
+	staleList       map[string]*v1.Node // ListNodes returns these instead (a lagging list)
+	failTaintWrites int                 // the next n taint writes fail
 	failEvictions   int // the next n evictions fail
 	evicted         []types.NamespacedName
 }
@@ -54,7 +55,10 @@ func (c *fakeCluster) ListNodes() []*v1.Node {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]*v1.Node, 0, len(c.nodes))
-	for _, n := range c.nodes {
+	for name, n := range c.nodes {
+		if stale, ok := c.staleList[name]; ok {
+			n = stale
+		}
 		out = append(out, n)
 	}
 	return out

@@ -329,20 +329,24 @@ func (m *Monitor) applyZoneDecision(ctx context.Context, now time.Time, d zonest
 	}
 	if d.EnteredFullDisruption {
 		m.emitFn(Event{At: now, Kind: KindDisruptionMode, Entered: true, Detail: "entered full disruption: no Ready node in any zone, evictions stop"})
-		// Upstream markNodeAsReachable for every node: the most likely cause
-		// is the control plane's own connectivity, not the nodes.
-		for _, node := range nodes {
-			if m.legacy() {
-				m.legacyCancel(now, node.Name)
-			} else if hasHealthTaint(node.Spec.Taints) {
-				_, _ = m.writeTaints(ctx, now, node.Name, taints.RemoveHealthTaints)
-			}
-		}
+		// Empty the queues first (their rates are 0 already), so a TaintPass
+		// running concurrently cannot taint a node after it was cleaned.
 		m.mu.Lock()
 		for _, q := range m.queues {
 			q.Clear()
 		}
 		m.mu.Unlock()
+		// Upstream markNodeAsReachable for every node: the most likely cause
+		// is the control plane's own connectivity, not the nodes. The removal
+		// decides on the node as read for the write, not on the list read at
+		// the start of the pass, which misses taints added meanwhile.
+		for _, node := range nodes {
+			if m.legacy() {
+				m.legacyCancel(now, node.Name)
+			} else {
+				_, _ = m.writeTaints(ctx, now, node.Name, taints.RemoveHealthTaints)
+			}
+		}
 	}
 	if d.ExitedFullDisruption {
 		m.health.ResetProbes(now)

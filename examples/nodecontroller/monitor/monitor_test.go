@@ -3,6 +3,7 @@ package monitor_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
+	"github.com/kubelifecycle/lifecycle/taints"
 )
 
 const (
@@ -162,6 +164,29 @@ func TestFullDisruptionStopsEvictions(t *testing.T) {
 	}
 	if exits != 2 || len(s.c.evicted) != 0 {
 		t.Errorf("disruption-mode events %d, evictions %d; want 2 (enter, exit) and 0", exits, len(s.c.evicted))
+	}
+}
+
+// TestFullDisruptionRemovesTaintAddedMeanwhile: a NoExecute taint written
+// after the monitor pass listed the nodes (by a concurrent TaintPass) is
+// removed too when the pass enters full disruption.
+func TestFullDisruptionRemovesTaintAddedMeanwhile(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+		s.dead[n] = true
+	}
+	s.runUntil(50 * time.Second)
+	// Node a carries the taint in the store, but the list is behind.
+	s.c.staleList = map[string]*v1.Node{"a": s.c.node("a")}
+	tainted, _ := taints.AddOrUpdate(s.c.node("a"), taints.UnreachableTaint(), s.now)
+	s.c.nodes["a"] = tainted
+	s.runUntil(55 * time.Second)
+	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 55*time.Second {
+		t.Fatalf("disruption mode at %v, want 55s", got)
+	}
+	if ts := s.c.node("a").Spec.Taints; slices.ContainsFunc(ts, func(x v1.Taint) bool { return x.Effect == v1.TaintEffectNoExecute }) {
+		t.Errorf("node a taints = %v after entering full disruption, want no NoExecute taint", ts)
 	}
 }
 
