@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -81,6 +82,9 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 // used by the snapshot store.
 func (o *options) config(client kubernetes.Interface) (controller.Config, error) {
 	cfg := o.cfg
+	if math.IsNaN(o.fullQPS) {
+		return cfg, errors.New("-full-disruption-rate: NaN is not a rate")
+	}
 	if o.fullQPS >= 0 {
 		q := o.fullQPS
 		cfg.Monitor.Zones.FullDisruptionQPS = &q

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,6 +69,11 @@ func TestFlags(t *testing.T) {
 	if _, ok := cfg.Snapshots.(*controller.ConfigMapStore); !ok {
 		t.Errorf("config() snapshots = %T, want *ConfigMapStore", cfg.Snapshots)
 	}
+	o.fullQPS = math.NaN()
+	if _, err := o.config(fake.NewClientset()); err == nil {
+		t.Errorf("config(-full-disruption-rate=NaN) = nil error, want one")
+	}
+	o.fullQPS = -1
 	o.snapshotCM = "no-slash"
 	if _, err := o.config(fake.NewClientset()); err == nil {
 		t.Errorf("config(-snapshot-configmap=no-slash) = nil error, want one")

@@ -61,6 +61,10 @@
 //   - API writes never fail and apply at once; the DisruptionTarget condition
 //     and the pod deletion are one write (only the delete event is
 //     forwarded).
+//   - Time stands still within a pass, so a zone queue (burst 1) lets at
+//     most one node through per 100ms taint pass: a tainting rate above 10
+//     nodes/s acts as 10 nodes/s. Upstream's pass reads the real clock
+//     between nodes, so there such rates are not capped.
 //   - A resumed kubelet reports its pods Ready again kubelet.podReadyDelay
 //     (10s) after it resumes; pods of a kubelet reporting Ready=False are left
 //     as they are.

@@ -245,6 +245,8 @@ func TestFlappingNode(t *testing.T) {
 		{"pods evicted", res.Summary.PodsEvicted, 2},
 		{"web pods evicted", slices.ContainsFunc(find(res, "pod-evicted", "", ""), func(e Entry) bool { return strings.Contains(e.Pod, "-web-") }), false},
 		{"times Unknown", res.Summary.Zones[0].TimesUnknown, 3},
+		{"first and last Unknown", fmt.Sprint(*res.Summary.Zones[0].FirstUnknown, " ", *res.Summary.Zones[0].LastUnknown), "55 415"},
+		{"first and last taint", fmt.Sprint(*res.Summary.Zones[0].FirstTaint, " ", *res.Summary.Zones[0].LastTaint), "55 415"},
 	})
 }
 

@@ -61,6 +61,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
+	if *compare && *svg != "" {
+		return errors.New("policysim: -svg draws one run; use it without -compare")
+	}
 	if *file != "" && *name != "" {
 		return errors.New("policysim: use -scenario or -run, not both")
 	}

@@ -71,6 +71,7 @@ func TestFlags(t *testing.T) {
 		{"both sources", []string{"-run", "offline-node", "-scenario", good}, nil, "use -scenario or -run, not both"},
 		{"bad format", []string{"-format", "xml"}, nil, `-format must be text or json, got "xml"`},
 		{"bad timeout", []string{"-pod-eviction-timeout", "0s", "-legacy-node-eviction"}, nil, "-pod-eviction-timeout must be positive"},
+		{"svg with compare", []string{"-compare", "-svg", svgFile}, nil, "-svg draws one run; use it without -compare"},
 		{"stray argument", []string{"extra"}, nil, "unexpected arguments"},
 		{"unknown flag", []string{"-nope"}, nil, "flag provided but not defined"},
 	}

@@ -101,11 +101,18 @@ func TestTimelineCollapses(t *testing.T) {
 		{At: 1, Kind: "pod-evicted", Node: "n", Pod: "default/c", Detail: "TolerationExpired (attempt 1)"},
 		{At: 1, Kind: "pod-evicted", Node: "m", Pod: "default/d", Detail: "TolerationExpired (attempt 1)"},
 		{At: 2, Kind: "pod-evicted", Node: "n", Pod: "default/e", Detail: "TolerationExpired (attempt 1)"},
+		{At: 3, Kind: "node-unknown", Node: "x", Detail: "d"},
+		{At: 3, Kind: "node-unknown", Node: "y", Detail: "d"},
+		{At: 3, Kind: "node-unknown", Node: "z", Detail: "d"},
 	})
 	want := []line{
 		{1, "pod-evicted", "", "n", "3 pods evicted: 1 NotTolerated, 2 TolerationExpired"},
 		{1, "pod-evicted", "", "m", "pod default/d: TolerationExpired (attempt 1)"},
 		{2, "pod-evicted", "", "n", "pod default/e: TolerationExpired (attempt 1)"},
+		// Three alike lines stay three (collapseMin is 4).
+		{3, "node-unknown", "", "x", "d"},
+		{3, "node-unknown", "", "y", "d"},
+		{3, "node-unknown", "", "z", "d"},
 	}
 	if !slices.Equal(lines, want) {
 		t.Errorf("timeline = %+v, want %+v", lines, want)

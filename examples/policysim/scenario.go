@@ -388,8 +388,14 @@ func (w *walker) walk(n *yamlv3.Node, t reflect.Type, path string) {
 			w.walk(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
 	case reflect.String:
-		if n.Kind != yamlv3.ScalarNode || n.ShortTag() != "!!str" {
+		switch {
+		case n.Kind != yamlv3.ScalarNode || n.ShortTag() != "!!str":
 			w.fail(p, path, "want a string, got %s (quote it)", describe(n))
+		case n.Style&notPlain == 0 && yaml11Bools[n.Value]:
+			// YAML 1.2 (the walker) reads it as a string, YAML 1.1
+			// (sigs.k8s.io/yaml, the decoder) as a boolean it would
+			// then store as "true" or "false".
+			w.fail(p, path, "%s is a boolean in YAML 1.1; quote it (\"%s\")", n.Value, n.Value)
 		}
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		var v int64
@@ -413,6 +419,17 @@ func (w *walker) walk(n *yamlv3.Node, t reflect.Type, path string) {
 	default:
 		w.fail(p, path, "unsupported field type %v", t)
 	}
+}
+
+// notPlain are the styles of a scalar that is not a plain (unquoted,
+// untagged) one.
+const notPlain = yamlv3.TaggedStyle | yamlv3.DoubleQuotedStyle | yamlv3.SingleQuotedStyle | yamlv3.LiteralStyle | yamlv3.FoldedStyle
+
+// yaml11Bools are the plain scalars that YAML 1.1 resolves to a boolean and
+// YAML 1.2 to a string (true and false are booleans in both).
+var yaml11Bools = map[string]bool{
+	"y": true, "Y": true, "yes": true, "Yes": true, "YES": true, "on": true, "On": true, "ON": true,
+	"n": true, "N": true, "no": true, "No": true, "NO": true, "off": true, "Off": true, "OFF": true,
 }
 
 // describe names a YAML node for an error message.

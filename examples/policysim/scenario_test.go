@@ -115,6 +115,12 @@ func TestLoadScenarioErrors(t *testing.T) {
 			`s.yaml:4:12: zones[0].nodes: want an integer, got "ten"`},
 		{"float for an int", "duration: 5m\nzones:\n  - name: a\n    nodes: 1.5\n",
 			`s.yaml:4:12: zones[0].nodes: want an integer, got 1.5`},
+		// YAML 1.1 (the decoder) reads these as booleans and would store
+		// "true" and "false": zone "true", a toleration value "true".
+		{"YAML 1.1 boolean for a string", "duration: 5m\nzones: [{name: on, nodes: 1}]\n",
+			`s.yaml:2:16: zones[0].name: on is a boolean in YAML 1.1; quote it ("on")`},
+		{"YAML 1.1 boolean for a toleration value", "duration: 5m\nzones:\n  - name: a\n    nodes: 1\n    pods:\n      - perNode: 1\n        tolerations: [{key: k, operator: Equal, value: yes, effect: NoSchedule}]\n",
+			`s.yaml:7:56: zones[0].pods[0].tolerations[0].value: yes is a boolean in YAML 1.1; quote it ("yes")`},
 		{"number for a string", "duration: 5m\nzones:\n  - name: 7\n    nodes: 1\n",
 			`s.yaml:3:11: zones[0].name: want a string, got 7 (quote it)`},
 		{"number for a duration", "duration: 300\nzones: [{name: a, nodes: 1}]\n",
@@ -205,6 +211,25 @@ func TestLoadScenarioErrors(t *testing.T) {
 	}
 }
 
+// TestLoadScenarioQuotedYAML11Boolean: quoted (or tagged), a YAML 1.1
+// boolean word is the string it says.
+func TestLoadScenarioQuotedYAML11Boolean(t *testing.T) {
+	sc, err := LoadScenario("s.yaml", []byte("duration: 5m\nzones: [{name: \"on\", region: !!str no, nodes: 1}]\nevents: [{at: 1m, action: stop, node: 'on-0'}]\n"))
+	if err != nil {
+		t.Fatalf("LoadScenario = %v, want nil", err)
+	}
+	if z := sc.Zones[0]; z.Name != "on" || z.Region != "no" {
+		t.Errorf("zone name %q, region %q; want \"on\", \"no\"", z.Name, z.Region)
+	}
+	b, err := sc.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := LoadScenario("again.yaml", b); err != nil || !reflect.DeepEqual(again.Zones, sc.Zones) {
+		t.Errorf("LoadScenario(Marshal()) = %v, %v; want the same zones\n%s", again, err, b)
+	}
+}
+
 // TestLoadScenarioReportsEveryError: all problems come back at once, each a
 // *FieldError with its line.
 func TestLoadScenarioReportsEveryError(t *testing.T) {
@@ -271,7 +296,7 @@ func FuzzLoadScenario(f *testing.F) {
 		f.Add(src)
 	}
 	for _, s := range []string{minimal, "", "{}", "duration: 5m\nzones: [{name: a, nodes: 1}]\nevents: [{at: 1m, action: stop, zone: a, count: 1}]\n",
-		"a: &x {b: *x}\n", "duration: 1m\npolicy: {fullDisruptionQPS: null}\nzones: [{name: a, nodes: 2, pods: [{perNode: 1, tolerations: [{operator: Exists}]}]}]\n"} {
+		"a: &x {b: *x}\n", "duration: 1m\nzones: [{name: \"on\", region: off, nodes: 1}]\n", "duration: 1m\npolicy: {fullDisruptionQPS: null}\nzones: [{name: a, nodes: 2, pods: [{perNode: 1, tolerations: [{operator: Exists}]}]}]\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {

@@ -190,12 +190,63 @@ func TestLegacyMode(t *testing.T) {
 		{"legacy evictions", instants(find(legacy, "pod-evicted", "", "legacy node eviction")), []time.Duration{305 * sec}},
 		{"legacy pods evicted", legacy.Summary.PodsEvicted, 10},
 		{"taint evictions", instants(find(taint, "pod-evicted", "", "")), []time.Duration{345 * sec}},
-		{"legacy slowest", strings.HasPrefix(legacy.Summary.Zones[0].Slowest.Constraint, "legacy node eviction"), true},
+		{"legacy slowest", strings.HasPrefix(legacy.Summary.Zones[0].Slowest.Constraint, "legacy node eviction: pod-eviction-timeout 5m0s after the node's last heartbeat"), true},
 	})
 	// Pods tolerating forever: kept by taint eviction, deleted by legacy.
 	res := mustRun(t, load(t, mixed), Options{PodEvictionTimeout: time.Minute})
 	if !slices.ContainsFunc(res.Entries, func(e Entry) bool { return e.Kind == "pod-evicted" && strings.Contains(e.Pod, "forever") }) {
 		t.Errorf("legacy mode kept the pods tolerating forever, want them deleted")
+	}
+}
+
+// backNotReady: a-0's kubelet stops at 0s and comes back at 2m reporting
+// Ready=False, posting status every 10s.
+const backNotReady = `name: back-not-ready
+duration: 6m
+kubelet: {leaseRenewInterval: 10s, statusUpdateInterval: 10s, podReadyDelay: 5s}
+zones: [{name: a, nodes: 4, podsPerNode: 2}]
+events:
+  - {at: 0s, action: stop, node: a-0}
+  - {at: 2m, action: not-ready, node: a-0}
+`
+
+// TestKubeletBackNotReady: Unknown and tainted unreachable at 55s; the
+// kubelet back at 2m reporting Ready=False swaps the taint to not-ready at
+// once (spec b.2) and leaves its pods not ready; under RescheduleNever the
+// eviction scheduled under the unreachable taint (55s + 300s) stands
+// (#102993). In legacy mode the timeout of a Ready=False node counts from
+// its Ready transition (2m), not from its last heartbeat (0s), however
+// often the kubelet posts the same False status: queued and evicted at
+// 2m + 2m, at the next monitor pass.
+func TestKubeletBackNotReady(t *testing.T) {
+	sc := load(t, backNotReady)
+	res := mustRun(t, sc, Options{})
+	verify(t, []check{
+		{"Unknown", first(res, "node-unknown", "a-0", ""), 55 * sec},
+		{"not-ready", first(res, "node-not-ready", "a-0", ""), 120 * sec},
+		{"unreachable taint", instants(find(res, "taint-added", "a-0", unreachableNoExecute)), []time.Duration{55 * sec}},
+		{"swap adds not-ready", instants(find(res, "taint-added", "a-0", notReadyNoExecute)), []time.Duration{120 * sec}},
+		{"swap removes unreachable", instants(find(res, "taint-removed", "a-0", unreachableNoExecute)), []time.Duration{120 * sec}},
+		{"evictions", instants(find(res, "pod-evicted", "", "")), []time.Duration{355 * sec}},
+		{"pods ready again", res.Summary.PodsReadyAgain, 0},
+		{"slowest", strings.Contains(res.Summary.Zones[0].Slowest.Constraint, "#102993"), true},
+	})
+	legacy := mustRun(t, sc, Options{PodEvictionTimeout: 2 * time.Minute})
+	verify(t, []check{
+		{"legacy node-evicting", instants(find(legacy, "node-evicting", "a-0", "")), []time.Duration{245 * sec}},
+		{"legacy evictions", instants(find(legacy, "pod-evicted", "", "legacy node eviction")), []time.Duration{245 * sec}},
+		{"legacy pods evicted", legacy.Summary.PodsEvicted, 2},
+		{"legacy slowest", strings.HasPrefix(legacy.Summary.Zones[0].Slowest.Constraint,
+			"legacy node eviction: pod-eviction-timeout 2m0s after the node's Ready=False transition"), true},
+	})
+}
+
+// TestEventAtTheEnd: an event at exactly the run's duration is valid and
+// applied (the last instant simulated).
+func TestEventAtTheEnd(t *testing.T) {
+	res := mustRun(t, load(t, minimal+"events: [{at: 5m, action: stop, node: a-2}]\n"), Options{})
+	if got := instants(find(res, KindKubeletStopped, "a-2", "")); !slices.Equal(got, []time.Duration{5 * time.Minute}) {
+		t.Errorf("kubelet-stopped at %v, want [5m0s]", got)
 	}
 }
 

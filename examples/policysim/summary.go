@@ -264,7 +264,14 @@ func slowest(res *Result, sp slowPod) *SlowestPod {
 			fmt.Fprintf(&b, "%s, %v", out.Taint, x.Reason)
 		}
 	} else {
-		fmt.Fprintf(&b, "legacy node eviction: pod-eviction-timeout %v after the node's last heartbeat, then the zone queue", res.Options.PodEvictionTimeout)
+		// Upstream (v1.26 processNoTaintBaseEviction) counts the timeout of
+		// an Unknown node from its last heartbeat, of a NotReady one from
+		// its Ready transition.
+		from := "the node's last heartbeat"
+		if downWord(res, sp.node, sp.at) == "NotReady" {
+			from = "the node's Ready=False transition"
+		}
+		fmt.Fprintf(&b, "legacy node eviction: pod-eviction-timeout %v after %s, then the zone queue", res.Options.PodEvictionTimeout, from)
 	}
 	if out.NodeTaintedAt != nil {
 		verb := "tainted"

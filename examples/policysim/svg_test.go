@@ -80,6 +80,32 @@ func TestSVGWellFormed(t *testing.T) {
 	}
 }
 
+// TestSVGBands: the flapping node's row has one band per health state it
+// went through and one taint bar per outage, each ending when the state
+// or the taint ended.
+func TestSVGBands(t *testing.T) {
+	doc := string(svgOf(t, runEmbedded(t, "flapping-node", Options{})))
+	for _, want := range []string{
+		"<title>Ready from +0.0s</title>", "<title>Unknown from +55.0s</title>", "<title>Ready from +2m0.0s</title>",
+		"<title>Unknown from +3m55.0s</title>", "<title>Ready from +5m0.0s</title>",
+		"<title>NoExecute health taint from +55.0s</title>", "<title>NoExecute health taint from +3m55.0s</title>",
+		"<title>NoExecute health taint from +6m55.0s</title>",
+		"<title>kubelet stopped from +9m0.0s</title>",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("SVG lacks %s", want)
+		}
+	}
+	if n := strings.Count(doc, "<title>NoExecute health taint from"); n != 3 {
+		t.Errorf("SVG has %d taint bars, want 3", n)
+	}
+	// A taint bar spans 55s to 2m: 1m5s of the 11m chart.
+	want := fmt.Sprintf(`width="%.1f" height="4" fill="%s"><title>NoExecute health taint from +55.0s`, float64(svgChartW)*65/660, colTainted)
+	if !strings.Contains(doc, want) {
+		t.Errorf("SVG lacks the first taint bar %s", want)
+	}
+}
+
 // TestSVGLimitsRows: with more changed nodes than rows, the chart draws at
 // most svgMaxNodeRows of them, from every zone, and counts the rest.
 func TestSVGLimitsRows(t *testing.T) {

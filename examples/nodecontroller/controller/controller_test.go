@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
@@ -355,6 +356,30 @@ func TestFailedWritesRetriedNoEvictionLost(t *testing.T) {
 	}
 }
 
+// TestPodTolerationUpdateCancelsEviction: a pod update that changes only
+// its tolerations reaches the Evictor: the short pod, due at 85s, made to
+// tolerate unreachable forever at 60s is not evicted.
+func TestPodTolerationUpdateCancelsEviction(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testConfig(), cluster3()...)
+	f.pass(true)
+	f.advance(60*time.Second, liveExcept(f, "a"))
+	p := f.pod("short").DeepCopy()
+	for i := range p.Spec.Tolerations {
+		if p.Spec.Tolerations[i].Key == v1.TaintNodeUnreachable {
+			p.Spec.Tolerations[i].TolerationSeconds = nil // allowed on update
+		}
+	}
+	if _, err := f.client.CoreV1().Pods("default").Update(f.ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.settle()
+	f.advance(90*time.Second, liveExcept(f, "a"))
+	if f.pod("short") == nil {
+		t.Errorf("pod short evicted after it was made to tolerate unreachable forever")
+	}
+}
+
 // TestEvictPodUIDPrecondition: a pod re-created under the same name is not
 // touched for its predecessor's eviction: no condition patch, no delete.
 func TestEvictPodUIDPrecondition(t *testing.T) {
@@ -387,16 +412,54 @@ func TestEvictPodUIDPrecondition(t *testing.T) {
 
 // TestNewPodOnUnreachableNodeMarkedNotReady: a pod bound to a node that is
 // already Unknown is marked Ready=False from its add event (upstream
-// processPod).
+// processPod). The first write fails: the pod's event is requeued with the
+// workqueue's backoff and the write made again, before any monitor pass
+// (upstream would wait for the pod's next event).
 func TestNewPodOnUnreachableNodeMarkedNotReady(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, testConfig(), cluster3()...)
 	f.pass(true)
 	f.advance(55*time.Second, liveExcept(f, "a"))
+	fails := failFirst(f, 1, "update", "pods", "status", func(a k8stesting.Action) bool {
+		p, ok := a.(k8stesting.UpdateAction).GetObject().(*v1.Pod)
+		return ok && p.Name == "late"
+	}, errInjected)
 	f.create(pod("late", "a", false, v1.Toleration{Operator: v1.TolerationOpExists}))
 	f.settle()
-	if p := f.pod("late"); p == nil || podReady(p) != v1.ConditionFalse {
-		t.Errorf("pod late = %v, want Ready=False", p)
+	if p := f.pod("late"); fails.Load() != 1 || p == nil || podReady(p) != v1.ConditionTrue {
+		t.Fatalf("pod late after the failed write: %d failures, pod %v; want 1 and still Ready", fails.Load(), p)
+	}
+	f.clock.Step(time.Second) // 56s: the requeued event's backoff is over
+	f.eventually("pod late Ready=False", func() bool {
+		p := f.pod("late")
+		return p != nil && podReady(p) == v1.ConditionFalse
+	})
+}
+
+// TestFailedNodeEventWriteRequeued: a NoSchedule condition taint that
+// cannot be written (more conflicts than one RetryOnConflict absorbs) is
+// written again from the node's requeued event after the workqueue's
+// backoff, with no other event and no monitor pass in between. Upstream
+// logs the failure and waits for the node's next update.
+func TestFailedNodeEventWriteRequeued(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	f := newFixture(t, cfg, cluster3()...)
+	f.pass(true)
+	conflict := apierrors.NewConflict(nodesGVR.GroupResource(), "a", errInjected)
+	fails := failFirst(f, cfg.ConflictBackoff.Steps+1, "patch", "nodes", "", addsTaint(f, v1.TaintNodeNotReady, v1.TaintEffectNoSchedule), conflict)
+	f.clock.Step(time.Second)
+	f.setReady("a", v1.ConditionFalse) // the kubelet reports Ready=False at 1s
+	f.settle()
+	if got, want := fails.Load(), int32(cfg.ConflictBackoff.Steps); got != want || hasTaint(f.node("a"), v1.TaintNodeNotReady, v1.TaintEffectNoSchedule) {
+		t.Fatalf("after the node event: %d failed patches, taints %v; want %d and no not-ready taint", got, f.node("a").Spec.Taints, want)
+	}
+	f.clock.Step(time.Second) // 2s, still before the monitor pass at 5s
+	f.eventually("the not-ready:NoSchedule taint", func() bool {
+		return hasTaint(f.node("a"), v1.TaintNodeNotReady, v1.TaintEffectNoSchedule)
+	})
+	if got := f.first(monitor.KindTaintAdded, "a", "", "node.kubernetes.io/not-ready:NoSchedule"); got != 2*time.Second {
+		t.Errorf("not-ready:NoSchedule added at %v, want 2s", got)
 	}
 }
 

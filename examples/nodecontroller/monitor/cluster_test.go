@@ -33,7 +33,7 @@ type fakeCluster struct {
 
 	staleList       map[string]*v1.Node // ListNodes returns these instead (a lagging list)
 	failTaintWrites int                 // the next n taint writes fail
-	failEvictions   int // the next n evictions fail
+	failEvictions   int                 // the next n evictions fail
 	evicted         []types.NamespacedName
 }
 

@@ -15,12 +15,14 @@ import (
 
 // EvictionPass deletes the pods whose NoExecute toleration ran out (upstream
 // taint eviction controller): DisruptionTarget condition, then delete with a
-// UID precondition. A failed deletion is retried after
-// Config.EvictionRetry, never abandoned.
+// UID precondition, on Config.Workers goroutines (upstream: 8). A failed
+// deletion is retried after Config.EvictionRetry, never abandoned.
 func (m *Monitor) EvictionPass(ctx context.Context, now time.Time) {
 	m.evictMu.Lock()
 	defer m.evictMu.Unlock()
-	for _, ev := range m.evictor.Due(now) {
+	due := m.evictor.Due(now)
+	m.forEach(len(due), func(i int) {
+		ev := due[i]
 		cond := taints.DisruptionTargetCondition(now)
 		err := m.cluster.EvictPod(ctx, ev.Pod, ev.UID, &cond)
 		switch {
@@ -35,7 +37,7 @@ func (m *Monitor) EvictionPass(ctx context.Context, now time.Time) {
 			m.evictor.RetryEviction(now, ev, m.cfg.EvictionRetry)
 			m.emit(now, KindWriteFailed, ev.Node, ev.Pod.String(), "pod deletion: "+err.Error())
 		}
-	}
+	})
 }
 
 // PodChanged forwards a pod add or update: the Evictor learns its node and

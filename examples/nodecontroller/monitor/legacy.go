@@ -51,7 +51,11 @@ func (m *Monitor) legacyDecide(ctx context.Context, now time.Time, node *v1.Node
 // pods deleted at once; otherwise it is queued in its zone.
 func (m *Monitor) legacyEvictPods(ctx context.Context, now time.Time, node *v1.Node, zone string) {
 	m.mu.Lock()
-	s := m.nodes[node.Name]
+	s, ok := m.nodes[node.Name]
+	if !ok { // deleted (NodeDeleted) while this pass was processing it
+		m.mu.Unlock()
+		return
+	}
 	status := s.legacy
 	if status == legacyUnmarked {
 		s.legacy = legacyToBeEvicted

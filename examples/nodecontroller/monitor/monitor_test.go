@@ -1,6 +1,7 @@
 package monitor_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -307,4 +308,37 @@ func TestParallelWorkers(t *testing.T) {
 	if len(s.c.evicted) != 1 {
 		t.Errorf("evicted %v, want only p00", s.c.evicted)
 	}
+}
+
+// TestLegacyNodeDeletedDuringPass: a node deleted (NodeDeleted from an
+// informer goroutine) while a legacy-mode pass is deciding on it is skipped,
+// not dereferenced. The race is timing-dependent; many passes over many
+// nodes hit it reliably on the code that lacked the check.
+func TestLegacyNodeDeletedDuringPass(t *testing.T) {
+	cfg := testConfig()
+	cfg.PodEvictionTimeout = time.Nanosecond
+	s := newSim(t, cfg)
+	var names []string
+	for i := range 100 {
+		name := fmt.Sprintf("n%03d", i)
+		names = append(names, name)
+		s.c.addNode(name, "z1", s.now)
+		s.dead[name] = true
+	}
+	s.c.addNode("live", "z2", s.now)
+	s.runUntil(50 * time.Second) // every silent node is Unknown and due for eviction
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			for _, n := range names {
+				s.m.NodeDeleted(n)
+			}
+		}
+	}()
+	ctx := context.Background()
+	for i := range 200 {
+		s.m.MonitorPass(ctx, s.now.Add(time.Duration(i)*time.Second))
+	}
+	<-done
 }
