@@ -250,7 +250,7 @@ func (c *Controller) MonitorPass(ctx context.Context) {
 func (c *Controller) TaintPass(ctx context.Context) {
 	now := c.clock.Now()
 	c.mon.TaintPass(ctx, now)
-	c.mon.EvictionPass(ctx, now)
+	c.mon.EvictionPass(ctx, c.clock.Now()) // not now: the tainting pass may have taken a while
 }
 
 // SaveSnapshot saves the node health records to Config.Snapshots now.

@@ -64,9 +64,11 @@
 //
 // # Concurrency
 //
-// A Monitor is safe for concurrent use. MonitorPass processes nodes on
-// Config.Workers goroutines (upstream: 8); with 1 worker a pass is
-// deterministic. Events are delivered synchronously; the callback must be
+// A Monitor is safe for concurrent use. MonitorPass processes nodes, and
+// EvictionPass pods, on Config.Workers goroutines (upstream: 8); with 1
+// worker a pass is deterministic. A TaintPass waits for a running
+// MonitorPass (and the reverse), so the tainting queues never let a node
+// through in the middle of the full-disruption cleanup. Events are delivered synchronously; the callback must be
 // safe for concurrent use when Workers > 1. No lock is held while the Monitor
 // calls the Cluster or the callback, so both may call back into it (an
 // in-memory Cluster forwards its own writes to NodeChanged and PodChanged as

@@ -28,9 +28,11 @@ const LabelExcludeDisruption = "node.kubernetes.io/exclude-disruption"
 // The caller runs MonitorPass every Config.MonitorPeriod and TaintPass and
 // EvictionPass every Config.TaintPeriod, and forwards informer events to
 // NodeChanged, NodeDeleted, PodChanged and PodDeleted. A Monitor is safe for
-// concurrent use: passes of one kind are serialized, and every method may run
-// while another is in progress. It never holds a lock while it calls the
-// Cluster or the event callback, so both may call back into the Monitor.
+// concurrent use: passes of one kind are serialized, a TaintPass never runs
+// during a MonitorPass (one in flight could taint a node after the pass
+// entered full disruption and cleaned it), and every other method may run
+// while a pass is in progress. It never holds its state lock while it calls
+// the Cluster or the event callback, so both may call back into the Monitor.
 type Monitor struct {
 	cfg     Config
 	cluster Cluster
@@ -147,6 +149,11 @@ type nodeResult struct {
 func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 	m.monitorMu.Lock()
 	defer m.monitorMu.Unlock()
+	// No TaintPass runs during a pass: one that popped a node queued by this
+	// pass could taint it after the entering-full-disruption cleanup (seen
+	// against a real API server in examples/e2e).
+	m.taintMu.Lock()
+	defer m.taintMu.Unlock()
 
 	nodes := slices.Clone(m.cluster.ListNodes())
 	slices.SortFunc(nodes, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
@@ -269,7 +276,7 @@ func (m *Monitor) noteReady(now time.Time, name, zone string, res nodehealth.Res
 	case v1.ConditionFalse:
 		m.emit(now, KindNodeNotReady, name, "", "kubelet reports Ready=False: "+res.CurrentReady.Reason)
 	case v1.ConditionUnknown:
-		detail := "no Ready condition yet"
+		detail := "Ready=Unknown" // e.g. found so after a controller restart
 		if res.StatusUpdate != nil {
 			detail = fmt.Sprintf("no heartbeat for more than %v: Ready=Unknown written", res.GracePeriod)
 		}
@@ -329,8 +336,7 @@ func (m *Monitor) applyZoneDecision(ctx context.Context, now time.Time, d zonest
 	}
 	if d.EnteredFullDisruption {
 		m.emitFn(Event{At: now, Kind: KindDisruptionMode, Entered: true, Detail: "entered full disruption: no Ready node in any zone, evictions stop"})
-		// Empty the queues first (their rates are 0 already), so a TaintPass
-		// running concurrently cannot taint a node after it was cleaned.
+		// Empty the queues (their rates are 0 already) before the cleanup.
 		m.mu.Lock()
 		for _, q := range m.queues {
 			q.Clear()
