@@ -8,6 +8,21 @@ import "k8s.io/apimachinery/pkg/types"
 // seen every pod; after, an unknown pod is one whose worker is gone. Each is
 // O(1) and allocates nothing.
 
+// query answers one of the questions of spec 1.10 for uid: known reads the
+// pod's record; an unknown pod gets unknownBefore until the first
+// SyncKnownPods and unknownAfter from then on.
+func (w *Workers) query(uid types.UID, known func(*record) bool, unknownBefore, unknownAfter bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r, ok := w.pods[uid]; ok {
+		return known(r)
+	}
+	if w.synced {
+		return unknownAfter
+	}
+	return unknownBefore
+}
+
 // IsPodKnownTerminated reports that the pod's containers are known to be
 // stopped (its TerminatingWork step succeeded, or it never started). False
 // for unknown pods: a force-deleted pod that finished and was forgotten reads
@@ -15,71 +30,41 @@ import "k8s.io/apimachinery/pkg/types"
 // successful TerminatingWork step (after the first SyncKnownPods its
 // completion reads as CouldHaveRunningContainers turning false).
 func (w *Workers) IsPodKnownTerminated(uid types.UID) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if r, ok := w.pods[uid]; ok {
-		return r.terminated
-	}
-	return false
+	return w.query(uid, func(r *record) bool { return r.terminated }, false, false)
 }
 
 // CouldHaveRunningContainers reports that containers may run: true until
 // the pod is terminated; for unknown pods true before the first
 // SyncKnownPods and false after.
 func (w *Workers) CouldHaveRunningContainers(uid types.UID) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if r, ok := w.pods[uid]; ok {
-		return !r.terminated
-	}
-	return !w.synced
+	return w.query(uid, func(r *record) bool { return !r.terminated }, true, false)
 }
 
 // ShouldPodBeFinished reports that the pod finished (its TerminatedWork
 // step succeeded); for unknown pods false before the first SyncKnownPods and
 // true after.
 func (w *Workers) ShouldPodBeFinished(uid types.UID) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if r, ok := w.pods[uid]; ok {
-		return r.finished
-	}
-	return w.synced
+	return w.query(uid, func(r *record) bool { return r.finished }, false, true)
 }
 
 // IsPodTerminationRequested reports that termination was requested (it may
 // still be running a SyncWork step). False for unknown pods.
 func (w *Workers) IsPodTerminationRequested(uid types.UID) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if r, ok := w.pods[uid]; ok {
-		return r.terminating
-	}
-	return false
+	return w.query(uid, func(r *record) bool { return r.terminating }, false, false)
 }
 
 // ShouldPodContainersBeTerminating reports that no new container may start:
 // a TerminatingWork step was handed out, or the pod ended on its own. For
 // unknown pods false before the first SyncKnownPods and true after.
 func (w *Workers) ShouldPodContainersBeTerminating(uid types.UID) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if r, ok := w.pods[uid]; ok {
-		return r.startedTerminating
-	}
-	return w.synced
+	return w.query(uid, func(r *record) bool { return r.startedTerminating }, false, true)
 }
 
 // ShouldPodRuntimeBeRemoved reports that runtime resources (volumes,
 // devices) may be torn down: the pod is terminated. For unknown pods false
 // before the first SyncKnownPods and true after.
 func (w *Workers) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if r, ok := w.pods[uid]; ok {
-		return r.terminated
-	}
-	return w.synced
+	return w.query(uid, func(r *record) bool { return r.terminated }, false, true)
 }
 
 // ShouldPodContentBeRemoved reports that all content of the pod may be
@@ -88,12 +73,7 @@ func (w *Workers) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
 // the deleted and evicted flags are sticky, so a terminal pod deleted later,
 // or a deleting pod evicted later, counts.
 func (w *Workers) ShouldPodContentBeRemoved(uid types.UID) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if r, ok := w.pods[uid]; ok {
-		return r.evicted || (r.deleted && r.terminated)
-	}
-	return w.synced
+	return w.query(uid, func(r *record) bool { return r.evicted || (r.deleted && r.terminated) }, false, true)
 }
 
 // IsPodForMirrorPodTerminatingByFullName reports that the static pod
