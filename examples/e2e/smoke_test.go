@@ -304,6 +304,7 @@ func TestSmokeServiceCIDRAndIPAddress(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Create(ServiceCIDR %s 10.1.0.0/24) = %v", second.Name, err)
 	}
+	t.Cleanup(func() { _ = net.ServiceCIDRs().Delete(context.Background(), second.Name, metav1.DeleteOptions{}) })
 	if len(created.Finalizers) != 0 || len(created.Status.Conditions) != 0 {
 		t.Errorf("new ServiceCIDR: finalizers %v, conditions %v; want none (no controller-manager runs)", created.Finalizers, created.Status.Conditions)
 	}
@@ -367,6 +368,11 @@ func createService(t *testing.T, cs kubernetes.Interface, ns, prefix, clusterIP 
 	if err != nil {
 		t.Fatalf("Create(service %s/%s, clusterIP %q) = %v", ns, svc.Name, clusterIP, err)
 	}
+	// Namespaces never finish deleting here (no namespace controller), so
+	// release the IP explicitly: a rerun (-count > 1) pins the same one.
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Services(ns).Delete(context.Background(), svc.Name, metav1.DeleteOptions{})
+	})
 	return got
 }
 
