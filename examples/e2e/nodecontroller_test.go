@@ -44,6 +44,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -667,7 +670,30 @@ func (e *nodeEnv) waitUnknown(t *testing.T, node string, lastRenew time.Time, gr
 		}
 		return readyStatus(n) == v1.ConditionUnknown, nil
 	})
+	e.waitKubeEvent(t, metav1.NamespaceDefault, "Node", node, controller.ReasonNodeNotReady,
+		"Node "+node+" status is now: NodeNotReady")
 	return ev
+}
+
+// waitKubeEvent waits for the Kubernetes Event the controller records on an
+// object (nodes' Events live in the default namespace), with upstream's
+// reason and message.
+func (e *nodeEnv) waitKubeEvent(t *testing.T, ns, kind, name, reason, message string) {
+	t.Helper()
+	sel := fmt.Sprintf("involvedObject.kind=%s,involvedObject.name=%s,reason=%s", kind, name, reason)
+	cluster.Eventually(t, ncLate, fmt.Sprintf("Event %s on %s %s", reason, kind, name), func(ctx context.Context) (bool, error) {
+		l, err := e.cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range l.Items {
+			if ev.Message != message || ev.Type != v1.EventTypeNormal || ev.Source.Component != controller.Name {
+				return false, fmt.Errorf("Event %s on %s %s: type %s, message %q, source %q; want Normal, %q, %q",
+					reason, kind, name, ev.Type, ev.Message, ev.Source.Component, message, controller.Name)
+			}
+		}
+		return len(l.Items) > 0, nil
+	})
 }
 
 // checkUnknownStatus checks the status the controller wrote on a node that
@@ -786,6 +812,7 @@ func (e *nodeEnv) waitEvicted(t *testing.T, pod *v1.Pod, tainted, timeAdded time
 		t.Errorf("pod %s deleted in second %s (deletionTimestamp %s - %ds), before timeAdded %s + %ds",
 			key, stamp(deleted), stamp(got.DeletionTimestamp.Time), grace, stamp(timeAdded), tol)
 	}
+	e.waitKubeEvent(t, pod.Namespace, "Pod", pod.Name, controller.ReasonTaintManagerEviction, "Marking for deletion Pod "+key)
 	t.Logf("pod %s (toleration %ds) evicted at %s, taint + %v", key, tol, stamp(ev.At), ev.At.Sub(tainted).Round(time.Millisecond))
 }
 
@@ -939,6 +966,13 @@ func (e *nodeEnv) start(gen int, cs kubernetes.Interface, cfg controller.Config)
 	t := e.t
 	t.Helper()
 	cfg.OnEvent = e.events.sink(gen)
+	// Kubernetes Events go through the test's own client: the audit is about
+	// the controller's writes to nodes and pods. The broadcaster stops after
+	// the controller (cleanups run last first).
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: e.cs.CoreV1().Events("")})
+	t.Cleanup(b.Shutdown)
+	cfg.Recorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: controller.Name})
 	ctrl, err := controller.New(cs, clock.RealClock{}, cfg)
 	if err != nil {
 		t.Fatalf("controller.New() = %v", err)

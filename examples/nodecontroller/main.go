@@ -1,7 +1,8 @@
 // Command nodecontroller runs a node lifecycle controller built from the
 // lifecycle packages (examples/nodecontroller/controller) against the
 // cluster of -kubeconfig, on the real clock, until interrupted. It logs
-// every decision with klog.
+// every decision with klog and records the Kubernetes Events upstream's
+// controllers record (NodeNotReady, TaintManagerEviction, ...).
 //
 // Run it only where kube-controller-manager's own node-lifecycle-controller
 // and taint-eviction-controller are off (for example
@@ -25,8 +26,12 @@ import (
 	"syscall"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -164,9 +169,14 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	ctx = klog.NewContext(ctx, klog.Background())
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	cfg.Recorder = events.NewRecorder(scheme.Scheme, v1.EventSource{Component: controller.Name})
 	c, err := controller.New(client, clock.RealClock{}, cfg)
 	if err != nil {
 		return err
 	}
-	return c.Run(klog.NewContext(ctx, klog.Background()))
+	return c.Run(ctx)
 }

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 )
@@ -62,6 +63,14 @@ type Config struct {
 	// the goroutine that made the decision: it must be quick and safe for
 	// concurrent use. main.go logs them with klog; tests record them.
 	OnEvent func(monitor.Event)
+	// Recorder, if not nil, records the Kubernetes Events upstream's
+	// controllers record for the same decisions: NodeNotReady on a node
+	// written Unknown, TaintManagerEviction (NodeControllerEviction and
+	// DeletingAllPods in legacy mode) on evicted pods. main.go passes a
+	// record.EventBroadcaster's recorder; tests can pass
+	// record.NewFakeRecorder. It is called like OnEvent, and client-go's
+	// recorders never block.
+	Recorder record.EventRecorder
 }
 
 // DefaultConfig returns the upstream defaults: monitor.DefaultConfig(), the

@@ -286,12 +286,16 @@ func (c *Controller) maybeSnapshot(ctx context.Context, now time.Time) {
 	}
 }
 
-// emit counts the events that show the tainting loop made progress and
-// forwards every event to Config.OnEvent.
+// emit counts the events that show the tainting loop made progress, records
+// the Kubernetes Events upstream records, and forwards every event to
+// Config.OnEvent.
 func (c *Controller) emit(e monitor.Event) {
 	switch e.Kind {
 	case monitor.KindTaintAdded, monitor.KindTaintRemoved, monitor.KindPodEvicted:
 		c.progress.Add(1)
+	}
+	if c.cfg.Recorder != nil {
+		c.recordEvent(e)
 	}
 	if c.cfg.OnEvent != nil {
 		c.cfg.OnEvent(e)

@@ -56,6 +56,15 @@
 //     under the same name is reported as a conflict and left alone. NotFound
 //     is returned; the Monitor counts it as done.
 //
+// # Kubernetes Events
+//
+// With Config.Recorder set, the decisions upstream reports as Kubernetes
+// Events are recorded with upstream's reasons and messages: NodeNotReady on
+// a node written Unknown, TaintManagerEviction on a pod deleted for a
+// NoExecute taint, and in legacy mode DeletingAllPods and
+// NodeControllerEviction. The rest (zone states, taints, failed writes) goes
+// to Config.OnEvent only, as upstream only logs it.
+//
 // # Restarts
 //
 // Upstream keeps every countdown in memory: a restart gives every silent node
@@ -84,7 +93,7 @@
 //
 // # Concurrency
 //
-// A Controller is safe for concurrent use. Config.OnEvent is called
+// A Controller is safe for concurrent use. Config.OnEvent and Recorder are called
 // synchronously from the goroutine that made the decision (a worker, a loop,
 // or one of the Monitor's Workers) and must be safe for concurrent use.
 //

@@ -1,0 +1,76 @@
+package controller
+
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+)
+
+// Kubernetes Event reasons the controller records, the ones upstream's node
+// lifecycle and taint eviction controllers use for the same decisions, so
+// that dashboards and alerts written for kube-controller-manager keep
+// working.
+const (
+	// ReasonNodeNotReady is recorded on a Node whose Ready condition the
+	// controller wrote Unknown ("Node <name> status is now: NodeNotReady").
+	ReasonNodeNotReady = "NodeNotReady"
+	// ReasonTaintManagerEviction is recorded on a Pod deleted because of a
+	// NoExecute taint it does not tolerate (any longer).
+	ReasonTaintManagerEviction = "TaintManagerEviction"
+	// ReasonNodeControllerEviction is recorded, in legacy mode, on a Pod
+	// deleted because its node was not ready for the pod eviction timeout.
+	ReasonNodeControllerEviction = "NodeControllerEviction"
+	// ReasonDeletingAllPods is recorded, in legacy mode, on a Node whose pods
+	// are about to be deleted.
+	ReasonDeletingAllPods = "DeletingAllPods"
+)
+
+// recordEvent records the Kubernetes Event upstream records for e, if any.
+// Zone and disruption-mode changes, taint changes and failed writes have no
+// upstream Event: they are only logged (Config.OnEvent). Upstream's
+// per-pod "Node is not ready" warning and its "Cancelling deletion" event
+// are not recorded: the monitor reports the first per node and never emits
+// the second.
+func (c *Controller) recordEvent(e monitor.Event) {
+	r := c.cfg.Recorder
+	switch e.Kind {
+	case monitor.KindNodeUnknown:
+		r.Eventf(c.nodeRef(e.Node), v1.EventTypeNormal, ReasonNodeNotReady,
+			"Node %s status is now: %s", e.Node, ReasonNodeNotReady)
+	case monitor.KindNodeEvicting:
+		r.Eventf(c.nodeRef(e.Node), v1.EventTypeNormal, ReasonDeletingAllPods,
+			"Deleting all Pods from Node %s.", e.Node)
+	case monitor.KindPodEvicted:
+		ref, name := podRef(e.Pod)
+		if c.cfg.Monitor.PodEvictionTimeout > 0 {
+			r.Eventf(ref, v1.EventTypeNormal, ReasonNodeControllerEviction,
+				"Marking for deletion Pod %s from Node %s", name, e.Node)
+			return
+		}
+		r.Eventf(ref, v1.EventTypeNormal, ReasonTaintManagerEviction,
+			"Marking for deletion Pod %s", e.Pod)
+	}
+}
+
+// nodeRef references a node by name, with its UID when the cache has it (an
+// Event names its object by UID too, so that a re-created node does not
+// inherit the old one's events).
+func (c *Controller) nodeRef(name string) *v1.ObjectReference {
+	ref := &v1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name}
+	if n := c.cluster.GetNode(name); n != nil {
+		ref.UID = n.UID
+	}
+	return ref
+}
+
+// podRef references a pod from its "namespace/name" key and returns the
+// name alone.
+func podRef(key string) (*v1.ObjectReference, string) {
+	ns, name, ok := strings.Cut(key, "/")
+	if !ok {
+		ns, name = "", key
+	}
+	return &v1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name}, name
+}
