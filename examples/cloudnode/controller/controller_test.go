@@ -223,9 +223,9 @@ func TestScaleSetDeleted(t *testing.T) {
 				at   time.Duration
 				want []string
 			}{
-				{0, all},                // 1st NotFound
-				{5 * time.Second, all},  // 2nd, 5s < 10s
-				{9 * time.Second, all},  // before NextCheck: not asked
+				{0, all},               // 1st NotFound
+				{5 * time.Second, all}, // 2nd, 5s < 10s
+				{9 * time.Second, all}, // before NextCheck: not asked
 				{10 * time.Second, []string{"a3", "b1", "b2"}}, // 3rd: a1, a2 deleted
 				{15 * time.Second, []string{"a3", "b1", "b2"}},
 			} {
