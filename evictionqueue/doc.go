@@ -67,17 +67,30 @@
 // successful AllowN at an earlier time moves its reference point back and
 // later credits the same interval twice (with Burst > 1).
 //
-// Instants are stored as nanoseconds since the now given to New (16 bytes
-// per item instead of 48), so the queue works with any clock, a virtual one
-// starting at the zero time.Time included, for about 292 years after New.
-// Times handed to callbacks and returned by Items and NextDeadline are
-// therefore in the location of the time given to New and carry no monotonic
-// clock reading; they are Equal to the instants passed in, except that an
-// instant earlier than the queue's latest (in particular, one before New) is
-// replaced by the latest (see above), and an instant more than about 292
-// years after New, or a retry that would land there, saturates at New's now
-// plus math.MaxInt64 nanoseconds. Pass New the caller's current time, not a
-// placeholder such as time.Time{} when the clock is a real one.
+// The rule: keep the caller's now, measure with Sub and Add. The queue
+// stores the now given to New as given, monotonic clock reading included,
+// and every later instant as now.Sub(thatNow) in nanoseconds (16 bytes per
+// item instead of 48). Go's Sub compares monotonic readings when both
+// instants have one, so with a real clock (clock.Now, time.Now) elapsed time
+// is measured on the monotonic clock and a wall-clock step (an NTP
+// correction, a VM resume) fires nothing early: a retry 300s out stays 300s
+// out even if the wall clock jumps 10 minutes ahead. Instants without a
+// monotonic reading (a fake or virtual clock, times restored from storage
+// or read from the API) are measured on the wall clock, which is all they
+// have.
+//
+// The queue works with any clock, a virtual one starting at the zero
+// time.Time included, for about 292 years after New. Times handed to
+// callbacks and returned by Items and NextDeadline are New's now plus an
+// offset: they carry its location and its monotonic reading (if any), so
+// d.Sub(clock.Now()) is again measured on the monotonic clock. They are
+// Equal to the instants passed in (when no wall-clock step happened in
+// between), except that an instant earlier than the queue's latest (in
+// particular, one before New) is replaced by the latest (see above), and an
+// instant more than about 292 years after New, or a retry that would land
+// there, saturates at New's now plus math.MaxInt64 nanoseconds. Pass New the
+// caller's current time, not a placeholder such as time.Time{} when the
+// clock is a real one.
 //
 // # Concurrency
 //
