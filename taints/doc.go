@@ -102,6 +102,21 @@
 // past (e.g. a countdown that started at TimeAdded): the eviction is simply
 // due.
 //
+// The rule: keep the caller's now, measure with Sub and Add. The Evictor
+// stores each now as given, monotonic clock reading included, and derives
+// fire times from it with Add; it never strips the reading (Round(0),
+// Unix). Go compares two instants by their monotonic readings when both
+// have one, so with a real clock (clock.Now, time.Now) a countdown is
+// measured on the monotonic clock, as upstream's timers are, and a
+// wall-clock step (an NTP correction, a VM resume) fires nothing early: a
+// 300s toleration still runs 300s if the wall clock jumps 10 minutes
+// ahead, and so does a Retry's delay. Instants without a monotonic reading
+// (a fake or virtual clock, a taint's TimeAdded or a pod's
+// creationTimestamp under UseTaintTimeAdded, times restored from storage)
+// have only their wall clock and are measured on it; a fire time derived
+// from one is compared with now's wall clock. Fire times of the two kinds
+// are queued apart, each in its own consistent order.
+//
 // # Concurrency
 //
 // The functions are pure and safe for concurrent use. An Evictor is safe for

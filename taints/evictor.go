@@ -279,20 +279,19 @@ func (e *Evictor) Due(now time.Time) []Eviction {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now = e.advance(now)
-	var out []Eviction
-	for {
-		b := e.queue.peek()
-		if b == nil || b.at.After(now) {
-			return out
-		}
-		if out == nil {
-			out = make([]Eviction, 0, b.n)
-		}
-		for r := e.queue.popBucket(); r != nil; r = detached(r) {
+	bs, total := e.queue.popDue(now)
+	if total == 0 {
+		return nil
+	}
+	out := make([]Eviction, 0, total)
+	for _, b := range bs {
+		for r := b.head; r != nil; r = detached(r) {
 			r.state = stHandedOut
 			out = append(out, Eviction{Pod: r.key, UID: r.uid, Node: r.node, At: r.at, Reason: r.reason, Attempt: r.attempts + 1})
 		}
 	}
+	e.queue.release()
+	return out
 }
 
 // Done reports that the handed-out eviction of key succeeded (the pod was
@@ -392,7 +391,7 @@ func (e *Evictor) retry(now time.Time, rec *podRec, after time.Duration) {
 func (e *Evictor) NextDeadline() (time.Time, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b := e.queue.peek()
+	b := e.queue.peek(e.last)
 	if b == nil {
 		return time.Time{}, false
 	}
@@ -458,14 +457,14 @@ func (e *Evictor) judgeRec(rec *podRec) verdict {
 // evictions of its new fire time.
 func (e *Evictor) schedule(rec *podRec, at time.Time, reason Reason) {
 	if rec.state == stScheduled {
-		if keyOf(rec.at) == keyOf(at) {
+		if sameInstant(rec.at, at) {
 			rec.reason = reason
 			return
 		}
 		e.queue.remove(rec)
 	}
 	rec.at, rec.reason, rec.state = at, reason, stScheduled
-	e.queue.add(rec)
+	e.queue.add(rec, at)
 }
 
 // cancel takes a scheduled eviction (or retry) out of the queue.

@@ -255,7 +255,7 @@ func (e *Evictor) check() string {
 	inQueue, bad := 0, ""
 	e.queue.each(func(b *bucket, r *podRec) {
 		inQueue++
-		if r.state != stScheduled || e.pods[r.key] != r || r.bkt != b || keyOf(r.at) != b.key || !b.at.Equal(r.at) {
+		if r.state != stScheduled || e.pods[r.key] != r || r.bkt != b || !sameInstant(r.at, b.at) {
 			bad = fmt.Sprintf("%s queued in bucket %s with state %d at %s", r.key, rel(b.at), r.state, rel(r.at))
 		}
 	})
@@ -265,16 +265,19 @@ func (e *Evictor) check() string {
 	if inQueue != e.queue.len() {
 		return fmt.Sprintf("queue counts %d, holds %d", e.queue.len(), inQueue)
 	}
-	if len(e.queue.buckets) != e.queue.heap.Len() {
-		return fmt.Sprintf("%d buckets, %d in heap", len(e.queue.buckets), e.queue.heap.Len())
-	}
-	for k, b := range e.queue.buckets {
-		cnt := 0
-		for r := b.head; r != nil; r = r.next {
-			cnt++
+	for li := range e.queue.lanes {
+		l := &e.queue.lanes[li]
+		if len(l.buckets) != l.heap.Len() {
+			return fmt.Sprintf("lane %d: %d buckets, %d in heap", li, len(l.buckets), l.heap.Len())
 		}
-		if b.key != k || b.head == nil || !b.elem.InHeap() || cnt != b.n {
-			return fmt.Sprintf("bucket %s inconsistent", rel(b.at))
+		for k, b := range l.buckets {
+			cnt := 0
+			for r := b.head; r != nil; r = r.next {
+				cnt++
+			}
+			if b.key != k || int(b.lane) != li || laneOf(b.at) != b.lane || b.head == nil || !b.elem.InHeap() || cnt != b.n {
+				return fmt.Sprintf("bucket %s inconsistent", rel(b.at))
+			}
 		}
 	}
 	scheduled := 0
