@@ -254,3 +254,46 @@ func BenchmarkForConditions(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(nodes)), "ns/node")
 	})
 }
+
+// manyTaints returns n distinct NoExecute taints (key example.com/t-i).
+func manyTaints(n int) []v1.Taint {
+	out := make([]v1.Taint, n)
+	for i := range out {
+		out[i] = ne(fmt.Sprintf("example.com/t-%d", i), "v")
+	}
+	return out
+}
+
+// BenchmarkEvictorSetNodeTaintsMany: a node with 20,000 NoExecute taints
+// (hostile or broken tooling); one node update, unchanged or with one taint
+// added, must stay O(n log n), not O(n²).
+func BenchmarkEvictorSetNodeTaintsMany(b *testing.B) {
+	const n = 20000
+	base := manyTaints(n)
+	grown := append(manyTaints(n), ne("example.com/extra"))
+	b.Run("unchanged/taints=20000", func(b *testing.B) {
+		e, _ := NewEvictor(EvictorConfig{})
+		e.SetPod(testutil.Epoch, pod("a", "n1", v1.Toleration{Operator: v1.TolerationOpExists}))
+		e.SetNodeTaints(testutil.Epoch, "n1", base)
+		now := testutil.At(time.Minute)
+		b.ReportAllocs()
+		for b.Loop() {
+			e.SetNodeTaints(now, "n1", base)
+		}
+	})
+	b.Run("changed/taints=20000", func(b *testing.B) {
+		e, _ := NewEvictor(EvictorConfig{})
+		e.SetPod(testutil.Epoch, pod("a", "n1", v1.Toleration{Operator: v1.TolerationOpExists}))
+		now := testutil.At(time.Minute)
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			if i%2 == 0 {
+				e.SetNodeTaints(now, "n1", base)
+			} else {
+				e.SetNodeTaints(now, "n1", grown)
+			}
+			i++
+		}
+	})
+}

@@ -1,7 +1,10 @@
 package taints
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,6 +86,7 @@ type podRec struct {
 // scheduled together, never depends on removals).
 type nodeState struct {
 	taints     []taintEntry
+	byIdent    []int32 // indices of taints sorted by identity (key, value)
 	head, tail *podRec
 }
 
@@ -158,10 +162,10 @@ func (e *Evictor) SetNodeTaints(now time.Time, node string, taints []v1.Taint) {
 		}
 		n = &nodeState{}
 		e.nodes[node] = n
-	} else if sameNoExecute(n.taints, taints) {
+	} else if sameNoExecute(n, taints) {
 		return
 	}
-	n.taints = e.entries(now, n.taints, taints)
+	n.taints, n.byIdent = e.entries(now, n, taints)
 	for p := n.head; p != nil; p = p.nodeNext {
 		e.evaluate(now, p, n)
 	}
@@ -181,7 +185,7 @@ func (e *Evictor) DeleteNode(node string) {
 	if n == nil {
 		return
 	}
-	n.taints = nil
+	n.taints, n.byIdent = nil, nil
 	for p := n.head; p != nil; p = p.nodeNext {
 		e.cancel(p)
 	}
@@ -538,21 +542,45 @@ func (e *Evictor) podStart(now time.Time, pod *v1.Pod) time.Time {
 	return now
 }
 
-// entries builds the node's new taint entries from in, keeping the first
-// sighting of taints already present in old.
-func (e *Evictor) entries(now time.Time, old []taintEntry, in []v1.Taint) []taintEntry {
-	var out []taintEntry
+// entries builds the node's new taint entries from in (its NoExecute
+// taints, the first of each identity, in input order), keeping the first
+// sighting of taints already present on n, and their index by identity.
+// O(n log n): a sort of in's NoExecute taints by identity finds the
+// duplicates, and each taint's earlier sighting is a binary search in n's
+// index.
+func (e *Evictor) entries(now time.Time, n *nodeState, in []v1.Taint) ([]taintEntry, []int32) {
+	var pos []int32 // positions in in of NoExecute taints
 	for i := range in {
-		t := &in[i]
-		if t.Effect != v1.TaintEffectNoExecute || dupBefore(in, i) {
-			continue
+		if in[i].Effect == v1.TaintEffectNoExecute {
+			pos = append(pos, int32(i))
 		}
+	}
+	if len(pos) == 0 {
+		return nil, nil
+	}
+	// Sort by identity, then position: the first of each run is the one
+	// that counts.
+	slices.SortFunc(pos, func(a, b int32) int {
+		if c := compareIdentity(&in[a], &in[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	uniq := pos[:1]
+	for _, p := range pos[1:] {
+		if compareIdentity(&in[uniq[len(uniq)-1]], &in[p]) != 0 {
+			uniq = append(uniq, p)
+		}
+	}
+	// uniq is sorted by identity; the entries keep input order.
+	byPos := slices.Clone(uniq)
+	slices.Sort(byPos)
+	out := make([]taintEntry, len(byPos))
+	for k, p := range byPos {
+		t := &in[p]
 		seen := now
-		for k := range old {
-			if sameIdentity(&old[k].taint, t) {
-				seen = old[k].seen
-				break
-			}
+		if j := findIdentity(n.taints, n.byIdent, t); j >= 0 {
+			seen = n.taints[j].seen
 		}
 		start := seen
 		if e.cfg.UseTaintTimeAdded && t.TimeAdded != nil {
@@ -560,25 +588,42 @@ func (e *Evictor) entries(now time.Time, old []taintEntry, in []v1.Taint) []tain
 				start = ta
 			}
 		}
-		out = append(out, taintEntry{taint: copyTaint(*t), seen: seen, start: start})
+		out[k] = taintEntry{taint: copyTaint(*t), seen: seen, start: start}
 	}
-	return out
+	byIdent := uniq
+	for g, p := range uniq {
+		k, _ := slices.BinarySearch(byPos, p)
+		byIdent[g] = int32(k)
+	}
+	return out, byIdent
 }
 
-// sameIdentity reports same key, value and effect: the Evictor's identity of
-// a taint (a different value may be tolerated differently).
-func sameIdentity(a, b *v1.Taint) bool {
-	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
+// compareIdentity orders NoExecute taints by the Evictor's identity: key,
+// then value (the effect is the same).
+func compareIdentity(a, b *v1.Taint) int {
+	if c := strings.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Value, b.Value)
 }
 
-// dupBefore reports whether in[i] repeats an earlier NoExecute taint.
-func dupBefore(in []v1.Taint, i int) bool {
-	for j := range i {
-		if in[j].Effect == v1.TaintEffectNoExecute && sameIdentity(&in[j], &in[i]) {
-			return true
+// findIdentity returns the index in entries of the taint with t's identity,
+// or -1, by binary search in byIdent (entries' indices sorted by identity).
+// O(log n), no allocation.
+func findIdentity(entries []taintEntry, byIdent []int32, t *v1.Taint) int {
+	lo, hi := 0, len(byIdent)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if compareIdentity(&entries[byIdent[mid]].taint, t) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
 	}
-	return false
+	if lo < len(byIdent) && compareIdentity(&entries[byIdent[lo]].taint, t) == 0 {
+		return int(byIdent[lo])
+	}
+	return -1
 }
 
 // anyNoExecute reports whether in holds a NoExecute taint.
@@ -592,18 +637,26 @@ func anyNoExecute(in []v1.Taint) bool {
 }
 
 // sameNoExecute reports whether the NoExecute taints of in (deduplicated as
-// entries does) equal stored, in order, TimeAdded included. No allocation.
-func sameNoExecute(stored []taintEntry, in []v1.Taint) bool {
+// entries does) equal n's, in order, TimeAdded included. No allocation;
+// O(n) when in repeats n's taints in order, O(n log n) at worst: a taint
+// that does not match the next stored one is a duplicate only if its
+// identity is among the stored taints already matched (a binary search).
+func sameNoExecute(n *nodeState, in []v1.Taint) bool {
+	stored := n.taints
 	k := 0
 	for i := range in {
 		t := &in[i]
-		if t.Effect != v1.TaintEffectNoExecute || dupBefore(in, i) {
+		if t.Effect != v1.TaintEffectNoExecute {
 			continue
 		}
-		if k >= len(stored) || !sameTaint(&stored[k].taint, t) {
-			return false
+		if k < len(stored) && sameTaint(&stored[k].taint, t) {
+			k++
+			continue
 		}
-		k++
+		if j := findIdentity(stored, n.byIdent, t); j >= 0 && j < k {
+			continue // repeats an earlier taint: counted once
+		}
+		return false
 	}
 	return k == len(stored)
 }
