@@ -63,21 +63,22 @@ const (
 	stEvicted                   // Done called: not evicted again (same UID) until DeletePod
 )
 
-// podRec is what the Evictor keeps per pod.
+// podRec is what the Evictor keeps per pod: 160 bytes, plus a slot of the
+// pod index; the tolerations are shared (tolSet).
 type podRec struct {
-	key         types.NamespacedName
-	uid         types.UID
-	node        string
-	nodePrev    *podRec // neighbours in the node's pod list
-	nodeNext    *podRec
-	tolerations []v1.Toleration
-	start       time.Time // the pod's countdown start on its node
-	state       recState
-	reason      Reason
-	attempts    int
-	at          time.Time // fire time while scheduled or handed out
-	bkt         *bucket   // fire-time bucket while queued
-	prev, next  *podRec   // neighbours in the bucket
+	key        types.NamespacedName
+	uid        types.UID
+	node       *nodeState // the node the pod is bound to (attached to its list)
+	nodePrev   *podRec    // neighbours in the node's pod list
+	nodeNext   *podRec
+	tols       *tolSet   // shared with every pod with the same tolerations; nil: none
+	start      time.Time // the pod's countdown start on its node, as the caller's clock gave it
+	at         time.Time // fire time while scheduled or handed out
+	bkt        *bucket   // fire-time bucket while queued
+	prev, next *podRec   // neighbours in the bucket
+	attempts   int32
+	state      recState
+	reason     Reason
 }
 
 // nodeState is what the Evictor keeps per node: its NoExecute taints and the
@@ -85,17 +86,24 @@ type podRec struct {
 // so that removal is O(1) and the order, which decides ties among evictions
 // scheduled together, never depends on removals).
 type nodeState struct {
+	name       string
 	taints     []taintEntry
-	byIdent    []int32 // indices of taints sorted by identity (key, value)
+	byIdent    []int32  // indices of taints sorted by identity (key, value)
+	one        [1]int32 // byIdent's storage when the node has one NoExecute taint
 	head, tail *podRec
 }
 
-// Evictor is the taint eviction controller (upstream taint-eviction-controller,
-// spec e.1-e.6) as a caller-driven state machine: it keeps every node's
-// NoExecute taints and the pods bound to each node, decides when each pod
-// must be deleted, and hands the deletions out with Due. It runs no
-// goroutines and reads no clock; every time-dependent method takes now, and
-// a now earlier than one already seen counts as no time elapsed.
+// Evictor is the taint eviction controller (upstream
+// pkg/controller/tainteviction/taint_eviction.go, Controller, at v1.36.3)
+// as a caller-driven state machine: it keeps every node's NoExecute taints
+// and the pods bound to each node, decides when each pod must be deleted,
+// and hands the deletions out with Due. It runs no goroutines and reads no
+// clock; every time-dependent method takes now, and a now earlier than one
+// already seen counts as no time elapsed.
+//
+// Memory: a pod costs its 160-byte record and a slot of the pod index
+// (under 200 bytes in all); toleration lists are shared between pods with
+// equal lists, and instants keep the caller's monotonic reading.
 //
 // The zero Evictor is not usable; call NewEvictor. An Evictor is safe for
 // concurrent use: one mutex guards it, and no caller code runs under it.
@@ -103,7 +111,8 @@ type Evictor struct {
 	mu    sync.Mutex
 	cfg   EvictorConfig
 	nodes map[string]*nodeState
-	pods  map[types.NamespacedName]*podRec
+	pods  podIndex // by name
+	tols  tolTable // interned toleration lists
 	queue *fireQueue
 	last  time.Time // latest now seen
 }
@@ -117,7 +126,8 @@ func NewEvictor(cfg EvictorConfig) (*Evictor, error) {
 	return &Evictor{
 		cfg:   cfg,
 		nodes: make(map[string]*nodeState),
-		pods:  make(map[types.NamespacedName]*podRec),
+		pods:  newPodIndex(),
+		tols:  newTolTable(),
 		queue: newFireQueue(),
 	}, nil
 }
@@ -160,14 +170,14 @@ func (e *Evictor) SetNodeTaints(now time.Time, node string, taints []v1.Taint) {
 		if !anyNoExecute(taints) {
 			return
 		}
-		n = &nodeState{}
+		n = &nodeState{name: node}
 		e.nodes[node] = n
 	} else if sameNoExecute(n, taints) {
 		return
 	}
 	n.taints, n.byIdent = e.entries(now, n, taints)
 	for p := n.head; p != nil; p = p.nodeNext {
-		e.evaluate(now, p, n)
+		e.evaluate(now, p)
 	}
 	e.dropIfEmpty(node, n)
 }
@@ -208,8 +218,11 @@ func (e *Evictor) DeleteNode(node string) {
 //   - A nil pod is ignored; a pod without spec.nodeName is not bound and is
 //     forgotten like DeletePod.
 //
-// The tolerations are copied. O(1) queue work (O(log B) for a new fire
-// time) plus the matching.
+// The tolerations are copied once per distinct list and shared: every pod
+// with an equal list (same order and values; nearly every pod has the two
+// admission defaults) uses the same copy, so a new pod whose list is
+// already known allocates only its record. O(1) expected lookups, O(1)
+// queue work (O(log B) for a new fire time) plus the matching.
 func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 	if pod == nil {
 		return
@@ -218,7 +231,7 @@ func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now = e.advance(now)
-	rec := e.pods[key]
+	rec := e.pods.get(key)
 	nodeName := pod.Spec.NodeName
 	if nodeName == "" {
 		if rec != nil {
@@ -231,19 +244,21 @@ func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 		rec = nil
 	}
 	if rec == nil {
-		rec = &podRec{key: key, uid: pod.UID, tolerations: copyTolerations(pod.Spec.Tolerations), start: e.podStart(now, pod)}
-		e.pods[key] = rec
+		rec = &podRec{key: key, uid: pod.UID, tols: e.tols.acquire(pod.Spec.Tolerations), start: e.podStart(now, pod)}
+		e.pods.put(rec)
 		e.attach(rec, nodeName)
-		e.evaluate(now, rec, e.nodes[nodeName])
+		e.evaluate(now, rec)
 		return
 	}
-	moved := rec.node != nodeName
-	tolChanged := !equalTolerations(rec.tolerations, pod.Spec.Tolerations)
+	moved := rec.node.name != nodeName
+	tolChanged := !equalTolerations(rec.tols.tolerations(), pod.Spec.Tolerations)
 	if !moved && !tolChanged {
 		return
 	}
 	if tolChanged {
-		rec.tolerations = copyTolerations(pod.Spec.Tolerations)
+		old := rec.tols
+		rec.tols = e.tols.acquire(pod.Spec.Tolerations)
+		e.tols.release(old)
 	}
 	if moved {
 		e.detach(rec)
@@ -256,7 +271,7 @@ func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 		// existing one never moves under this policy anyway).
 		rec.start = now
 	}
-	e.evaluate(now, rec, e.nodes[nodeName])
+	e.evaluate(now, rec)
 }
 
 // DeletePod forgets the pod (a pod delete event): a scheduled eviction is
@@ -265,7 +280,7 @@ func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 func (e *Evictor) DeletePod(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if rec := e.pods[key]; rec != nil {
+	if rec := e.pods.get(key); rec != nil {
 		e.forget(rec)
 	}
 }
@@ -291,7 +306,7 @@ func (e *Evictor) Due(now time.Time) []Eviction {
 	for _, b := range bs {
 		for r := b.head; r != nil; r = detached(r) {
 			r.state = stHandedOut
-			out = append(out, Eviction{Pod: r.key, UID: r.uid, Node: r.node, At: r.at, Reason: r.reason, Attempt: r.attempts + 1})
+			out = append(out, Eviction{Pod: r.key, UID: r.uid, Node: r.node.name, At: r.at, Reason: r.reason, Attempt: int(r.attempts) + 1})
 		}
 	}
 	e.queue.release()
@@ -365,7 +380,7 @@ func (e *Evictor) RetryEviction(now time.Time, x Eviction, after time.Duration) 
 // handedOut returns key's record when its eviction is handed out (and, with
 // checkUID, the pod has uid), else nil.
 func (e *Evictor) handedOut(key types.NamespacedName, uid types.UID, checkUID bool) *podRec {
-	rec := e.pods[key]
+	rec := e.pods.get(key)
 	if rec == nil || rec.state != stHandedOut || (checkUID && rec.uid != uid) {
 		return nil
 	}
@@ -412,15 +427,16 @@ func (e *Evictor) Len() int {
 
 // evaluate applies the e.4 decision to one pod at now, with the fixes and
 // the reschedule policy. Handed-out and done evictions are left alone.
-func (e *Evictor) evaluate(now time.Time, rec *podRec, n *nodeState) {
+func (e *Evictor) evaluate(now time.Time, rec *podRec) {
 	if rec.state == stHandedOut || rec.state == stEvicted {
 		return
 	}
-	if n == nil || len(n.taints) == 0 {
+	n := rec.node
+	if len(n.taints) == 0 {
 		e.cancel(rec)
 		return
 	}
-	v := judge(n.taints, rec.tolerations, rec.start, e.cfg.ComparisonOperators)
+	v := judge(n.taints, rec.tols.tolerations(), rec.start, e.cfg.ComparisonOperators)
 	switch v.kind {
 	case vForever:
 		e.cancel(rec)
@@ -449,11 +465,7 @@ func (e *Evictor) evaluate(now time.Time, rec *podRec, n *nodeState) {
 
 // judgeRec is judge for rec on its node.
 func (e *Evictor) judgeRec(rec *podRec) verdict {
-	n := e.nodes[rec.node]
-	if n == nil {
-		return verdict{kind: vNone, taint: -1, tol: -1}
-	}
-	return judge(n.taints, rec.tolerations, rec.start, e.cfg.ComparisonOperators)
+	return judge(rec.node.taints, rec.tols.tolerations(), rec.start, e.cfg.ComparisonOperators)
 }
 
 // schedule puts rec in the queue at at. An eviction whose fire time does not
@@ -485,17 +497,19 @@ func (e *Evictor) cancel(rec *podRec) {
 func (e *Evictor) forget(rec *podRec) {
 	e.cancel(rec)
 	e.detach(rec)
-	delete(e.pods, rec.key)
+	e.pods.remove(rec)
+	e.tols.release(rec.tols)
+	rec.tols = nil
 }
 
 // attach appends rec to node's pod list. O(1).
 func (e *Evictor) attach(rec *podRec, node string) {
 	n := e.nodes[node]
 	if n == nil {
-		n = &nodeState{}
+		n = &nodeState{name: node}
 		e.nodes[node] = n
 	}
-	rec.node, rec.nodePrev, rec.nodeNext = node, n.tail, nil
+	rec.node, rec.nodePrev, rec.nodeNext = n, n.tail, nil
 	if n.tail != nil {
 		n.tail.nodeNext = rec
 	} else {
@@ -506,7 +520,7 @@ func (e *Evictor) attach(rec *podRec, node string) {
 
 // detach removes rec from its node's pod list. O(1).
 func (e *Evictor) detach(rec *podRec) {
-	n := e.nodes[rec.node]
+	n := rec.node
 	if n == nil {
 		return
 	}
@@ -521,7 +535,7 @@ func (e *Evictor) detach(rec *podRec) {
 		n.tail = rec.nodePrev
 	}
 	rec.nodePrev, rec.nodeNext = nil, nil
-	e.dropIfEmpty(rec.node, n)
+	e.dropIfEmpty(n.name, n)
 }
 
 // dropIfEmpty forgets a node with neither taints nor pods.
@@ -549,7 +563,8 @@ func (e *Evictor) podStart(now time.Time, pod *v1.Pod) time.Time {
 // duplicates, and each taint's earlier sighting is a binary search in n's
 // index.
 func (e *Evictor) entries(now time.Time, n *nodeState, in []v1.Taint) ([]taintEntry, []int32) {
-	var pos []int32 // positions in in of NoExecute taints
+	var buf [16]int32
+	pos := buf[:0] // positions in in of NoExecute taints
 	for i := range in {
 		if in[i].Effect == v1.TaintEffectNoExecute {
 			pos = append(pos, int32(i))
@@ -573,7 +588,8 @@ func (e *Evictor) entries(now time.Time, n *nodeState, in []v1.Taint) ([]taintEn
 		}
 	}
 	// uniq is sorted by identity; the entries keep input order.
-	byPos := slices.Clone(uniq)
+	var buf2 [16]int32
+	byPos := append(buf2[:0], uniq...)
 	slices.Sort(byPos)
 	out := make([]taintEntry, len(byPos))
 	for k, p := range byPos {
@@ -590,7 +606,10 @@ func (e *Evictor) entries(now time.Time, n *nodeState, in []v1.Taint) ([]taintEn
 		}
 		out[k] = taintEntry{taint: copyTaint(*t), seen: seen, start: start}
 	}
-	byIdent := uniq
+	if len(uniq) == 1 {
+		return out, n.one[:] // n.one[0] is always 0
+	}
+	byIdent := make([]int32, len(uniq))
 	for g, p := range uniq {
 		k, _ := slices.BinarySearch(byPos, p)
 		byIdent[g] = int32(k)
