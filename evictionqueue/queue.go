@@ -157,10 +157,15 @@ func (q *Queue[K]) item(e *elem[K]) Item[K] {
 
 // Add queues key, due at now, and reports true; it reports false and changes
 // nothing when key is already known: pending, waiting for a retry, in flight
-// inside a Try callback, or done and not yet Removed. Unlike upstream, whose
-// heap has no tie-break (A, B, C, D added at once come out A, D, C, B),
-// items added at the same instant are attempted in the order they were
-// added. O(log n).
+// inside a Try callback, or done and not yet Removed. A key reported done
+// stays known until Remove: call Remove when the work no longer applies
+// (the node is healthy again), or the next Add of that key is refused.
+// Unlike upstream, whose heap has no tie-break (A, B, C, D added at once
+// come out A, D, C, B), items added at the same instant are attempted in
+// the order they were added, so the order of the Adds is the order of the
+// work. An informer's List (and a lister's) returns objects in map order,
+// which changes from run to run: sort what you add in one pass (for
+// example by node name) if you want a reproducible order. O(log n).
 func (q *Queue[K]) Add(now time.Time, key K, uid types.UID) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -173,7 +178,8 @@ func (q *Queue[K]) Add(now time.Time, key K, uid types.UID) bool {
 	return true
 }
 
-// Remove forgets key and reports whether it was known. Pending work is
+// Remove forgets key and reports whether it was known. It is the only way
+// (with Clear) to make a done key addable again. Pending work is
 // cancelled; a key in flight inside a Try callback is not retried nor
 // remembered as done when the callback returns; a done key may be added
 // again. O(log n): unlike upstream, which scans its heap linearly.

@@ -9,8 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// benchSizes are (nodes, pods per node); the last is the target
-// scale of 5,000 nodes × 30 pods = 150,000 pods.
+// benchSizes are (nodes, pods per node); the last is the
+// library's reference scale of 5,000 nodes × 30 pods = 150,000 pods.
 var benchSizes = []struct{ nodes, perNode int }{{500, 30}, {5000, 30}}
 
 // benchEvictor returns an Evictor tracking nodes×perNode pods with the

@@ -147,15 +147,21 @@ func (e *Evictor) advance(now time.Time) time.Time {
 // re-evaluated at now:
 //
 //   - no NoExecute taint left: every scheduled eviction on the node is
-//     cancelled; nothing is evicted (the e.4 empty-taints fall-through,
-//     where upstream would delete at once, does not exist here);
+//     cancelled; nothing is evicted (unlike upstream processPodOnNode in
+//     pkg/controller/tainteviction/taint_eviction.go, whose empty-taints
+//     path falls through to an immediate deletion);
 //   - a taint some pod does not tolerate: that pod is due at now;
 //   - all tolerated forever: the pod's eviction is cancelled;
 //   - tolerated for a finite time: see EvictorConfig.Reschedule.
 //
 // A taint's countdown starts when SetNodeTaints first sees it (same key,
 // value and effect, present continuously since), or at its TimeAdded with
-// UseTaintTimeAdded. Taints with the same key, value and effect count once
+// UseTaintTimeAdded. Mind the default after a restart: a new Evictor (a
+// restarted controller, a new leader) sees every taint for the first time,
+// so every pending countdown starts over, as upstream's
+// (kubernetes/kubernetes#108268); set EvictorConfig.UseTaintTimeAdded to
+// count from the taint's TimeAdded instead (see the UseTaintTimeAdded
+// example). Taints with the same key, value and effect count once
 // (the first one, with its TimeAdded); taints with the same key and effect
 // but different values are kept and must each be tolerated. A TimeAdded
 // after now is ignored (the first sighting counts). Unchanged taints cost a
@@ -425,7 +431,8 @@ func (e *Evictor) Len() int {
 	return e.queue.len()
 }
 
-// evaluate applies the e.4 decision to one pod at now, with the fixes and
+// evaluate applies upstream's processPodOnNode decision to one pod at now,
+// with the fixes and
 // the reschedule policy. Handed-out and done evictions are left alone.
 func (e *Evictor) evaluate(now time.Time, rec *podRec) {
 	if rec.state == stHandedOut || rec.state == stEvicted {
