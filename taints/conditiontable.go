@@ -260,16 +260,19 @@ func NewConditionTaints(table []ConditionTaint) (*ConditionTaints, error) {
 			}
 			ci = c.addType(r.Type)
 		}
-		for j, o := range c.rows {
-			if o.typ == ci && o.status == r.Status && o.taint == ti {
-				return nil, bad("same as row %d", j)
-			}
-		}
-		c.rows = append(c.rows, row{typ: ci, status: r.Status, taint: ti})
 		for len(c.wants) <= ci {
 			c.wants = append(c.wants, [3]uint64{})
 		}
-		c.wants[ci][statusIndex(r.Status)] |= 1 << ti
+		if w := &c.wants[ci][statusIndex(r.Status)]; *w&(1<<ti) == 0 {
+			*w |= 1 << ti
+		} else {
+			for j, o := range c.rows {
+				if o.typ == ci && o.status == r.Status && o.taint == ti {
+					return nil, bad("same as row %d", j)
+				}
+			}
+		}
+		c.rows = append(c.rows, row{typ: ci, status: r.Status, taint: ti})
 	}
 	return c, nil
 }
