@@ -34,6 +34,7 @@ type fakeCluster struct {
 	staleList       map[string]*v1.Node // ListNodes returns these instead (a lagging list)
 	failTaintWrites int                 // the next n taint writes fail
 	failEvictions   int                 // the next n evictions fail
+	beforeStatus    func(node string)   // called before a node status write
 	evicted         []types.NamespacedName
 }
 
@@ -100,6 +101,9 @@ func compareStrings(a, b string) int {
 }
 
 func (c *fakeCluster) UpdateNodeStatus(ctx context.Context, node *v1.Node, status *v1.NodeStatus) error {
+	if c.beforeStatus != nil {
+		c.beforeStatus(node.Name)
+	}
 	c.mu.Lock()
 	cur, ok := c.nodes[node.Name]
 	if !ok {

@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -30,17 +29,17 @@ const (
 // queued for deletion; a Ready node's pending eviction is cancelled. As in
 // those releases, the decision uses the Ready condition observed before this
 // pass's update.
-func (m *Monitor) legacyDecide(ctx context.Context, now time.Time, node *v1.Node, zone string, res nodehealth.Result) {
+func (m *Monitor) legacyDecide(ctx context.Context, now time.Time, node *v1.Node, zone string, res nodehealth.Result, r *nodeResult) {
 	timeout := m.cfg.PodEvictionTimeout
 	switch res.ObservedReady.Status {
 	case v1.ConditionFalse:
 		if now.After(res.ReadyTransition.Add(timeout)) {
-			m.legacyEvictPods(ctx, now, node, zone)
+			m.legacyEvictPods(ctx, now, node, r)
 		}
 	case v1.ConditionUnknown:
 		probe := res.Deadline.Add(-res.GracePeriod)
 		if now.After(probe.Add(timeout)) {
-			m.legacyEvictPods(ctx, now, node, zone)
+			m.legacyEvictPods(ctx, now, node, r)
 		}
 	case v1.ConditionTrue:
 		m.legacyCancel(now, node.Name)
@@ -48,8 +47,8 @@ func (m *Monitor) legacyDecide(ctx context.Context, now time.Time, node *v1.Node
 }
 
 // legacyEvictPods is upstream evictPods: a node already evicted has its new
-// pods deleted at once; otherwise it is queued in its zone.
-func (m *Monitor) legacyEvictPods(ctx context.Context, now time.Time, node *v1.Node, zone string) {
+// pods deleted at once; otherwise it is staged in r for its zone queue.
+func (m *Monitor) legacyEvictPods(ctx context.Context, now time.Time, node *v1.Node, r *nodeResult) {
 	m.mu.Lock()
 	s, ok := m.nodes[node.Name]
 	if !ok { // deleted (NodeDeleted) while this pass was processing it
@@ -65,9 +64,7 @@ func (m *Monitor) legacyEvictPods(ctx context.Context, now time.Time, node *v1.N
 	case legacyEvicted:
 		_, _ = m.deletePods(ctx, now, node.Name)
 	case legacyUnmarked:
-		if m.queue(now, zone).Add(now, node.Name, node.UID) {
-			m.emit(now, KindNodeEvicting, node.Name, "", fmt.Sprintf("not ready for longer than pod-eviction-timeout %v: pods queued for deletion", m.cfg.PodEvictionTimeout))
-		}
+		r.enqueue = true
 	}
 }
 

@@ -29,9 +29,9 @@ const LabelExcludeDisruption = "node.kubernetes.io/exclude-disruption"
 // EvictionPass every Config.TaintPeriod, and forwards informer events to
 // NodeChanged, NodeDeleted, PodChanged and PodDeleted. A Monitor is safe for
 // concurrent use: passes of one kind are serialized, a TaintPass never runs
-// during a MonitorPass (one in flight could taint a node after the pass
-// entered full disruption and cleaned it), and every other method may run
-// while a pass is in progress. It never holds its state lock while it calls
+// while a MonitorPass applies its zone decision (one in flight could taint a
+// node after the pass entered full disruption and cleaned it), and every
+// other method may run while a pass is in progress. It never holds its state lock while it calls
 // the Cluster or the event callback, so both may call back into the Monitor.
 type Monitor struct {
 	cfg     Config
@@ -135,25 +135,42 @@ func (m *Monitor) queue(now time.Time, zone string) *evictionqueue.Queue[string]
 	return q
 }
 
-// nodeResult is what one node contributes to the zone decision of a pass.
+// nodeResult is what one node contributes to the zone decision of a pass,
+// and the work the pass does for it after that decision.
 type nodeResult struct {
 	counted bool
 	zone    string
 	ready   *v1.NodeCondition
+
+	// enqueue stages the node for its zone queue: the queue sees it only
+	// when the pass commits its zone decision (requeue: forget a done
+	// entry first).
+	enqueue, requeue bool
+	// markPods asks for the node's pods to be marked Ready=False after the
+	// decision, outside the tainting exclusion.
+	markPods bool
 }
 
 // MonitorPass is one run of upstream monitorNodeHealth: observe every node's
-// health, write Unknown conditions, mark pods not ready, decide NoExecute
-// taints (or, in legacy mode, pod eviction), then decide every zone's state
-// and rate and the full-disruption mode.
+// health, write Unknown conditions, decide NoExecute taints (or, in legacy
+// mode, pod eviction), decide every zone's state and rate and the
+// full-disruption mode, and mark the pods of nodes that went Unknown
+// Ready=False.
+//
+// Only the zone decision excludes TaintPass: nodes this pass queues reach
+// their zone queue together with the decision, so a TaintPass running
+// meanwhile works on the nodes queued by earlier passes and never sees one
+// that the decision is about to clean (entering full disruption empties the
+// queues and removes the health taints while no TaintPass runs). Pod marking
+// (one write per pod, hours for a large outage behind a throttled client)
+// comes after the decision and blocks no TaintPass or EvictionPass.
+// Upstream (pkg/controller/nodelifecycle/node_lifecycle_controller.go,
+// monitorNodeHealth and doNoExecuteTaintingPass) taints concurrently too,
+// but lets a tainting pass pick a node the current monitor pass queued before
+// its handleDisruption ran.
 func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 	m.monitorMu.Lock()
 	defer m.monitorMu.Unlock()
-	// No TaintPass runs during a pass: one that popped a node queued by this
-	// pass could taint it after the entering-full-disruption cleanup (seen
-	// against a real API server in examples/e2e).
-	m.taintMu.Lock()
-	defer m.taintMu.Unlock()
 
 	nodes := slices.Clone(m.cluster.ListNodes())
 	slices.SortFunc(nodes, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
@@ -168,7 +185,50 @@ func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 			zones[r.zone] = append(zones[r.zone], r.ready)
 		}
 	}
-	m.applyZoneDecision(ctx, now, m.zones.Update(zones), nodes)
+	m.decide(ctx, now, zones, nodes, results)
+
+	m.forEach(len(nodes), func(i int) {
+		if results[i].markPods && m.markPodsNotReady(ctx, now, nodes[i].Name) {
+			// Before the node's next Observe (the next pass), so the ack
+			// cannot clear a newer edge.
+			m.health.AckPodsNotReady(nodes[i].Name)
+		}
+	})
+}
+
+// decide applies the zone decision and commits the queue additions staged by
+// the pass, with no TaintPass running.
+func (m *Monitor) decide(ctx context.Context, now time.Time, zones map[string][]*v1.NodeCondition, nodes []*v1.Node, results []nodeResult) {
+	m.taintMu.Lock()
+	defer m.taintMu.Unlock()
+	d := m.zones.Update(zones)
+	m.applyZoneDecision(ctx, now, d, nodes)
+	if d.EnteredFullDisruption {
+		return // the queues were emptied: nothing this pass queued survives
+	}
+	for i, r := range results {
+		if r.enqueue {
+			m.commitEnqueue(now, nodes[i], r)
+		}
+	}
+}
+
+// commitEnqueue adds a node staged by processNode to its zone queue, unless
+// it was deleted meanwhile.
+func (m *Monitor) commitEnqueue(now time.Time, node *v1.Node, r nodeResult) {
+	m.mu.Lock()
+	_, known := m.nodes[node.Name]
+	q := m.queues[r.zone]
+	m.mu.Unlock()
+	if !known || q == nil {
+		return
+	}
+	if r.requeue {
+		q.Remove(node.Name)
+	}
+	if q.Add(now, node.Name, node.UID) && m.legacy() {
+		m.emit(now, KindNodeEvicting, node.Name, "", fmt.Sprintf("not ready for longer than pod-eviction-timeout %v: pods queued for deletion", m.cfg.PodEvictionTimeout))
+	}
 }
 
 // forEach runs fn(0..n-1) on cfg.Workers goroutines.
@@ -241,13 +301,11 @@ func (m *Monitor) processNode(ctx context.Context, now time.Time, node *v1.Node)
 		return r
 	}
 	if m.legacy() {
-		m.legacyDecide(ctx, now, node, zone, res)
+		m.legacyDecide(ctx, now, node, zone, res, &r)
 	} else {
-		m.taintDecide(ctx, now, node, zone, res.CurrentReady)
+		m.taintDecide(ctx, now, node, zone, res.CurrentReady, &r)
 	}
-	if res.MarkPodsNotReady && m.markPodsNotReady(ctx, now, node.Name) {
-		m.health.AckPodsNotReady(node.Name)
-	}
+	r.markPods = res.MarkPodsNotReady
 	return r
 }
 

@@ -342,3 +342,46 @@ func TestLegacyNodeDeletedDuringPass(t *testing.T) {
 	}
 	<-done
 }
+
+// TestTaintPassDuringFullDisruptionEntry: a TaintPass runs while the
+// monitor pass that enters full disruption is still writing the nodes'
+// Unknown status. The nodes that pass queued reach their zone queue only
+// with its zone decision, so the TaintPass finds nothing to taint, and no
+// NoExecute taint is ever written (none is left after the cleanup either).
+func TestTaintPassDuringFullDisruptionEntry(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+		s.c.addPod("p-"+n, n, s.now, false)
+		s.dead[n] = true
+	}
+	s.runUntil(50 * time.Second)
+	var ran bool
+	s.c.beforeStatus = func(node string) {
+		if node != "c" {
+			return
+		}
+		done := make(chan struct{})
+		go func() { // another goroutine, as the controller's tainting loop
+			defer close(done)
+			s.m.TaintPass(context.Background(), s.now)
+			s.m.EvictionPass(context.Background(), s.now)
+		}()
+		<-done
+		ran = true
+	}
+	s.runUntil(55 * time.Second)
+	s.c.beforeStatus = nil
+	if !ran {
+		t.Fatal("no TaintPass ran during the monitor pass")
+	}
+	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 55*time.Second {
+		t.Fatalf("full disruption entered at %v, want 55s", got)
+	}
+	if got := s.first(monitor.KindTaintAdded, "", "", unreachableNoExecute); got != -1 {
+		t.Errorf("NoExecute taint written at %v by a TaintPass during the pass entering full disruption", got)
+	}
+	if len(s.c.evicted) != 0 {
+		t.Errorf("evicted %v, want none", s.c.evicted)
+	}
+}

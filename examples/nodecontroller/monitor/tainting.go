@@ -16,21 +16,22 @@ import (
 
 // taintDecide is upstream processTaintBaseEviction, fed the Ready condition
 // after this pass's update (1.34+).
-func (m *Monitor) taintDecide(ctx context.Context, now time.Time, node *v1.Node, zone string, ready *v1.NodeCondition) {
+// A node to queue is staged in r and reaches the queue with the pass's zone
+// decision.
+func (m *Monitor) taintDecide(ctx context.Context, now time.Time, node *v1.Node, zone string, ready *v1.NodeCondition, r *nodeResult) {
 	action, t := taints.DecideNoExecute(ready, node.Spec.Taints)
 	q := m.queue(now, zone)
 	switch action {
 	case taints.NoExecuteQueue:
 		switch q.State(node.Name) {
 		case evictionqueue.KeyAbsent:
-			q.Add(now, node.Name, node.UID)
+			r.enqueue = true
 		case evictionqueue.KeyDone:
 			// Done but untainted: the taint was removed by hand, or the
 			// tainting pass read a cache that did not show the new
 			// condition yet. Queue it again, as upstream does.
 			if !hasTaint(node.Spec.Taints, t) {
-				q.Remove(node.Name)
-				q.Add(now, node.Name, node.UID)
+				r.enqueue, r.requeue = true, true
 			}
 		}
 		// A node already waiting keeps its place. Unlike upstream, which
