@@ -36,13 +36,16 @@ type fakeCluster struct {
 	failEvictions   int                 // the next n evictions fail
 	beforeStatus    func(node string)   // called before a node status write
 	evicted         []types.NamespacedName
+	evictedStatus   map[types.NamespacedName]v1.PodStatus // each evicted pod's last status
+	conflictStatus  int                                   // the next n pod status writes conflict
 }
 
 func newFakeCluster() *fakeCluster {
 	return &fakeCluster{
-		nodes:  map[string]*v1.Node{},
-		leases: map[string]*coordinationv1.Lease{},
-		pods:   map[types.NamespacedName]*v1.Pod{},
+		nodes:         map[string]*v1.Node{},
+		leases:        map[string]*coordinationv1.Lease{},
+		pods:          map[types.NamespacedName]*v1.Pod{},
+		evictedStatus: map[types.NamespacedName]v1.PodStatus{},
 	}
 }
 
@@ -149,6 +152,11 @@ func (c *fakeCluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *
 		c.mu.Unlock()
 		return notFound("pods", pod.Name)
 	}
+	if c.conflictStatus > 0 {
+		c.conflictStatus--
+		c.mu.Unlock()
+		return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, pod.Name, errInjected)
+	}
 	p := cur.DeepCopy()
 	p.Status = *status.DeepCopy()
 	c.pods[key] = p
@@ -174,6 +182,7 @@ func (c *fakeCluster) EvictPod(ctx context.Context, key types.NamespacedName, ui
 	}
 	delete(c.pods, key)
 	c.evicted = append(c.evicted, key)
+	c.evictedStatus[key] = cur.Status
 	c.mu.Unlock()
 	c.m.PodDeleted(key)
 	return nil

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -99,16 +100,45 @@ func (m *Monitor) legacyEvict(ctx context.Context, now time.Time, it evictionque
 	return true, 0
 }
 
-// deletePods is upstream DeletePods: every pod on the node that is not
-// already terminating and not a DaemonSet pod is deleted.
+// Upstream's reason and message for a pod deleted because its node was lost
+// (pkg/util/node: NodeUnreachablePodReason, NodeUnreachablePodMessage).
+const (
+	nodeLostReason  = "NodeLost"
+	nodeLostMessage = "Node %v which was running pod %v is unresponsive"
+)
+
+// deletePods is upstream DeletePods (pkg/controller/util/node/controller_utils.go):
+// every pod on the node first gets status reason NodeLost with upstream's
+// message (SetPodTerminationReason; a conflict skips the pod and fails the
+// call, so it is retried), then every pod that is not already terminating
+// and not a DaemonSet pod is deleted.
 func (m *Monitor) deletePods(ctx context.Context, now time.Time, node string) (int, error) {
 	var firstErr error
 	deleted := 0
 	for _, pod := range m.cluster.ListPodsOnNode(node) {
-		if pod.Spec.NodeName != node || pod.DeletionTimestamp != nil || isDaemonSetPod(pod) {
+		if pod.Spec.NodeName != node {
 			continue
 		}
 		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+		if pod.Status.Reason != nodeLostReason {
+			st := pod.Status.DeepCopy()
+			st.Reason = nodeLostReason
+			st.Message = fmt.Sprintf(nodeLostMessage, node, pod.Name)
+			err := m.cluster.UpdatePodStatus(ctx, pod, st)
+			switch {
+			case apierrors.IsNotFound(err):
+				continue
+			case apierrors.IsConflict(err):
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			// Upstream deletes the pod after any other failure.
+		}
+		if pod.DeletionTimestamp != nil || isDaemonSetPod(pod) {
+			continue
+		}
 		if err := m.cluster.EvictPod(ctx, key, pod.UID, nil); err != nil && !apierrors.IsNotFound(err) {
 			if firstErr == nil {
 				firstErr = err
