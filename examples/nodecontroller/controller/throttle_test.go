@@ -149,6 +149,10 @@ func TestTaintingDoesNotWaitForPodMarking(t *testing.T) {
 	if got := nodeReady(f.node("a")); got != v1.ConditionUnknown {
 		t.Fatalf("node a Ready while its pods are being marked = %v, want Unknown", got)
 	}
+	// The informers catch up with the Unknown status (pod status updates
+	// are not forwarded to the Monitor, so nothing here waits for the
+	// blocked write).
+	f.settle()
 
 	// One TaintPeriod later the tainting loop runs its pass.
 	f.clock.Step(f.c.Monitor().Config().TaintPeriod)

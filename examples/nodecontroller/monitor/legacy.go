@@ -24,38 +24,45 @@ const (
 	legacyEvicted
 )
 
-// legacyDecide is upstream processNoTaintBaseEviction (v1.26): a node whose
+// legacyMode is the pod eviction mode removed in Kubernetes 1.27
+// (--enable-taint-manager=false with --pod-eviction-timeout): no NoExecute
+// taints and no Evictor; MonitorPass queues a node that has been not ready
+// for the timeout in its zone, and TaintPass deletes its pods at the zone's
+// rate. Upstream: pkg/controller/nodelifecycle/node_lifecycle_controller.go
+// at v1.26, processNoTaintBaseEviction, evictPods, doEvictionPass and
+// cancelPodEviction.
+type legacyMode struct{ m *Monitor }
+
+func (legacyMode) feedsEvictor() bool { return false }
+
+// decide is upstream processNoTaintBaseEviction (v1.26): a node whose
 // Ready has been False for PodEvictionTimeout since its transition, or
 // Unknown for PodEvictionTimeout since its last heartbeat, has its pods
 // queued for deletion; a Ready node's pending eviction is cancelled. As in
 // those releases, the decision uses the Ready condition observed before this
 // pass's update.
-func (m *Monitor) legacyDecide(ctx context.Context, now time.Time, node *v1.Node, zone string, res nodehealth.Result, r *nodeResult) {
-	timeout := m.cfg.PodEvictionTimeout
+func (l legacyMode) decide(ctx context.Context, now time.Time, node *v1.Node, s *nodeState, res nodehealth.Result, r *nodeResult) {
+	timeout := l.m.cfg.PodEvictionTimeout
 	switch res.ObservedReady.Status {
 	case v1.ConditionFalse:
 		if now.After(res.ReadyTransition.Add(timeout)) {
-			m.legacyEvictPods(ctx, now, node, r)
+			l.evictPods(ctx, now, node, s, r)
 		}
 	case v1.ConditionUnknown:
 		probe := res.Deadline.Add(-res.GracePeriod)
 		if now.After(probe.Add(timeout)) {
-			m.legacyEvictPods(ctx, now, node, r)
+			l.evictPods(ctx, now, node, s, r)
 		}
 	case v1.ConditionTrue:
-		m.legacyCancel(now, node.Name)
+		l.cancel(node.Name)
 	}
 }
 
-// legacyEvictPods is upstream evictPods: a node already evicted has its new
-// pods deleted at once; otherwise it is staged in r for its zone queue.
-func (m *Monitor) legacyEvictPods(ctx context.Context, now time.Time, node *v1.Node, r *nodeResult) {
+// evictPods is upstream evictPods: a node already evicted has its new pods
+// deleted at once; otherwise it is staged in r for its zone queue.
+func (l legacyMode) evictPods(ctx context.Context, now time.Time, node *v1.Node, s *nodeState, r *nodeResult) {
+	m := l.m
 	m.mu.Lock()
-	s, ok := m.nodes[node.Name]
-	if !ok { // deleted (NodeDeleted) while this pass was processing it
-		m.mu.Unlock()
-		return
-	}
 	status := s.legacy
 	if status == legacyUnmarked {
 		s.legacy = legacyToBeEvicted
@@ -69,23 +76,13 @@ func (m *Monitor) legacyEvictPods(ctx context.Context, now time.Time, node *v1.N
 	}
 }
 
-// legacyCancel is upstream cancelPodEviction.
-func (m *Monitor) legacyCancel(now time.Time, name string) {
-	m.mu.Lock()
-	s, ok := m.nodes[name]
-	var q *evictionqueue.Queue[string]
-	if ok && s.legacy != legacyUnmarked {
-		s.legacy = legacyUnmarked
-		q = m.queues[s.zone]
-	}
-	m.mu.Unlock()
-	if q != nil {
-		q.Remove(name)
-	}
+func (l legacyMode) queued(now time.Time, node *v1.Node) {
+	l.m.emit(now, KindNodeEvicting, node.Name, "", fmt.Sprintf("not ready for longer than pod-eviction-timeout %v: pods queued for deletion", l.m.cfg.PodEvictionTimeout))
 }
 
-// legacyEvict is the zone pod evictor's callback (upstream doEvictionPass).
-func (m *Monitor) legacyEvict(ctx context.Context, now time.Time, it evictionqueue.Item[string]) (bool, time.Duration) {
+// admit is the zone pod evictor's callback (upstream doEvictionPass).
+func (l legacyMode) admit(ctx context.Context, now time.Time, it evictionqueue.Item[string]) (bool, time.Duration) {
+	m := l.m
 	if node := m.cluster.GetNode(it.Key); node == nil || (it.UID != "" && node.UID != it.UID) {
 		return true, 0
 	}
@@ -98,6 +95,27 @@ func (m *Monitor) legacyEvict(ctx context.Context, now time.Time, it evictionque
 	}
 	m.mu.Unlock()
 	return true, 0
+}
+
+// reachable is upstream cancelPodEviction on entering full disruption.
+func (l legacyMode) reachable(_ context.Context, _ time.Time, node string) {
+	l.cancel(node)
+}
+
+// cancel is upstream cancelPodEviction.
+func (l legacyMode) cancel(name string) {
+	m := l.m
+	m.mu.Lock()
+	s, ok := m.nodes[name]
+	var q *evictionqueue.Queue[string]
+	if ok && s.legacy != legacyUnmarked {
+		s.legacy = legacyUnmarked
+		q = s.zone.queue
+	}
+	m.mu.Unlock()
+	if q != nil {
+		q.Remove(name)
+	}
 }
 
 // Upstream's reason and message for a pod deleted because its node was lost
