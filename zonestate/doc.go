@@ -94,6 +94,16 @@
 //	// d.Removed: see below. Size and NotReady feed the zone metrics
 //	// (zone_size, zone_health = 100*(Size-NotReady)/Size, unhealthy_nodes_in_zone).
 //
+// Queues does the queue half of this loop for you: qs.Apply(now, d) creates,
+// re-rates, clears and stops the per-zone queues, keeps a removed zone's
+// queue until it is empty, and qs.NextDeadline() is the earliest deadline
+// over every zone (see ExampleQueues). It works with any queue that has
+// SetRate, Clear, NextDeadline and Len, such as *evictionqueue.Queue.
+//
+// A caller whose health signal is not the Ready condition (a custom
+// condition, an external probe) counts its nodes per zone and calls
+// UpdateCounts instead of Update: same states, rates and mode.
+//
 // # Removed zones
 //
 // A zone absent from an Update (all its nodes excluded, deleted, or failed
