@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 	"github.com/kubelifecycle/lifecycle/nodehealth"
@@ -143,6 +144,29 @@ func ExamplePodNotReadyStatus() {
 	// Output:
 	// true Ready False 55s
 	// false
+}
+
+// DisruptionTargetStatus is the status to patch before deleting a pod for a
+// NoExecute taint, as upstream's taint eviction controller does; a second
+// call on the patched pod has nothing to write.
+func ExampleDisruptionTargetStatus() {
+	now := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1", Generation: 2},
+		Spec:       v1.PodSpec{NodeName: "b"},
+	}
+	st, ok := nodehealth.DisruptionTargetStatus(now, pod)
+	c := st.Conditions[len(st.Conditions)-1]
+	fmt.Println(ok, c.Type, c.Status, c.Reason, c.ObservedGeneration)
+	fmt.Println(c.Message)
+
+	pod.Status = *st // PatchPodStatus, then Delete
+	_, ok = nodehealth.DisruptionTargetStatus(now.Add(time.Minute), pod)
+	fmt.Println("again:", ok)
+	// Output:
+	// true DisruptionTarget True DeletionByTaintManager 2
+	// Taint manager: deleting due to NoExecute taint
+	// again: false
 }
 
 // ClassifyExistence never reads an error as "exists" or "gone", except the
