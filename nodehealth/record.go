@@ -51,12 +51,19 @@ func (t *Tracker) Snapshot() []Record {
 
 // Restore loads records saved by Snapshot, replacing the state of each node
 // it names and leaving other nodes alone (call it on an empty Tracker at
-// start-up). Probe and ReadyTransition times after now are clamped to now: a
-// saved time can only be in the future through clock skew between processes,
-// and clamping never postpones a deadline. Kubelet timestamps (heartbeat,
-// transition, RenewTime) are kept as they are, since they are only ever
-// compared for change. Records with an empty name are skipped; with
-// duplicate names the last one wins.
+// start-up). Saved times are made safe against the restoring clock:
+//
+//   - Probe and ReadyTransition after now are clamped to now: a saved time
+//     can only be in the future through clock skew between processes, and
+//     clamping never postpones a deadline. A zero Probe or ReadyTransition
+//     (a hand-written or truncated record) is read as now, so the node gets
+//     a full grace period instead of going Unknown on its first Observe.
+//   - A LeaseRenewTime after now is clamped to now, so the next real
+//     renewal is never mistaken for an older one.
+//
+// Other kubelet timestamps (heartbeat, Ready transition) are kept as they
+// are, since they are only ever compared for change. Records with an empty
+// name are skipped; with duplicate names the last one wins.
 func (t *Tracker) Restore(now time.Time, rs []Record) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -67,8 +74,8 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 			continue
 		}
 		rec := &record{
-			probe:        clampTime(r.Probe, now),
-			transition:   clampTime(r.ReadyTransition, now),
+			probe:        restoredTime(r.Probe, now),
+			transition:   restoredTime(r.ReadyTransition, now),
 			podsNotReady: r.PodsNotReady,
 		}
 		if r.Ready != nil {
@@ -77,7 +84,7 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 		if r.LeaseSeen || r.LeaseRenewTime != nil {
 			rec.lease.present = true
 			if r.LeaseRenewTime != nil {
-				rec.lease.renewSet, rec.lease.renew = true, *r.LeaseRenewTime
+				rec.lease.renewSet, rec.lease.renew = true, clampTime(*r.LeaseRenewTime, now)
 			}
 		}
 		t.nodes[r.Name] = rec
@@ -102,6 +109,14 @@ func (rec *record) export(name string) Record {
 		r.LeaseRenewTime = &rt
 	}
 	return r
+}
+
+// restoredTime returns t, or now when t is zero or after now.
+func restoredTime(t, now time.Time) time.Time {
+	if t.IsZero() {
+		return now
+	}
+	return clampTime(t, now)
 }
 
 // clampTime returns t, or now when t is after now.
