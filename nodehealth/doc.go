@@ -26,7 +26,7 @@
 //
 // A node's probe time is the controller-clock time of its last fresh signal:
 // a Ready LastHeartbeatTime different from the one seen before, or a Lease
-// RenewTime newer than the one seen before. Kubelet timestamps are only ever
+// RenewTime different from the one seen before. Kubelet timestamps are only ever
 // compared for change; the controller never trusts the kubelet's clock.
 // The grace is GracePeriod while the node has a Ready condition and
 // StartupGracePeriod while it has none. Deadline = probe + grace.
@@ -37,7 +37,7 @@
 //	                                                                                                 sight, whatever the heartbeat says)
 //	unseen         no record                       Observe, no Ready                  fresh/stale    probe = CreationTimestamp (now if
 //	                                                                                                 in the future or zero)
-//	fresh          now <= Deadline                 heartbeat change or newer Lease    fresh          probe = now
+//	fresh          now <= Deadline                 heartbeat or RenewTime change      fresh          probe = now
 //	fresh          now <= Deadline                 now > Deadline                     stale          -
 //	stale          Ready True/False/missing        Observe                            written        Stale, StatusUpdate (Ready and the
 //	                                                                                                 pressure conditions Unknown);
@@ -47,7 +47,7 @@
 //	written        write assumed done              cache shows the Unknown Ready      stale-unknown  Stale, no write
 //	stale-unknown  Ready already Unknown           Observe                            stale-unknown  Stale, no write (pressure
 //	                                                                                                 conditions are left as they are)
-//	any            -                               heartbeat change or newer Lease    fresh          probe = now
+//	any            -                               heartbeat or RenewTime change      fresh          probe = now
 //	any            -                               ResetProbes(now)                   fresh          probe = ReadyTransition = now
 //	any            -                               Forget                             unseen         -
 //
@@ -193,6 +193,14 @@
 //     probe once more (up to one monitor period of extra grace), only a
 //     strictly newer RenewTime is a signal here (issue 3). Found while
 //     reading the code, no upstream issue.
+//   - Lease renewals: unlike upstream, any change of a Lease's RenewTime is
+//     a signal, as a heartbeat change already is. Upstream counts only a
+//     RenewTime strictly after the one it saw (tryUpdateNodeHealth), so one
+//     renewal from a kubelet whose clock ran ahead starves every later
+//     correct renewal until the kubelet's clock catches up, and a Lease seen
+//     with a nil RenewTime blocks later renewals (its nil-safe
+//     MicroTime.Before is false); the node goes Unknown while renewing every
+//     10s. A nil RenewTime still counts only on first sight.
 //   - Heartbeats are compared as instants (time.Time.Equal); upstream
 //     compares metav1.Time structs with !=, which also sees a change of
 //     location or monotonic reading.
@@ -216,13 +224,6 @@
 //     first sight, whatever its last heartbeat (spec a.5).
 //   - A node that never posts a status but keeps renewing its Lease is
 //     healthy forever and never gets conditions written (spec h.12).
-//   - Only a strictly newer Lease RenewTime is a signal: after a kubelet
-//     clock that ran ahead is corrected, its renewals do not count until it
-//     catches up with the RenewTime seen before. A saved Lease with a nil
-//     RenewTime blocks later Lease refreshes the same way (upstream's
-//     nil-safe Before). Both last until a write replaces the saved Lease
-//     with the observed one (nil forgets it, so the next Lease is a first
-//     sight).
 //   - Only the Ready condition decides the write (spec h.14).
 //
 // # Benchmarks

@@ -93,8 +93,10 @@ func ExampleTracker_Observe() {
 	//   PIDPressure=Unknown NodeStatusNeverUpdated: Kubelet never posted node status.
 }
 
-// A newer Lease RenewTime is a fresh signal even when the node's status
-// never changes; an equal or older one is not.
+// A renewed Lease is a fresh signal even when the node's status never
+// changes: any change of RenewTime counts, even backwards (a kubelet whose
+// clock was corrected; unlike upstream, which needs a newer one), and an
+// equal RenewTime does not.
 func ExampleTracker_Observe_lease() {
 	health, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
 	node := testutil.WithReady(testutil.Node("n1", testutil.Epoch), v1.ConditionTrue, testutil.Epoch, testutil.Epoch)
@@ -108,7 +110,7 @@ func ExampleTracker_Observe_lease() {
 	// at 0s, lease renewed at 0s: deadline=50s stale=false
 	// at 40s, lease renewed at 40s: deadline=90s stale=false
 	// at 1m20s, lease renewed at 40s: deadline=90s stale=false
-	// at 1m31s, lease renewed at 30s: deadline=90s stale=true
+	// at 1m31s, lease renewed at 30s: deadline=141s stale=false
 }
 
 // Snapshot and Restore carry the grace period and the pods-not-ready edge

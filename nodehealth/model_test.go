@@ -100,7 +100,8 @@ func (r *refTracker) observe(now time.Time, in *v1.Node, inLease *coordinationv1
 		}
 		rec.status, rec.probe = &node.Status, now
 	}
-	if lease != nil && (savedLease == nil || savedLease.Spec.RenewTime.Before(lease.Spec.RenewTime)) {
+	if lease != nil && (savedLease == nil || (lease.Spec.RenewTime != nil && // any change of a set RenewTime
+		(savedLease.Spec.RenewTime == nil || !savedLease.Spec.RenewTime.Equal(lease.Spec.RenewTime)))) {
 		rec.lease, rec.probe = lease, now
 	}
 	res.observed, res.current = &observed, cur

@@ -75,7 +75,7 @@ var staleConditionTypes = [...]v1.NodeConditionType{
 // signals, and what to write when it stopped. It models the health part of
 // upstream's node lifecycle controller (tryUpdateNodeHealth, Kubernetes
 // v1.36): one record per node name, a probe time refreshed by a heartbeat
-// change or a newer Lease, and a grace period after which the node's
+// change or a Lease renewal, and a grace period after which the node's
 // conditions are written Unknown.
 //
 // The zero value is not usable; create one with NewTracker. A Tracker is safe
@@ -113,7 +113,7 @@ type savedReady struct {
 type savedLease struct {
 	present  bool
 	renewSet bool      // false: the saved Lease had a nil RenewTime
-	renew    time.Time // kubelet clock, compared for "newer" only
+	renew    time.Time // kubelet clock, compared for change only
 }
 
 // NewTracker returns an empty Tracker for cfg, or an error wrapping
@@ -141,9 +141,14 @@ func NewTracker(cfg Config) (*Tracker, error) {
 //     differs from the saved one in any way (even backwards) sets
 //     probe = now, and ReadyTransition = now too when LastTransitionTime also
 //     differs. An equal heartbeat changes nothing.
-//  3. A Lease seen for the first time, or whose RenewTime is strictly after
-//     the saved one, sets probe = now. An equal or older RenewTime never
-//     does; a nil RenewTime counts only on first sight. Unlike upstream, the
+//  3. A Lease seen for the first time, or whose RenewTime differs from the
+//     saved one in any way (even backwards), sets probe = now, as a
+//     heartbeat change does. An equal RenewTime never does; a nil RenewTime
+//     counts only on first sight. Unlike upstream (tryUpdateNodeHealth in
+//     pkg/controller/nodelifecycle/node_lifecycle_controller.go, v1.36.3),
+//     which counts only a strictly newer RenewTime, so one Lease renewed
+//     with a kubelet clock running ahead starves every later correct
+//     renewal until the kubelet's clock catches up. Unlike upstream, the
 //     saved Lease is kept when step 2 refreshes the probe (upstream forgets
 //     it there, so its next pass takes the same Lease for a first sight).
 //  4. The node is stale when now is strictly after probe + grace.
@@ -307,13 +312,14 @@ func (r *record) syntheticReady(created metav1.Time) *v1.NodeCondition {
 }
 
 // renewedBy reports whether lease is a fresh signal against the saved one:
-// first sight, or a RenewTime strictly after the saved one (both set).
+// first sight, or a non-nil RenewTime different from the saved one (or the
+// first non-nil one after a nil).
 func (s savedLease) renewedBy(lease *coordinationv1.Lease) bool {
 	if !s.present {
 		return true
 	}
 	rt := lease.Spec.RenewTime
-	return s.renewSet && rt != nil && s.renew.Before(rt.Time)
+	return rt != nil && (!s.renewSet || !s.renew.Equal(rt.Time))
 }
 
 func saveReady(c *v1.NodeCondition) savedReady {

@@ -122,31 +122,50 @@ func TestObserveReadyRemoved(t *testing.T) {
 	})
 }
 
-// a.2 step 3: the Lease refreshes the probe only when first seen or strictly
-// newer; a nil lease changes nothing; after a write the saved lease is the
-// observed one.
+// tryUpdateNodeHealth's Lease step: the Lease refreshes the probe when first
+// seen or when its RenewTime changes, even backwards (unlike upstream, which
+// needs a strictly newer one); an equal RenewTime or a nil lease changes
+// nothing; after a write the saved lease is the observed one.
 func TestObserveLease(t *testing.T) {
 	old := readyNode("n4", T, -100, -200)
-	written := readyNode("n4", U, -100, 91)
+	written := readyNode("n4", U, -100, 136)
 	runSteps(t, newTracker(t), []step{
 		{0, observe{old, mkLease("n4", -100)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
 		{40, observe{old, mkLease("n4", 40)}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
 		{80, observe{old, mkLease("n4", 40)}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
-		{85, observe{old, mkLease("n4", 30)}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
-		{89, observe{old, nil}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
-		{91, observe{old, mkLease("n4", 40)}, "stale grace=50s deadline=90s trans=91s ready=True->Unknown write pods"},
-		{95, observe{written, mkLease("n4", 40)}, "stale grace=50s deadline=90s trans=91s ready=Unknown->Unknown pods"},
+		{85, observe{old, mkLease("n4", 30)}, "fresh grace=50s deadline=135s trans=0s ready=True->True"},
+		{89, observe{old, nil}, "fresh grace=50s deadline=135s trans=0s ready=True->True"},
+		{136, observe{old, mkLease("n4", 30)}, "stale grace=50s deadline=135s trans=136s ready=True->Unknown write pods"},
+		{140, observe{written, mkLease("n4", 30)}, "stale grace=50s deadline=135s trans=136s ready=Unknown->Unknown pods"},
 		// The kubelet renews again: fresh, but Ready stays Unknown (the
 		// controller never writes True), and the edge stays pending.
-		{100, observe{written, mkLease("n4", 100)}, "fresh grace=50s deadline=150s trans=91s ready=Unknown->Unknown pods"},
+		{150, observe{written, mkLease("n4", 150)}, "fresh grace=50s deadline=200s trans=136s ready=Unknown->Unknown pods"},
 	})
+}
+
+// A kubelet whose clock ran an hour ahead renews its Lease once; its clock
+// is corrected and it goes on renewing every 10s. Every renewal is a
+// signal, so the node stays fresh. Upstream (and this package before the
+// fix) counts only a RenewTime strictly after the saved one, ignores every
+// renewal for an hour, and writes the node Unknown at 61s.
+func TestObserveLeaseFutureRenewTimeDoesNotStarve(t *testing.T) {
+	n := readyNode("n1", T, 0, 0)
+	steps := []step{
+		{0, observe{n, mkLease("n1", 0)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+		{10, observe{n, mkLease("n1", 3610)}, "fresh grace=50s deadline=60s trans=0s ready=True->True"},
+	}
+	for at := 20.0; at <= 200; at += 10 {
+		steps = append(steps, step{at, observe{n, mkLease("n1", at)},
+			fmt.Sprintf("fresh grace=50s deadline=%gs trans=0s ready=True->True", at+50)})
+	}
+	runSteps(t, newTracker(t), steps)
 }
 
 // Unlike upstream, a heartbeat change (or a first Ready condition) does not
 // forget the saved Lease. Upstream rebuilds its record without it in those
 // branches, so on the next pass the same, unrenewed Lease is a "first
 // sight" and refreshes the probe once more (here it would give deadline=85s
-// at 35s and no write at 81s). Only a newer RenewTime is a signal (issue 3).
+// at 35s and no write at 81s). Only a changed RenewTime is a signal.
 func TestObserveHeartbeatKeepsSavedLease(t *testing.T) {
 	runSteps(t, newTracker(t), []step{
 		{0, observe{readyNode("n1", T, 0, 0), mkLease("n1", 0)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
@@ -162,8 +181,9 @@ func TestObserveHeartbeatKeepsSavedLease(t *testing.T) {
 	})
 }
 
-// a.2 step 3: a lease with a nil RenewTime counts on first sight only, and
-// then blocks later renewals (upstream's nil-safe Before returns false).
+// A lease with a nil RenewTime counts on first sight only; unlike upstream
+// (whose nil-safe MicroTime.Before returns false), it does not block the
+// renewals that follow.
 func TestObserveLeaseNilRenewTime(t *testing.T) {
 	n := readyNode("n1", T, 0, 0)
 	nilRenew := mkLease("n1", 0)
@@ -171,20 +191,18 @@ func TestObserveLeaseNilRenewTime(t *testing.T) {
 	runSteps(t, newTracker(t), []step{
 		{0, observe{n, nil}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
 		{20, observe{n, nilRenew}, "fresh grace=50s deadline=70s trans=0s ready=True->True"},
-		{40, observe{n, mkLease("n1", 40)}, "fresh grace=50s deadline=70s trans=0s ready=True->True"},
-		{50, observe{n, nilRenew}, "fresh grace=50s deadline=70s trans=0s ready=True->True"},
-		{71, observe{n, mkLease("n1", 70)}, "stale grace=50s deadline=70s trans=71s ready=True->Unknown write pods"},
-		// After the write the saved lease is the observed one, which has a
-		// RenewTime: renewals count again.
-		{72, observe{readyNode("n1", U, 0, 71), mkLease("n1", 72)}, "fresh grace=50s deadline=122s trans=71s ready=Unknown->Unknown pods"},
+		{40, observe{n, mkLease("n1", 40)}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
+		{50, observe{n, nilRenew}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
+		{91, observe{n, mkLease("n1", 40)}, "stale grace=50s deadline=90s trans=91s ready=True->Unknown write pods"},
+		{92, observe{readyNode("n1", U, 0, 91), mkLease("n1", 92)}, "fresh grace=50s deadline=142s trans=91s ready=Unknown->Unknown pods"},
 	})
 }
 
 // a.2 step 7: the record saved after a write holds the Lease passed in, so a
 // write made while no Lease was observed forgets the old one, and the next
 // Lease counts as a first sight, whatever its RenewTime (upstream parity).
-// A RenewTime from a kubelet clock that ran ahead blocks refreshes until the
-// clock catches up (only "newer" counts).
+// A RenewTime from a kubelet clock that ran ahead does not block the
+// renewals that follow (any change counts).
 func TestObserveLeaseAfterWrite(t *testing.T) {
 	runSteps(t, newTracker(t), []step{
 		{0, observe{readyNode("n1", T, 0, 0), mkLease("n1", 0)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
@@ -193,8 +211,8 @@ func TestObserveLeaseAfterWrite(t *testing.T) {
 	})
 	runSteps(t, newTracker(t), []step{
 		{0, observe{readyNode("n1", T, 0, 0), mkLease("n1", 3600)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
-		{10, observe{readyNode("n1", T, 0, 0), mkLease("n1", 10)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
-		{40, observe{readyNode("n1", T, 0, 0), mkLease("n1", 40)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+		{10, observe{readyNode("n1", T, 0, 0), mkLease("n1", 10)}, "fresh grace=50s deadline=60s trans=0s ready=True->True"},
+		{40, observe{readyNode("n1", T, 0, 0), mkLease("n1", 40)}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
 	})
 }
 
