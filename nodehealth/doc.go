@@ -66,10 +66,20 @@
 //	edge   event                                              next
 //	-----  -------------------------------------------------  -----
 //	clear  the Tracker turns Ready True into Unknown          set
+//	set    AckPodsNotReadyEdge(name, edge) of this flip       clear
+//	set    AckPodsNotReadyEdge(name, edge) of an older flip   set (returns false)
 //	set    AckPodsNotReady(name)                              clear
 //	set    Observe sees Ready=True (the kubelet is back)      clear
 //	set    Forget(name)                                       clear
 //	set    Snapshot / Restore, failed writes, further passes  set
+//
+// Each flip has an identity, Result.PodsNotReadyEdge (the instant of the
+// Observe that wrote Unknown), kept while it is pending, also across
+// Snapshot and Restore. A caller that marks pods inline, before the node's
+// next Observe, may acknowledge with AckPodsNotReady(name); a caller that
+// hands the work to other goroutines acknowledges with
+// AckPodsNotReadyEdge(name, edge), so a late acknowledgement never clears a
+// newer flip.
 //
 // A kubelet that reports Ready=False itself never sets the edge: it is alive
 // and manages its pods' readiness. While the edge is set and Ready is False

@@ -302,6 +302,9 @@ func compareRef(t *testing.T, fail func(string, ...any), got Result, want refRes
 	if gotSum != wantSum {
 		fail("Observe = %s, want %s", gotSum, wantSum)
 	}
+	if got.MarkPodsNotReady == got.PodsNotReadyEdge.IsZero() {
+		fail("MarkPodsNotReady = %v with PodsNotReadyEdge %v", got.MarkPodsNotReady, got.PodsNotReadyEdge)
+	}
 	if !apiequality.Semantic.DeepEqual(got.ObservedReady, want.observed) {
 		fail("ObservedReady = %v, want %v", got.ObservedReady, want.observed)
 	}

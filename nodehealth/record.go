@@ -33,6 +33,11 @@ type Record struct {
 	LeaseRenewTime *time.Time `json:"leaseRenewTime,omitempty"`
 	// PodsNotReady is the unacknowledged MarkPodsNotReady edge.
 	PodsNotReady bool `json:"podsNotReady,omitempty"`
+	// PodsNotReadyEdge identifies the pending flip
+	// (Result.PodsNotReadyEdge); zero when PodsNotReady is false. Restore
+	// reads a zero edge of a pending flip (a record written before the field
+	// existed) as the Restore instant.
+	PodsNotReadyEdge time.Time `json:"podsNotReadyEdge,omitzero"`
 }
 
 // Snapshot returns the state of every known node, sorted by name, so that a
@@ -78,6 +83,12 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 			transition:   restoredTime(r.ReadyTransition, now),
 			podsNotReady: r.PodsNotReady,
 		}
+		if r.PodsNotReady {
+			rec.podsEdge = r.PodsNotReadyEdge
+			if rec.podsEdge.IsZero() {
+				rec.podsEdge = now
+			}
+		}
 		if r.Ready != nil {
 			rec.ready = saveReady(r.Ready)
 		}
@@ -96,6 +107,9 @@ func (rec *record) export(name string) Record {
 	r := Record{
 		Name: name, Probe: rec.probe, ReadyTransition: rec.transition,
 		LeaseSeen: rec.lease.present, PodsNotReady: rec.podsNotReady,
+	}
+	if rec.podsNotReady {
+		r.PodsNotReadyEdge = rec.podsEdge
 	}
 	if rec.ready.present {
 		r.Ready = &v1.NodeCondition{

@@ -33,7 +33,7 @@ func TestSnapshotContents(t *testing.T) {
 		{Name: "b", Probe: sec(0), ReadyTransition: sec(0), LeaseSeen: true, LeaseRenewTime: &renewB,
 			Ready: &v1.NodeCondition{Type: v1.NodeReady, Status: T,
 				LastHeartbeatTime: metav1.NewTime(sec(-5)), LastTransitionTime: metav1.NewTime(sec(-9))}},
-		{Name: "c", Probe: sec(2), ReadyTransition: sec(60), LeaseSeen: true, PodsNotReady: true,
+		{Name: "c", Probe: sec(2), ReadyTransition: sec(60), LeaseSeen: true, PodsNotReady: true, PodsNotReadyEdge: sec(60),
 			Ready: &v1.NodeCondition{Type: v1.NodeReady, Status: U,
 				LastHeartbeatTime: metav1.NewTime(sec(0)), LastTransitionTime: metav1.NewTime(sec(60))}},
 	}
@@ -160,7 +160,11 @@ func fmtRecords(rs []Record) string {
 		if r.LeaseRenewTime != nil {
 			fmt.Fprintf(&b, " renew=%s", rel(*r.LeaseRenewTime))
 		}
-		fmt.Fprintf(&b, " pods=%v\n", r.PodsNotReady)
+		fmt.Fprintf(&b, " pods=%v", r.PodsNotReady)
+		if !r.PodsNotReadyEdge.IsZero() {
+			fmt.Fprintf(&b, " edge=%s", rel(r.PodsNotReadyEdge))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

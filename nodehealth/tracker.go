@@ -34,8 +34,17 @@ type Result struct {
 	// UpdateStatus. It is set only when the Ready condition changes.
 	StatusUpdate *v1.NodeStatus
 	// MarkPodsNotReady is true from the Tracker's own Ready True→Unknown
-	// flip until AckPodsNotReady, or until the node reports Ready=True again.
+	// flip until that flip is acknowledged (AckPodsNotReadyEdge, or
+	// AckPodsNotReady), or until the node reports Ready=True again.
 	MarkPodsNotReady bool
+	// PodsNotReadyEdge identifies the flip MarkPodsNotReady stands for: the
+	// now of the Observe that wrote Ready=Unknown. It is zero when
+	// MarkPodsNotReady is false, stays the same while the flip is pending
+	// (also when the write is produced again after a failure), and differs
+	// for a later flip. Compare edges with time.Time.Equal. A caller that
+	// marks the pods asynchronously hands it back to AckPodsNotReadyEdge, so
+	// that a late acknowledgement never clears a newer flip.
+	PodsNotReadyEdge time.Time
 	// Stale is true when no fresh signal arrived for longer than
 	// GracePeriod: now is strictly after Deadline.
 	Stale bool
@@ -95,6 +104,7 @@ type record struct {
 	ready        savedReady
 	lease        savedLease
 	podsNotReady bool
+	podsEdge     time.Time // identity of the pending flip; valid while podsNotReady
 	// synthetic is the observed Ready condition handed out while the node
 	// has none. Once published it is never modified (a new one replaces it),
 	// so Results may share it without copying or racing.
@@ -240,8 +250,8 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 			st := staleStatus(now, node)
 			res.StatusUpdate = st
 			res.CurrentReady = findCondition(st.Conditions, v1.NodeReady)
-			if observed.Status == v1.ConditionTrue {
-				rec.podsNotReady = true
+			if observed.Status == v1.ConditionTrue && !rec.podsNotReady {
+				rec.podsNotReady, rec.podsEdge = true, now
 			}
 			// Step 7: the caller writes it; record it as upstream does after
 			// a successful write (probe kept, lease = the observed one).
@@ -254,19 +264,44 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 		rec.podsNotReady = false // the kubelet is back and manages its pods
 	}
 	res.MarkPodsNotReady = rec.podsNotReady
+	if rec.podsNotReady {
+		res.PodsNotReadyEdge = rec.podsEdge
+	}
 	res.ReadyTransition = rec.transition
 	return res, nil
 }
 
 // AckPodsNotReady records that the caller has marked every pod of the node
 // NotReady (PodNotReadyStatus written for each), which clears
-// MarkPodsNotReady. Unknown names are ignored.
+// MarkPodsNotReady, whichever flip is pending. Use it only when the
+// acknowledgement comes before the node's next Observe (the caller marks
+// the pods inline, in the pass that read the Result); a caller that marks
+// pods asynchronously (a worker pool) must use AckPodsNotReadyEdge, or its
+// late acknowledgement of one flip clears a newer flip whose pods are then
+// never marked. Unknown names are ignored.
 func (t *Tracker) AckPodsNotReady(name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if rec := t.nodes[name]; rec != nil {
 		rec.podsNotReady = false
 	}
+}
+
+// AckPodsNotReadyEdge records that the caller has marked every pod of the
+// node NotReady for the flip edge (Result.PodsNotReadyEdge), and clears
+// MarkPodsNotReady only if that flip is still the pending one. It reports
+// whether it cleared the edge: false for an unknown node, no pending flip,
+// or a newer flip (whose pods the caller still has to mark). Safe for
+// callers that acknowledge at any time.
+func (t *Tracker) AckPodsNotReadyEdge(name string, edge time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rec := t.nodes[name]
+	if rec == nil || !rec.podsNotReady || !rec.podsEdge.Equal(edge) {
+		return false
+	}
+	rec.podsNotReady = false
+	return true
 }
 
 // ResetProbes gives every known node a fresh grace period: probe =

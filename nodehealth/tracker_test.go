@@ -603,3 +603,71 @@ func TestSyntheticReadyShared(t *testing.T) {
 		t.Errorf("synthetic ObservedReady after a creation-time change = %v (old %v)", r3.ObservedReady, r1.ObservedReady)
 	}
 }
+
+// An asynchronous caller acknowledges the flip it handled. The kubelet
+// comes back and the node flips again before the late acknowledgement of
+// the first flip arrives: the second flip must stay pending (with
+// AckPodsNotReady(name) it was cleared and its pods never marked).
+func TestAckPodsNotReadyEdgeKeepsNewerFlip(t *testing.T) {
+	tr := newTracker(t)
+	res, _ := tr.Observe(sec(0), readyNode("n1", T, 0, 0), nil)
+	res, _ = tr.Observe(sec(51), readyNode("n1", T, 0, 0), nil)
+	if !res.MarkPodsNotReady || !res.PodsNotReadyEdge.Equal(sec(51)) {
+		t.Fatalf("first flip: MarkPodsNotReady=%v edge=%s, want true at 51s", res.MarkPodsNotReady, rel(res.PodsNotReadyEdge))
+	}
+	first := res.PodsNotReadyEdge
+	// The write failed: the next pass produces it again, same flip.
+	res, _ = tr.Observe(sec(55), readyNode("n1", T, 0, 0), nil)
+	if res.StatusUpdate == nil || !res.PodsNotReadyEdge.Equal(first) {
+		t.Fatalf("write produced again: update=%v edge=%s, want an update and the same edge %s", res.StatusUpdate != nil, rel(res.PodsNotReadyEdge), rel(first))
+	}
+	// The kubelet is back (clears the edge), then goes silent again.
+	res, _ = tr.Observe(sec(60), readyNode("n1", T, 60, 0), nil)
+	if res.MarkPodsNotReady || !res.PodsNotReadyEdge.IsZero() {
+		t.Fatalf("kubelet back: MarkPodsNotReady=%v edge=%s, want false and zero", res.MarkPodsNotReady, rel(res.PodsNotReadyEdge))
+	}
+	res, _ = tr.Observe(sec(111), readyNode("n1", T, 60, 0), nil)
+	second := res.PodsNotReadyEdge
+	if !res.MarkPodsNotReady || !second.Equal(sec(111)) {
+		t.Fatalf("second flip: MarkPodsNotReady=%v edge=%s, want true at 111s", res.MarkPodsNotReady, rel(second))
+	}
+	// The worker that handled the first flip acknowledges late.
+	if tr.AckPodsNotReadyEdge("n1", first) {
+		t.Fatal("AckPodsNotReadyEdge(first flip) = true, want false: a newer flip is pending")
+	}
+	res, _ = tr.Observe(sec(115), readyNode("n1", U, 60, 111), nil)
+	if !res.MarkPodsNotReady || !res.PodsNotReadyEdge.Equal(second) {
+		t.Fatalf("after a stale ack: MarkPodsNotReady=%v edge=%s, want the second flip pending", res.MarkPodsNotReady, rel(res.PodsNotReadyEdge))
+	}
+	// Snapshot/Restore keeps the edge, and the right ack clears it.
+	restart{}.do(t, tr, sec(116))
+	res, _ = tr.Observe(sec(117), readyNode("n1", U, 60, 111), nil)
+	if !res.PodsNotReadyEdge.Equal(second) {
+		t.Fatalf("after restart: edge=%s, want %s", rel(res.PodsNotReadyEdge), rel(second))
+	}
+	if !tr.AckPodsNotReadyEdge("n1", second) {
+		t.Fatal("AckPodsNotReadyEdge(second flip) = false, want true")
+	}
+	if tr.AckPodsNotReadyEdge("n1", second) || tr.AckPodsNotReadyEdge("unknown", second) {
+		t.Fatal("AckPodsNotReadyEdge with nothing pending = true, want false")
+	}
+	res, _ = tr.Observe(sec(120), readyNode("n1", U, 60, 111), nil)
+	if res.MarkPodsNotReady || !res.PodsNotReadyEdge.IsZero() {
+		t.Fatalf("after the ack: MarkPodsNotReady=%v edge=%s, want false and zero", res.MarkPodsNotReady, rel(res.PodsNotReadyEdge))
+	}
+}
+
+// A record saved before PodsNotReadyEdge existed (pending flip, zero edge)
+// gets the Restore instant as its edge, so it can be acknowledged.
+func TestRestorePendingFlipWithoutEdge(t *testing.T) {
+	tr := newTracker(t)
+	tr.Restore(sec(100), []Record{{Name: "n1", Probe: sec(0), ReadyTransition: sec(51), PodsNotReady: true,
+		Ready: &v1.NodeCondition{Type: v1.NodeReady, Status: U}}})
+	res, _ := tr.Observe(sec(101), readyNode("n1", U, 0, 51), nil)
+	if !res.MarkPodsNotReady || !res.PodsNotReadyEdge.Equal(sec(100)) {
+		t.Fatalf("restored pending flip: MarkPodsNotReady=%v edge=%s, want true at 100s", res.MarkPodsNotReady, rel(res.PodsNotReadyEdge))
+	}
+	if !tr.AckPodsNotReadyEdge("n1", res.PodsNotReadyEdge) {
+		t.Fatal("AckPodsNotReadyEdge(restored edge) = false, want true")
+	}
+}
