@@ -223,7 +223,10 @@
 //     any other error is Unknown and backed off exponentially instead of
 //     being retried every monitor period, and OrphanPolicy can require
 //     several NotFound answers over a minimum age (the default, one answer
-//     and no age, is upstream's).
+//     and no age, is upstream's). Its records belong to a node object: a
+//     node re-created under the same name (new UID) starts afresh. Like
+//     upstream, an uninitialized node younger than one minute is skipped
+//     (OrphanPolicy.UninitializedNodeDelay).
 //
 // Kept on purpose, for parity (and documented on the methods):
 //
