@@ -84,8 +84,10 @@
 // Every time-dependent method takes now. Time going backwards counts as no
 // time elapsed: the machine keeps the latest instant it was given. A step is
 // due when its time is not after now. Delays: ResyncInterval after a
-// successful SyncWork, BackoffPeriod (or Result.RetryAfter) after an error,
-// none after a phase change; Config.Jitter may stretch them.
+// successful SyncWork, BackoffPeriod after an error (or Result.RetryAfter,
+// capped at the longer of ResyncInterval and BackoffPeriod; none with
+// Result.RetryNow), none after a phase change; Config.Jitter may stretch
+// them.
 //
 // # Concurrency
 //
