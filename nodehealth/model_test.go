@@ -14,7 +14,7 @@ import (
 
 // refTracker is a deliberately naive reference for Tracker: it keeps, like
 // upstream's nodeHealthData, a deep copy of the whole status and of the
-// Lease, and follows the spec's steps literally, comparing with
+// Lease, and follows upstream tryUpdateNodeHealth's steps literally, comparing with
 // apiequality.Semantic.DeepEqual. It includes our documented differences
 // from upstream (creation time clamped, time never going backwards, the
 // pods-not-ready edge kept until acknowledged, the saved Lease kept when a

@@ -135,7 +135,7 @@ type OrphanDecision struct {
 
 // OrphanTracker decides when a node whose cloud instance is reported missing
 // may be deleted (upstream's cloud node lifecycle controller, with the
-// lessons of the Azure VMSS incident #95288). Rules:
+// lessons of the Azure VMSS incident, kubernetes/kubernetes#95288). Rules:
 //
 //   - a Ready node is never deleted, and being Ready resets its count;
 //   - deletion needs Confirmations NotFound answers spanning at least

@@ -10,7 +10,7 @@ import (
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
-// b.3: MarkPodsNotReady for one pod.
+// MarkPodsNotReady (pkg/controller/util/node) for one pod.
 func TestPodNotReadyStatus(t *testing.T) {
 	now := sec(100)
 	withReady := func(s v1.ConditionStatus) *v1.Pod {

@@ -10,11 +10,13 @@ import (
 )
 
 // Record is the persistable state of one node in a Tracker, as returned by
-// Snapshot and accepted by Restore. Upstream keeps this state in memory only,
-// so a controller restart grants every node a fresh grace period (#108268)
-// and forgets pods it still had to mark NotReady (#50067, #135205). A caller
-// that saves the Snapshot (for example in a ConfigMap, the struct has JSON
-// tags) and restores it on start keeps both.
+// Snapshot and accepted by Restore. Upstream keeps this state in memory
+// only, so a controller restart grants every node a fresh grace period
+// (kubernetes/kubernetes#108268) and forgets pods it still had to mark
+// NotReady (kubernetes/kubernetes#50067, #135205). A caller that saves the
+// Snapshot (for example in a ConfigMap, the struct has JSON tags) and
+// restores it on start keeps both. Saved instants carry no monotonic
+// reading; Restore compares them with the restoring clock by wall time.
 type Record struct {
 	// Name is the node name. Records with an empty name are skipped.
 	Name string `json:"name"`

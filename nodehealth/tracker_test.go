@@ -18,9 +18,9 @@ const (
 	U = v1.ConditionUnknown
 )
 
-// a.2 step 2 "no record" and a.5: a node first seen with a Ready condition
+// tryUpdateNodeHealth, no record yet: a node first seen with a Ready condition
 // gets a full grace period from first sight, whatever its heartbeat says;
-// a.2 step 4: stale strictly after probe + grace.
+// tryUpdateNodeHealth: stale strictly after probe + grace.
 func TestObserveFirstSightWithReady(t *testing.T) {
 	n := readyNode("n1", T, -100, -200)
 	runSteps(t, newTracker(t), []step{
@@ -30,7 +30,7 @@ func TestObserveFirstSightWithReady(t *testing.T) {
 	})
 }
 
-// a.2 step 2: heartbeat and transition comparisons.
+// tryUpdateNodeHealth: heartbeat and transition comparisons.
 func TestObserveHeartbeat(t *testing.T) {
 	runSteps(t, newTracker(t), []step{
 		{0, observe{readyNode("n1", T, 0, -50), nil}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
@@ -52,7 +52,7 @@ func TestObserveHeartbeat(t *testing.T) {
 	})
 }
 
-// a.2 step 1 and a.5: a node without a Ready condition gets the startup
+// tryUpdateNodeHealth: a node without a Ready condition gets the startup
 // grace from its creation time; once written Unknown and then posting its
 // first status, it gets a fresh grace period.
 func TestObserveReadyMissing(t *testing.T) {
@@ -99,7 +99,7 @@ func TestObserveReadyMissingCacheLag(t *testing.T) {
 	})
 }
 
-// h.14 (no upstream issue): a creation timestamp in the future (clock skew)
+// Found reading tryUpdateNodeHealth (no upstream issue): a creation timestamp in the future (clock skew)
 // is clamped to now, so it cannot postpone the first deadline. Upstream
 // would wait until creation + 60s, here an hour later.
 func TestObserveFutureCreationTimestampClamped(t *testing.T) {
@@ -110,7 +110,7 @@ func TestObserveFutureCreationTimestampClamped(t *testing.T) {
 	})
 }
 
-// a.2 step 2, "saved present, current missing": upstream's reset branch is
+// tryUpdateNodeHealth, "saved present, current missing": upstream's reset branch is
 // dead code; the old probe is kept and the grace becomes the startup grace.
 func TestObserveReadyRemoved(t *testing.T) {
 	runSteps(t, newTracker(t), []step{
@@ -198,7 +198,7 @@ func TestObserveLeaseNilRenewTime(t *testing.T) {
 	})
 }
 
-// a.2 step 7: the record saved after a write holds the Lease passed in, so a
+// tryUpdateNodeHealth after a write: the record saved holds the Lease passed in, so a
 // write made while no Lease was observed forgets the old one, and the next
 // Lease counts as a first sight, whatever its RenewTime (upstream parity).
 // A RenewTime from a kubelet clock that ran ahead does not block the
@@ -216,7 +216,7 @@ func TestObserveLeaseAfterWrite(t *testing.T) {
 	})
 }
 
-// a.2 step 3 consequence (documented upstream): a node that never posts a
+// tryUpdateNodeHealth's Lease step (documented upstream): a node that never posts a
 // status but keeps renewing its Lease stays healthy forever and never gets
 // conditions written.
 func TestObserveLeaseOnlyNodeStaysHealthy(t *testing.T) {
@@ -231,7 +231,7 @@ func TestObserveLeaseOnlyNodeStaysHealthy(t *testing.T) {
 	runSteps(t, newTracker(t), steps)
 }
 
-// a.2 step 5: which conditions are turned Unknown, how, and in what order;
+// tryUpdateNodeHealth: which conditions are turned Unknown, how, and in what order;
 // everything else in the status is copied untouched.
 func TestObserveStaleConditions(t *testing.T) {
 	n := mkNode("n1", -1000,
@@ -286,7 +286,7 @@ func TestObserveStaleConditions(t *testing.T) {
 	}
 }
 
-// a.2 step 5 for a node that never posted anything: all four conditions
+// tryUpdateNodeHealth for a node that never posted anything: all four conditions
 // appended as NeverUpdated, heartbeat = creation time.
 func TestObserveStaleNeverPosted(t *testing.T) {
 	n := mkNode("n1", -30)
@@ -321,7 +321,7 @@ func TestObserveStaleNeverPosted(t *testing.T) {
 	}
 }
 
-// a.2 step 6: only the Ready condition decides the write, so a node already
+// tryUpdateNodeHealth: only the Ready condition decides the write, so a node already
 // Unknown gets none even with stale pressure conditions (upstream parity).
 func TestObserveAlreadyUnknownNoWrite(t *testing.T) {
 	n := mkNode("n1", 0, rc(U, 0, 0), cond(v1.NodeMemoryPressure, F, 0, 0))
