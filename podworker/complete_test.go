@@ -9,7 +9,7 @@ import (
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
-// TestCompleteResults covers the result table of spec section 1.7 and the
+// TestCompleteResults covers upstream completeWork's result table and the
 // machine-owned retries.
 func TestCompleteResults(t *testing.T) {
 	a := pod("a")

@@ -98,7 +98,8 @@ func (w *Workers) fly(r *record, work Work, runtimeOnly bool) Work {
 }
 
 // Complete reports the result of a step handed out by Next and schedules
-// the pod's next step (spec section 1.7):
+// the pod's next step (upstream podWorkerLoop and completeWork in
+// pkg/kubelet/pod_workers.go):
 //
 //   - an error (context.Canceled included) keeps the state; the same step
 //     is retried at now + BackoffPeriod (or Result.RetryAfter, capped at the
@@ -181,7 +182,7 @@ func (w *Workers) Complete(now time.Time, work Work, res Result) {
 		}
 		// Natural completion: terminate at once. Unlike upstream, the
 		// grace period is computed from the pod now, so the terminating
-		// step always carries one (spec 5.2).
+		// step always carries one.
 		if !r.terminating {
 			r.terminating = true
 			g, _ := effectiveGrace(r.grace, r.active.pod, nil)

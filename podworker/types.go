@@ -138,8 +138,8 @@ type KillOptions struct {
 	// becomes true at once. Unlike upstream the flag is sticky: a pod that is
 	// already terminating for another reason still becomes evicted.
 	Evict bool
-	// GracePeriodOverride, when set, may shorten the grace period (spec
-	// section 1.5). Negative values count as 0; the result is never below 1.
+	// GracePeriodOverride, when set, may shorten the grace period (upstream
+	// calculateEffectiveGracePeriod). Negative values count as 0; the result is never below 1.
 	GracePeriodOverride *int64
 }
 
