@@ -34,6 +34,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	compare := fs.Bool("compare", false, "run taint-based and legacy eviction and print their key numbers side by side")
 	summaryOnly := fs.Bool("summary", false, "text format: print the summary without the timeline")
 	tick := fs.Bool("tick", false, "run the taint pass at every 100ms tick instead of only when it has work (same results, slower)")
+	maxPasses := fs.Int64("max-node-passes", DefaultMaxNodePasses, "refuse scenarios needing more than `n` node passes (nodes × (monitor passes + Lease renewals + status posts))")
+	maxPods := fs.Int64("max-pods", DefaultMaxPods, "refuse scenarios with more than `n` pods")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: policysim [flags]\n\nSimulates node outages in virtual time through the node lifecycle controller's decision loop.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -74,10 +76,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	)
 	switch {
 	case *file != "":
-		if src, err = os.ReadFile(*file); err != nil {
-			return fmt.Errorf("policysim: %w", err)
+		f, ferr := os.Open(*file)
+		if ferr != nil {
+			return fmt.Errorf("policysim: %w", ferr)
 		}
-		sc, err = LoadScenario(*file, src)
+		sc, src, err = ReadScenario(*file, f)
+		f.Close()
 	default:
 		n := *name
 		if n == "" {
@@ -95,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	opt := Options{Tick: *tick}
+	opt := Options{Tick: *tick, Budget: Budget{NodePasses: *maxPasses, Pods: *maxPods}}
 	if *legacy {
 		opt.PodEvictionTimeout = *timeout
 	}

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -37,6 +39,92 @@ type Options struct {
 	// Monitor.NextDeadline says a pass has work; the results are identical
 	// (tested), only faster.
 	Tick bool
+	// Budget bounds the run's work; zero fields take DefaultBudget's.
+	Budget Budget
+}
+
+// Budget bounds the work of one run, so a scenario whose fields are each
+// within their limits (100,000 nodes, 7 days, a 100ms monitor period) cannot
+// ask for hours of CPU and gigabytes of memory in combination.
+type Budget struct {
+	// NodePasses bounds nodes × (monitor passes + Lease renewals + status
+	// posts per node): the per-node steps the run takes.
+	NodePasses int64
+	// Pods bounds the pods the cluster holds.
+	Pods int64
+}
+
+// The default budget: about ten times the large-cluster scenario (5,000
+// nodes for an hour, 5.5 million node passes; 150,000 pods).
+const (
+	DefaultMaxNodePasses = 60_000_000
+	DefaultMaxPods       = 1_000_000
+)
+
+// DefaultBudget returns the budget Run applies to fields left zero.
+func DefaultBudget() Budget { return Budget{NodePasses: DefaultMaxNodePasses, Pods: DefaultMaxPods} }
+
+// ErrBudget is wrapped by the error Run returns for a scenario over its
+// Budget.
+var ErrBudget = errors.New("policysim: scenario over the work budget")
+
+// Work returns what the scenario costs in the units of Budget: node passes
+// (nodes × (duration/nodeMonitorPeriod + duration/leaseRenewInterval +
+// duration/statusUpdateInterval), each term at least 1) and pods. Call it on
+// a valid scenario; it saturates instead of overflowing.
+func (sc *Scenario) Work() (nodePasses, pods int64) {
+	var nodes int64
+	for _, z := range sc.Zones {
+		nodes += int64(max(z.Nodes, 0))
+		var perNode int64
+		for _, g := range z.PodGroups() {
+			perNode += int64(max(g.PerNode, 0))
+		}
+		pods = satAdd(pods, satMul(int64(max(z.Nodes, 0)), perNode))
+	}
+	d := sc.Duration.D()
+	var steps int64
+	for _, every := range []Duration{sc.Policy.NodeMonitorPeriod, sc.Kubelet.LeaseRenewInterval, sc.Kubelet.StatusUpdateInterval} {
+		if every <= 0 {
+			every = Duration(MinInterval)
+		}
+		steps = satAdd(steps, int64(d/every.D())+1)
+	}
+	return satMul(nodes, steps), pods
+}
+
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func satMul(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// check returns an error naming the limit when the scenario's work is over
+// the budget.
+func (b Budget) check(sc *Scenario) error {
+	def := DefaultBudget()
+	if b.NodePasses <= 0 {
+		b.NodePasses = def.NodePasses
+	}
+	if b.Pods <= 0 {
+		b.Pods = def.Pods
+	}
+	passes, pods := sc.Work()
+	if passes > b.NodePasses {
+		return fmt.Errorf("%w: %d node passes (nodes × (duration/nodeMonitorPeriod + duration/leaseRenewInterval + duration/statusUpdateInterval)), over the budget of %d; raise it with -max-node-passes (Options.Budget.NodePasses) or shorten the run", ErrBudget, passes, b.NodePasses)
+	}
+	if pods > b.Pods {
+		return fmt.Errorf("%w: %d pods, over the budget of %d; raise it with -max-pods (Options.Budget.Pods)", ErrBudget, pods, b.Pods)
+	}
+	return nil
 }
 
 // Mode names the eviction mode of a run.
@@ -121,6 +209,9 @@ func Run(sc *Scenario, opt Options) (*Result, error) {
 	}
 	if opt.PodEvictionTimeout < 0 {
 		return nil, fmt.Errorf("policysim: negative pod eviction timeout %v", opt.PodEvictionTimeout)
+	}
+	if err := opt.Budget.check(sc); err != nil {
+		return nil, err
 	}
 	cfg := MonitorConfig(sc, opt)
 	s := &sim{sc: sc, opt: opt, cfg: cfg, ctx: context.Background(), zoneOfKey: map[string]string{},
