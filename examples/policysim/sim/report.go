@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"encoding/json"
@@ -411,7 +411,8 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func writeJSONValue(w io.Writer, v any) error {
+// WriteJSONValue writes v as indented JSON without HTML escaping.
+func WriteJSONValue(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", " ")

@@ -1,6 +1,7 @@
-package main
+package sim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -113,7 +114,7 @@ zones:
 			sc := load(t, tc.src)
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			_, err := Run(sc, Options{Budget: tc.budget})
+			_, err := RunOptions(context.Background(), sc, Options{Budget: tc.budget})
 			runtime.ReadMemStats(&after)
 			if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Run = %v, want ErrBudget mentioning %q", err, tc.want)

@@ -1,6 +1,7 @@
-package main
+package sim
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,7 +28,7 @@ func runEmbedded(t testing.TB, name string, opt Options) *Result {
 
 func mustRun(t testing.TB, sc *Scenario, opt Options) *Result {
 	t.Helper()
-	res, err := Run(sc, opt)
+	res, err := RunOptions(context.Background(), sc, opt)
 	if err != nil {
 		t.Fatalf("Run(%s, %+v) = %v", sc.Name, opt, err)
 	}

@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"bytes"
@@ -866,9 +866,9 @@ func (sc *Scenario) Marshal() ([]byte, error) {
 	return bytes.TrimSpace(b), nil
 }
 
-// schemaHelp is the scenario file reference printed by -h (README.md has
-// the same with examples).
-const schemaHelp = `Scenario file (YAML; unknown keys are errors; durations are Go strings such as "40s", "5m"):
+// SchemaHelp is the scenario file reference (the policysim command prints
+// it with -h; README.md has the same with examples).
+const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are Go strings such as "40s", "5m"):
 
   name: my-outage                  # default: the file name
   description: one line for -list
