@@ -183,3 +183,19 @@ func TestComparison(t *testing.T) {
 	}
 	golden(t, "offline-node-compare.txt", buf.Bytes())
 }
+
+// TestJSONReportsPending: a run cut off by its duration says so in JSON.
+func TestJSONReportsPending(t *testing.T) {
+	var buf strings.Builder
+	if err := WriteJSON(&buf, runEmbedded(t, "zone-partial", Options{}), -1); err != nil {
+		t.Fatal(err)
+	}
+	var r JSONReport
+	if err := json.Unmarshal([]byte(buf.String()), &r); err != nil {
+		t.Fatal(err)
+	}
+	p := r.Summary.Pending
+	if p == nil || p.Done || p.NodesQueued != 49 || p.Evictions != 30 || p.LastEviction == nil || *p.LastEviction != 6400 {
+		t.Errorf("JSON summary.pending = %+v, want 49 nodes queued, 30 evictions, last eviction at 6400s", p)
+	}
+}

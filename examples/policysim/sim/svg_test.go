@@ -118,7 +118,7 @@ func TestSVGLimitsRows(t *testing.T) {
 	doc := svgOf(t, res)
 	_, text := wellFormed(t, doc)
 	rows := strings.Count(string(doc), `<text class="node"`)
-	for _, want := range []string{"a-00", "a-59", "b-00", "b-59", "80 more changed nodes not shown (40 in a, 40 in b)", "5 nodes Ready throughout, not shown"} {
+	for _, want := range []string{"a-00", "a-59", "b-00", "b-59", "rows sampled: at most 40 rows, shared round-robin across zones", "80 more changed nodes not shown (40 in a, 40 in b)", "5 nodes Ready throughout, not shown"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("SVG lacks %q", want)
 		}
@@ -141,5 +141,28 @@ func TestAxisLabels(t *testing.T) {
 		if n := end / tickStep(end); n > 12 || n < 1 {
 			t.Errorf("tickStep(%v) = %v: %d ticks, want 1..12", end, tickStep(end), n)
 		}
+	}
+}
+
+// TestSVGCumulativeAndPending: per zone, the cumulative nodes tainted and
+// pods evicted, and the work pending at the end at the right edge.
+func TestSVGCumulativeAndPending(t *testing.T) {
+	res := runEmbedded(t, "zone-partial", Options{})
+	doc := string(svgOf(t, res))
+	_, text := wellFormed(t, []byte(doc))
+	for _, want := range []string{
+		"CUMULATIVE (per zone)", "11/60 nodes tainted", "80/600 pods evicted", "0/0 nodes tainted",
+		"pending at the end: 49 nodes queued, 30 evictions scheduled; last eviction ≈ +1h46m40.0s",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+	if !strings.Contains(doc, "<title>nodes tainted: 11 by the end</title>") || !strings.Contains(doc, "<title>pods evicted: 80 by the end</title>") {
+		t.Errorf("SVG lacks the cumulative step lines of zone-a")
+	}
+	// A finished run marks nothing pending.
+	if doc := string(svgOf(t, runEmbedded(t, "offline-node", Options{}))); strings.Contains(doc, "pending at the end:") {
+		t.Errorf("offline-node SVG marks pending work; the run finished")
 	}
 }
