@@ -13,12 +13,20 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, err)
-		}
-		os.Exit(2)
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, err)
 	}
+	os.Exit(exitCode(err))
+}
+
+// exitCode is the process's exit status for run's error: 0 for success and
+// for a requested help (-h, as Go's commands do), 2 otherwise.
+func exitCode(err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
 }
 
 // run parses args and does what they say, writing to stdout (reports) and

@@ -133,3 +133,28 @@ func TestBuiltEqualsLoaded(t *testing.T) {
 		t.Errorf("built and loaded runs differ: %d vs %d entries", len(a.Entries), len(b.Entries))
 	}
 }
+
+// TestSummaryExplainsKeptPods: the summary says why the pods of down nodes
+// that are still there were not evicted, from Explain: a DaemonSet pod
+// tolerates the taint forever.
+func TestSummaryExplainsKeptPods(t *testing.T) {
+	sc, err := sim.LoadEmbedded(sim.DefaultScenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run(context.Background(), sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Summary.Zones[0].NotEvicted
+	if len(got) != 1 || got[0].Pods != 1 || !got[0].DaemonSet || !strings.Contains(got[0].Why, "tolerates node.kubernetes.io/unreachable:NoExecute forever") {
+		t.Fatalf("NotEvicted = %+v, want the DaemonSet pod, tolerating the taint forever", got)
+	}
+	var buf strings.Builder
+	if err := sim.WriteText(&buf, res, true); err != nil {
+		t.Fatal(err)
+	}
+	if want := "not evicted            1 pod: it tolerates node.kubernetes.io/unreachable:NoExecute forever"; !strings.Contains(buf.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, buf.String())
+	}
+}

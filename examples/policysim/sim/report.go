@@ -142,8 +142,26 @@ func appendInstant(out []line, es []Entry) []line {
 		}
 		first, last := lines[idx[0]], lines[idx[len(idx)-1]]
 		first.who = fmt.Sprintf("%d nodes", len(idx))
-		first.detail = fmt.Sprintf("%s [%s … %s]", k.detail, lines[idx[0]].who, last.who)
+		first.detail = fmt.Sprintf("%s [%s … %s]", perNode(k.detail, len(idx)), lines[idx[0]].who, last.who)
 		out = append(out, first)
+	}
+	return out
+}
+
+// perNode rewrites the detail of a line standing for nodes nodes when it
+// counts pods ("30 pods evicted: TolerationExpired"): the count is each
+// node's, so it says so and gives the total ("30 pods evicted on each node
+// (1800 in all): TolerationExpired").
+func perNode(detail string, nodes int) string {
+	head, tail, _ := strings.Cut(detail, ":")
+	num, rest, ok := strings.Cut(head, " ")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || !strings.HasPrefix(rest, "pod") {
+		return detail
+	}
+	out := fmt.Sprintf("%s on each node (%d in all)", head, n*nodes)
+	if tail != "" || strings.Contains(detail, ":") {
+		out += ":" + tail
 	}
 	return out
 }
@@ -252,6 +270,9 @@ func writeSummary(w io.Writer, res *Result) {
 		fmt.Fprintln(tw)
 		if sp := z.Slowest; sp != nil {
 			fmt.Fprintf(tw, "  slowest pod\t%s\t%s on %s: %s\n", Offset(seconds(sp.EvictedAt)), sp.Pod, sp.Node, sp.Constraint)
+		}
+		for _, k := range z.NotEvicted {
+			fmt.Fprintf(tw, "  not evicted\t\t%s: %s\n", plural(k.Pods, "pod", "pods"), k.Why)
 		}
 		if p := sum.Pending; p != nil && zi < len(p.Zones) {
 			if zp := p.Zones[zi]; zp.NodesQueued > 0 || zp.Evictions > 0 {

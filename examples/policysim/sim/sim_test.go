@@ -95,7 +95,7 @@ func loadEmbedded(t testing.TB, name string) *Scenario {
 // when the Monitor has work gives exactly the timeline of running them
 // every 100ms, in both eviction modes.
 func TestSkippingEqualsTicking(t *testing.T) {
-	for _, sc := range []*Scenario{load(t, offGrid), load(t, mixed), loadEmbedded(t, "offline-node"), loadEmbedded(t, "flapping-node"),
+	for _, sc := range []*Scenario{load(t, offGrid), load(t, mixed), loadEmbedded(t, "offline-node-1.2x"), loadEmbedded(t, "flapping-node"),
 		loadEmbedded(t, "zone-dark"), loadEmbedded(t, "all-dark")} {
 		for _, timeout := range []time.Duration{0, 2 * time.Minute} {
 			skip := mustRun(t, sc, Options{PodEvictionTimeout: timeout})
@@ -172,7 +172,7 @@ func TestMixedScenario(t *testing.T) {
 // its last heartbeat) and its zone queue lets it through; tolerations do not
 // matter, DaemonSet pods stay.
 func TestLegacyMode(t *testing.T) {
-	sc := loadEmbedded(t, "offline-node")
+	sc := loadEmbedded(t, "offline-node-1.2x")
 	taint := mustRun(t, sc, Options{})
 	legacy := mustRun(t, sc, Options{PodEvictionTimeout: 5 * time.Minute})
 	verify(t, []check{

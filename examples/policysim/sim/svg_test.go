@@ -62,8 +62,8 @@ func TestSVGWellFormed(t *testing.T) {
 		opt  Options
 		want []string // texts the chart must show
 	}{
-		{"offline-node", Options{}, []string{"zone-a-0", "Unknown +45.0s", "10 evicted", "9 nodes Ready throughout, not shown", "zone-a", "Normal"}},
-		{"offline-node", Options{PodEvictionTimeout: 5 * time.Minute}, []string{"legacy node eviction", "queued for eviction at +5m5.0s", "10 evicted"}},
+		{"offline-node-1.2x", Options{}, []string{"zone-a-0", "Unknown +45.0s", "10 evicted", "9 nodes Ready throughout, not shown", "zone-a", "Normal"}},
+		{"offline-node-1.2x", Options{PodEvictionTimeout: 5 * time.Minute}, []string{"legacy node eviction", "queued for eviction at +5m5.0s", "10 evicted"}},
 		{"all-dark", Options{}, []string{"full disruption", "FullDisruption", "zone-b-0 … zone-b-9", "10 nodes alike", "Ready +8m0.0s"}},
 		{"zone-partial", Options{}, []string{"PartialDisruption", "zone-a-11 … zone-a-59", "49 nodes alike", "240 nodes Ready throughout"}},
 		{"flapping-node", Options{}, []string{"Ready +5m0.0s", "kubelet stopped from +9m0.0s", "2 pods evicted at +1m55.0s"}},
@@ -162,7 +162,7 @@ func TestSVGCumulativeAndPending(t *testing.T) {
 		t.Errorf("SVG lacks the cumulative step lines of zone-a")
 	}
 	// A finished run marks nothing pending.
-	if doc := string(svgOf(t, runEmbedded(t, "offline-node", Options{}))); strings.Contains(doc, "pending at the end:") {
+	if doc := string(svgOf(t, runEmbedded(t, "offline-node-1.2x", Options{}))); strings.Contains(doc, "pending at the end:") {
 		t.Errorf("offline-node SVG marks pending work; the run finished")
 	}
 }
