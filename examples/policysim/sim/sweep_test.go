@@ -20,7 +20,9 @@ func TestScenarioWith(t *testing.T) {
 		{"policy.nodeMonitorGracePeriod", "40s", func(s *sim.Scenario) bool { return s.Policy.NodeMonitorGracePeriod.D() == 40*time.Second }},
 		{"leaseRenewInterval", "5s", func(s *sim.Scenario) bool { return s.Kubelet.LeaseRenewInterval.D() == 5*time.Second }},
 		{"zones[1].nodes", "80", func(s *sim.Scenario) bool { return s.Zones[1].Nodes == 80 }},
-		{"fullDisruptionQPS", "0", func(s *sim.Scenario) bool { return s.Policy.FullDisruptionQPS != nil && *s.Policy.FullDisruptionQPS == 0 }},
+		{"fullDisruptionQPS", "0", func(s *sim.Scenario) bool {
+			return s.Policy.FullDisruptionQPS != nil && *s.Policy.FullDisruptionQPS == 0
+		}},
 		{"duration", "1h", func(s *sim.Scenario) bool { return s.Duration.D() == time.Hour }},
 	}
 	for _, tt := range tests {
