@@ -8,9 +8,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -132,10 +134,40 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 
 // stripManagedFields drops managed fields from cached objects: the
 // controller never reads them, and they are often the largest part of an
-// object (kube-controller-manager does the same).
+// object (kube-controller-manager does the same). It never changes its
+// argument: the object a transform receives may be shared with the client
+// that decoded it (client-go's fake clientset hands a watcher the object it
+// keeps), so it returns a shallow copy without managed fields (the copy
+// shares the rest, which nobody writes) and the object itself when there is
+// nothing to strip.
 func stripManagedFields(obj any) (any, error) {
-	if a, err := meta.Accessor(obj); err == nil && a.GetManagedFields() != nil {
-		a.SetManagedFields(nil)
+	switch o := obj.(type) {
+	case *v1.Node:
+		if o.ManagedFields != nil {
+			c := *o
+			c.ManagedFields = nil
+			return &c, nil
+		}
+	case *v1.Pod:
+		if o.ManagedFields != nil {
+			c := *o
+			c.ManagedFields = nil
+			return &c, nil
+		}
+	case *coordinationv1.Lease:
+		if o.ManagedFields != nil {
+			c := *o
+			c.ManagedFields = nil
+			return &c, nil
+		}
+	case runtime.Object:
+		if a, err := meta.Accessor(o); err == nil && a.GetManagedFields() != nil {
+			c := o.DeepCopyObject()
+			if ca, err := meta.Accessor(c); err == nil {
+				ca.SetManagedFields(nil)
+				return c, nil
+			}
+		}
 	}
 	return obj, nil
 }
