@@ -54,6 +54,10 @@ type Config struct {
 	// Snapshots persists the node health state so that a restart keeps the
 	// grace-period countdowns and the pods-not-ready edges
 	// (nodehealth.Tracker.Snapshot and Restore). nil means NoSnapshots.
+	// Only the records of nodes that exist are restored and saved. A
+	// snapshot that cannot be read does not stop the controller: it starts
+	// without it (upstream behaviour), logs an error and records a Warning
+	// Event (ReasonSnapshotUnreadable) through Recorder.
 	Snapshots SnapshotStore
 	// SnapshotPeriod is how often Run saves a snapshot, after a monitor
 	// pass; 0 means after every pass. Run also saves one when it stops.
