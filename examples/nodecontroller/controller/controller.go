@@ -209,6 +209,16 @@ func (c *Controller) Start(ctx context.Context) error {
 	return c.startErr
 }
 
+// HasSynced reports whether Start has synced the informer caches.
+func (c *Controller) HasSynced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
 // Shutdown stops the workqueue and the informers and waits for the
 // informers' goroutines to end. Run does this itself.
 func (c *Controller) Shutdown() {
@@ -227,8 +237,9 @@ func (c *Controller) Shutdown() {
 // Config.Workers queue workers forwarding events to the Monitor, a monitor
 // pass every Monitor.MonitorPeriod (the first at once) and a tainting and
 // eviction pass every Monitor.TaintPeriod, earlier when the Monitor's next
-// deadline or a new decision calls for it. It saves a last snapshot on the
-// way out (with a 10s timeout). It returns ErrNotSynced when it cannot
+// deadline or a new decision calls for it. When ctx is done every loop
+// stops and in-flight writes are cancelled with it; then, unless
+// Config.SkipFinalSnapshot, Run saves a last snapshot (with a 10s timeout). It returns ErrNotSynced when it cannot
 // start, nil after a normal shutdown.
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
@@ -252,6 +263,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
+	if c.cfg.SkipFinalSnapshot {
+		logger.Info("Shutting down controller")
+		return nil
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := c.SaveSnapshot(sctx); err != nil {
@@ -266,6 +281,9 @@ func (c *Controller) Run(ctx context.Context) error {
 func (c *Controller) MonitorPass(ctx context.Context) {
 	now := c.clock.Now()
 	c.mon.MonitorPass(ctx, now)
+	if c.cfg.OnMonitorPass != nil {
+		c.cfg.OnMonitorPass(c.clock.Since(now), c.cluster.ListNodes())
+	}
 	c.wake()
 	c.maybeSnapshot(ctx, now)
 }
