@@ -92,7 +92,8 @@ func conditionBits(t v1.NodeConditionType, s v1.ConditionStatus) (typ, want uint
 }
 
 // ForConditions computes the "taint nodes by condition" NoSchedule taints
-// for node (upstream doNoScheduleTaintingPass, spec b.1): Ready False →
+// for node (upstream pkg/controller/nodelifecycle/node_lifecycle_controller.go,
+// doNoScheduleTaintingPass): Ready False →
 // node.kubernetes.io/not-ready, Ready Unknown → unreachable, MemoryPressure,
 // DiskPressure, PIDPressure and NetworkUnavailable True → the matching key,
 // spec.unschedulable → unschedulable, all with effect NoSchedule.
@@ -230,7 +231,9 @@ func UnreachableTaint() v1.Taint {
 }
 
 // DecideNoExecute decides, for one node in one monitor pass, what to do with
-// its NoExecute health taints (upstream processTaintBaseEviction, spec b.2),
+// its NoExecute health taints (upstream
+// pkg/controller/nodelifecycle/node_lifecycle_controller.go,
+// processTaintBaseEviction),
 // from the node's Ready condition and its current taints:
 //
 //	Ready    node already has          action            taint returned

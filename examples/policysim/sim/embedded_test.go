@@ -1,6 +1,7 @@
-package main
+package sim
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,7 +28,7 @@ func runEmbedded(t testing.TB, name string, opt Options) *Result {
 
 func mustRun(t testing.TB, sc *Scenario, opt Options) *Result {
 	t.Helper()
-	res, err := Run(sc, opt)
+	res, err := RunOptions(context.Background(), sc, opt)
 	if err != nil {
 		t.Fatalf("Run(%s, %+v) = %v", sc.Name, opt, err)
 	}
@@ -104,7 +105,7 @@ func TestEmbeddedScenariosLoad(t *testing.T) {
 			t.Errorf("LoadEmbedded(%q): name %q, description %q; want the file name and one line", n, sc.Name, sc.Description)
 		}
 	}
-	if _, err := LoadEmbedded("nope"); err == nil || !strings.Contains(err.Error(), "offline-node") {
+	if _, err := LoadEmbedded("nope"); err == nil || !strings.Contains(err.Error(), "offline-node-1.2x") {
 		t.Errorf("LoadEmbedded(nope) = %v, want an error listing the scenarios", err)
 	}
 }
@@ -114,7 +115,7 @@ func TestEmbeddedScenariosLoad(t *testing.T) {
 // first monitor pass after 40s (45s), tainted at once, and its pods are
 // evicted 300s after the taint: 5m45s in all. The DaemonSet pod stays.
 func TestOfflineNode(t *testing.T) {
-	res := runEmbedded(t, "offline-node", Options{})
+	res := runEmbedded(t, "offline-node-1.2x", Options{})
 	z := res.Summary.Zones[0]
 	verify(t, []check{
 		{"node-unknown", instants(find(res, "node-unknown", "", "")), []time.Duration{45 * sec}},
@@ -140,7 +141,7 @@ func TestOfflineNode(t *testing.T) {
 // TestOfflineNodeToday: today's defaults (grace 50s): Unknown and tainted at
 // 55s, evicted at 5m55s.
 func TestOfflineNodeToday(t *testing.T) {
-	res := runEmbedded(t, "offline-node-today", Options{})
+	res := runEmbedded(t, "offline-node", Options{})
 	verify(t, []check{
 		{"node-unknown", instants(find(res, "node-unknown", "", "")), []time.Duration{55 * sec}},
 		{"NoExecute taint", instants(find(res, "taint-added", "", unreachableNoExecute)), []time.Duration{55 * sec}},
@@ -307,7 +308,7 @@ func scaledLargeCluster(t testing.TB, perZone int) *Scenario {
 
 // TestSummaryCountsMatchTimeline: the summary's counts are the timeline's.
 func TestSummaryCountsMatchTimeline(t *testing.T) {
-	for _, name := range []string{"offline-node", "zone-partial", "flapping-node"} {
+	for _, name := range []string{"offline-node-1.2x", "zone-partial", "flapping-node"} {
 		res := runEmbedded(t, name, Options{})
 		evicted := 0
 		for _, z := range res.Summary.Zones {

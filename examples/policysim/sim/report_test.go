@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"bytes"
@@ -87,6 +87,8 @@ func TestTimelineCollapses(t *testing.T) {
 		"+1m0.0s    kubelet-stopped  zone-a  60 nodes   scenario: stop [zone-a-00 … zone-a-59]",
 		"+1m55.0s   node-unknown     zone-a  60 nodes   no heartbeat for more than 50s: Ready=Unknown written [zone-a-00 … zone-a-59]",
 		"+6m55.0s   pod-evicted      zone-a  zone-a-00  10 pods evicted: TolerationExpired",
+		// A grouped row's pod count is each node's: say so, with the total.
+		"+1m55.0s   pods-not-ready   zone-a  60 nodes   10 pods marked Ready=False on each node (600 in all) [zone-a-00 … zone-a-59]",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text report lacks %q:\n%s", want, out)
@@ -117,6 +119,21 @@ func TestTimelineCollapses(t *testing.T) {
 	if !slices.Equal(lines, want) {
 		t.Errorf("timeline = %+v, want %+v", lines, want)
 	}
+	for _, tt := range []struct {
+		detail string
+		nodes  int
+		want   string
+	}{
+		{"30 pods evicted: TolerationExpired", 60, "30 pods evicted on each node (1800 in all): TolerationExpired"},
+		{"1 pod evicted: NotTolerated", 4, "1 pod evicted on each node (4 in all): NotTolerated"},
+		{"11 pods marked Ready=False", 5, "11 pods marked Ready=False on each node (55 in all)"},
+		{"no heartbeat for more than 50s: Ready=Unknown written", 5, "no heartbeat for more than 50s: Ready=Unknown written"},
+		{"scenario: stop", 5, "scenario: stop"},
+	} {
+		if got := perNode(tt.detail, tt.nodes); got != tt.want {
+			t.Errorf("perNode(%q, %d) = %q, want %q", tt.detail, tt.nodes, got, tt.want)
+		}
+	}
 }
 
 // documentedKinds are the JSON event kinds README.md documents.
@@ -127,7 +144,7 @@ var documentedKinds = []string{
 }
 
 func TestJSONReport(t *testing.T) {
-	for _, name := range []string{"offline-node", "all-dark", "flapping-node"} {
+	for _, name := range []string{"offline-node-1.2x", "all-dark", "flapping-node"} {
 		res := runEmbedded(t, name, Options{})
 		var buf bytes.Buffer
 		if err := WriteJSON(&buf, res, 1500*time.Microsecond); err != nil {
@@ -161,7 +178,7 @@ func TestJSONReport(t *testing.T) {
 		}
 	}
 	// The default scenario's key numbers, as a JSON consumer reads them.
-	res := runEmbedded(t, "offline-node", Options{})
+	res := runEmbedded(t, "offline-node-1.2x", Options{})
 	r := NewJSONReport(res)
 	z := r.Summary.Zones[0]
 	if *z.FirstUnknown != 45 || *z.FirstTaint != 45 || *z.FirstEviction != 345 || z.PodsEvicted != 10 {
@@ -174,7 +191,7 @@ func TestJSONReport(t *testing.T) {
 }
 
 func TestComparison(t *testing.T) {
-	sc := loadEmbedded(t, "offline-node")
+	sc := loadEmbedded(t, "offline-node-1.2x")
 	taint := mustRun(t, sc, Options{})
 	legacy := mustRun(t, sc, Options{PodEvictionTimeout: 5 * time.Minute})
 	var buf bytes.Buffer
@@ -182,4 +199,20 @@ func TestComparison(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "offline-node-compare.txt", buf.Bytes())
+}
+
+// TestJSONReportsPending: a run cut off by its duration says so in JSON.
+func TestJSONReportsPending(t *testing.T) {
+	var buf strings.Builder
+	if err := WriteJSON(&buf, runEmbedded(t, "zone-partial", Options{}), -1); err != nil {
+		t.Fatal(err)
+	}
+	var r JSONReport
+	if err := json.Unmarshal([]byte(buf.String()), &r); err != nil {
+		t.Fatal(err)
+	}
+	p := r.Summary.Pending
+	if p == nil || p.Done || p.NodesQueued != 49 || p.Evictions != 30 || p.LastEviction == nil || *p.LastEviction != 6400 {
+		t.Errorf("JSON summary.pending = %+v, want 49 nodes queued, 30 evictions, last eviction at 6400s", p)
+	}
 }

@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"encoding/json"
@@ -142,8 +142,26 @@ func appendInstant(out []line, es []Entry) []line {
 		}
 		first, last := lines[idx[0]], lines[idx[len(idx)-1]]
 		first.who = fmt.Sprintf("%d nodes", len(idx))
-		first.detail = fmt.Sprintf("%s [%s … %s]", k.detail, lines[idx[0]].who, last.who)
+		first.detail = fmt.Sprintf("%s [%s … %s]", perNode(k.detail, len(idx)), lines[idx[0]].who, last.who)
 		out = append(out, first)
+	}
+	return out
+}
+
+// perNode rewrites the detail of a line standing for nodes nodes when it
+// counts pods ("30 pods evicted: TolerationExpired"): the count is each
+// node's, so it says so and gives the total ("30 pods evicted on each node
+// (1800 in all): TolerationExpired").
+func perNode(detail string, nodes int) string {
+	head, tail, _ := strings.Cut(detail, ":")
+	num, rest, ok := strings.Cut(head, " ")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || !strings.HasPrefix(rest, "pod") {
+		return detail
+	}
+	out := fmt.Sprintf("%s on each node (%d in all)", head, n*nodes)
+	if tail != "" || strings.Contains(detail, ":") {
+		out += ":" + tail
 	}
 	return out
 }
@@ -201,7 +219,7 @@ func writeHeader(w io.Writer, res *Result) {
 
 func writeSummary(w io.Writer, res *Result) {
 	sum := &res.Summary
-	for _, z := range sum.Zones {
+	for zi, z := range sum.Zones {
 		state := z.FinalState
 		if state == "" {
 			state = "-"
@@ -253,10 +271,19 @@ func writeSummary(w io.Writer, res *Result) {
 		if sp := z.Slowest; sp != nil {
 			fmt.Fprintf(tw, "  slowest pod\t%s\t%s on %s: %s\n", Offset(seconds(sp.EvictedAt)), sp.Pod, sp.Node, sp.Constraint)
 		}
+		for _, k := range z.NotEvicted {
+			fmt.Fprintf(tw, "  not evicted\t\t%s: %s\n", plural(k.Pods, "pod", "pods"), k.Why)
+		}
+		if p := sum.Pending; p != nil && zi < len(p.Zones) {
+			if zp := p.Zones[zi]; zp.NodesQueued > 0 || zp.Evictions > 0 {
+				fmt.Fprintf(tw, "  NOT FINISHED\t%s\t%s\n", Offset(sum.end()), strings.TrimPrefix(pendingLabel(zp), "pending at the end: "))
+			}
+		}
 		tw.Flush()
 	}
 	fmt.Fprintf(w, "all zones: %d pods, %d marked not ready (%d ready again), %d evicted, %d left\n",
 		sum.Pods, sum.PodsMarkedNotReady, sum.PodsReadyAgain, sum.PodsEvicted, sum.Pods-sum.PodsEvicted)
+	writePending(w, sum)
 	if len(sum.FullDisruption) == 0 {
 		fmt.Fprintln(w, "full disruption mode: never")
 	} else {
@@ -271,6 +298,43 @@ func writeSummary(w io.Writer, res *Result) {
 		fmt.Fprintf(w, "full disruption mode (no evictions anywhere): %s\n", strings.Join(parts, ", "))
 	}
 }
+
+// writePending says whether the run finished its work and, if not, what
+// was left and when the last of it would happen at the rates of the end.
+func writePending(w io.Writer, sum *Summary) {
+	p := sum.Pending
+	switch {
+	case p == nil:
+		return
+	case p.Done:
+		fmt.Fprintln(w, "pending at the end: nothing (no node queued for tainting, no eviction scheduled)")
+		return
+	}
+	var parts []string
+	if p.NodesQueued > 0 {
+		parts = append(parts, plural(p.NodesQueued, "node", "nodes")+" queued for tainting")
+	}
+	if p.Evictions > 0 {
+		parts = append(parts, plural(p.Evictions, "eviction", "evictions")+" scheduled")
+	}
+	fmt.Fprintf(w, "NOT FINISHED at %s: %s", Offset(sum.end()), strings.Join(parts, ", "))
+	var proj []string
+	if p.LastTaint != nil {
+		proj = append(proj, "last taint ≈ "+Offset(seconds(*p.LastTaint)))
+	}
+	if p.LastEviction != nil {
+		proj = append(proj, "last eviction ≈ "+Offset(seconds(*p.LastEviction)))
+	}
+	if len(proj) > 0 {
+		fmt.Fprintf(w, "; at the rates of the end, %s (lengthen duration to see it)", strings.Join(proj, ", "))
+	}
+	if p.Never {
+		fmt.Fprint(w, "; some queued nodes are in a zone whose rate is 0: never tainted while it stays so")
+	}
+	fmt.Fprintln(w)
+}
+
+func (s *Summary) end() time.Duration { return seconds(s.Duration) }
 
 // times notes that n events happened to fewer nodes ("(3 times)").
 func times(n, nodes int) string {
@@ -411,7 +475,8 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func writeJSONValue(w io.Writer, v any) error {
+// WriteJSONValue writes v as indented JSON without HTML escaping.
+func WriteJSONValue(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", " ")

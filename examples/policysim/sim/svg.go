@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"bufio"
@@ -23,6 +23,8 @@ const (
 	svgRight     = 30
 	svgZoneRow   = 18
 	svgNodeRow   = 28
+	svgCumRow    = 48 // a zone's cumulative chart
+	svgCumH      = 36
 	svgChartW    = svgWidth - svgLeft - svgRight
 	svgFont      = "font-family=\"Helvetica, Arial, sans-serif\""
 	svgMinLabelW = 7 // pixels per character, to decide whether a label fits
@@ -36,6 +38,8 @@ const (
 	colTainted     = "#d62828"
 	colKubeletDown = "#222222"
 	colGrid        = "#e4e4e4"
+	colEvicted     = "#1d3557"
+	colPending     = "#f77f00"
 )
 
 var stateColor = map[string]string{
@@ -70,12 +74,15 @@ type mark struct {
 }
 
 // WriteSVG draws the run as a timeline chart: the zones' states along the
-// top (and full disruption mode), then one row per node that changed (bands
+// top (and full disruption mode); per zone, the cumulative nodes tainted
+// (legacy: queued for eviction) and pods evicted over time, with the work
+// still pending at the end marked at the right edge; then one row per node
+// that changed (bands
 // for Ready, NotReady and Unknown, a red bar while it carries a NoExecute
 // health taint, a black bar while its kubelet is down, and a mark with the
 // number of pods evicted), a time axis and a legend. At most
 // svgMaxNodeRows nodes are drawn, taken round-robin across zones; the rest
-// are counted.
+// are counted, and the sampling rule is written on the picture.
 func WriteSVG(w io.Writer, res *Result) error {
 	bw := bufio.NewWriter(w)
 	ew := &errWriter{w: bw}
@@ -110,12 +117,15 @@ func drawSVG(w io.Writer, res *Result) {
 		y += svgZoneRow
 	}
 	y += 30
+	cumTop := y
+	y += float64(len(res.Scenario.Zones)) * svgCumRow
+	y += 24
 	nodesTop := y
 	y += float64(max(len(shown), 1)) * svgNodeRow
 	axisY := y + 4
 	y = axisY + 46
 	noteY := y
-	y += 18 // the note
+	y += 16 * 3 // the notes: at most three lines
 	legendY := y + 4
 	height := legendY + 40
 
@@ -163,6 +173,9 @@ func drawSVG(w io.Writer, res *Result) {
 			drawBand(w, x(s.from), x(s.to), ry+1, svgZoneRow-3, "#7b2cbf", "no evictions anywhere", "white")
 		}
 	}
+
+	// Cumulative nodes tainted and pods evicted, per zone.
+	drawCumulative(w, res, cumTop, x)
 
 	// Node rows.
 	fmt.Fprintf(w, `<text x="12" y="%.0f" font-size="11" fill="#444" font-weight="bold">NODES</text>`+"\n", nodesTop-4)
@@ -244,13 +257,14 @@ func drawSVG(w io.Writer, res *Result) {
 				parts = append(parts, fmt.Sprintf("%d in %s", n, z.Name))
 			}
 		}
-		notes = append(notes, fmt.Sprintf("%d more changed nodes not shown (%s)", more, strings.Join(parts, ", ")))
+		notes = append(notes, fmt.Sprintf("rows sampled: at most %d rows, shared round-robin across zones, each zone's evenly spaced over its changed nodes (first and last always)", svgMaxNodeRows),
+			fmt.Sprintf("%d more changed nodes not shown (%s)", more, strings.Join(parts, ", ")))
 	}
 	if same := len(res.Nodes) - changed; same > 0 {
 		notes = append(notes, fmt.Sprintf("%d nodes Ready throughout, not shown", same))
 	}
-	if len(notes) > 0 {
-		fmt.Fprintf(w, `<text x="12" y="%.0f" fill="#444">%s</text>`+"\n", noteY, esc(strings.Join(notes, "; ")))
+	for i, n := range notes {
+		fmt.Fprintf(w, `<text x="12" y="%.0f" fill="#444">%s</text>`+"\n", noteY+float64(i)*16, esc(n))
 	}
 	lx, ly := 12.0, legendY
 	item := func(draw func(x, y float64), label string) {
@@ -268,6 +282,7 @@ func drawSVG(w io.Writer, res *Result) {
 	item(box(colNotReady, 8, 2), "NotReady")
 	item(box(colUnknown, 8, 2), "Unknown")
 	item(box(colTainted, 4, 4), "NoExecute health taint")
+	item(box(colEvicted, 2, 5), "pods evicted (cumulative)")
 	item(func(x, y float64) {
 		fmt.Fprintf(w, `<rect x="%.0f" y="%.0f" width="2" height="12" fill="black"/>`+"\n", x+8, y)
 	}, "pods evicted (count)")
@@ -276,6 +291,7 @@ func drawSVG(w io.Writer, res *Result) {
 			fmt.Fprintf(w, `<path d="M%.0f %.0f l5 -6 l5 6 l-5 6 z" fill="%s"/>`+"\n", x+4, y+6, colTainted)
 		}, "queued for eviction (legacy)")
 	}
+	item(box(colPending, 8, 2), "pending at the end")
 	newline()
 	item(box(colKubeletDown, 3, 4), "kubelet stopped")
 	if slices.ContainsFunc(shown, func(tr *nodeTrack) bool {
@@ -543,4 +559,127 @@ func disruptionSpans(res *Result) []span {
 		out = append(out, span{seconds(s.From), to, "full disruption"})
 	}
 	return out
+}
+
+// cumPoint is a cumulative count from an instant on.
+type cumPoint struct {
+	at time.Duration
+	n  int
+}
+
+// cumulative returns, per zone (in Scenario.Zones order), the cumulative
+// NoExecute health taints added (legacy: nodes queued for eviction) and
+// pods evicted.
+func cumulative(res *Result) (tainted, evicted [][]cumPoint) {
+	zi := map[string]int{}
+	for i, z := range res.Scenario.Zones {
+		zi[z.Name] = i
+	}
+	tainted = make([][]cumPoint, len(zi))
+	evicted = make([][]cumPoint, len(zi))
+	add := func(series []cumPoint, at time.Duration) []cumPoint {
+		n := len(series)
+		if n > 0 && series[n-1].at == at {
+			series[n-1].n++
+			return series
+		}
+		c := 1
+		if n > 0 {
+			c = series[n-1].n + 1
+		}
+		return append(series, cumPoint{at, c})
+	}
+	legacy := res.Options.PodEvictionTimeout > 0
+	for _, e := range res.Entries {
+		i, ok := zi[e.Zone]
+		if !ok {
+			continue
+		}
+		switch {
+		case !legacy && e.Kind == string(monitor.KindTaintAdded) && isHealthNoExecute(e.Taint),
+			legacy && e.Kind == string(monitor.KindNodeEvicting):
+			tainted[i] = add(tainted[i], e.At)
+		case e.Kind == string(monitor.KindPodEvicted):
+			evicted[i] = add(evicted[i], e.At)
+		}
+	}
+	return tainted, evicted
+}
+
+// drawCumulative draws one small chart per zone from top: the cumulative
+// nodes tainted (red) and pods evicted (dark blue) as step lines, each
+// scaled to the zone's nodes or pods, and the pending work at the right
+// edge (orange).
+func drawCumulative(w io.Writer, res *Result, top float64, x func(time.Duration) float64) {
+	end := res.Scenario.Duration.D()
+	tainted, evicted := cumulative(res)
+	verb := "tainted"
+	if res.Options.PodEvictionTimeout > 0 {
+		verb = "queued"
+	}
+	fmt.Fprintf(w, `<text x="12" y="%.0f" font-size="11" fill="#444"><tspan font-weight="bold">CUMULATIVE (per zone)</tspan>  nodes %s and pods evicted over time, each line scaled to the zone's nodes that went down (n/down) and their pods</text>`+"\n", top-8, verb)
+	for i, z := range res.Summary.Zones {
+		ry := top + float64(i)*svgCumRow
+		fmt.Fprintf(w, `<text x="12" y="%.0f">%s</text>`+"\n", ry+13, esc(z.Zone))
+		nt, ne := 0, 0
+		if n := len(tainted[i]); n > 0 {
+			nt = tainted[i][n-1].n
+		}
+		if n := len(evicted[i]); n > 0 {
+			ne = evicted[i][n-1].n
+		}
+		// Scale: the nodes that went down (or were tainted) and their pods.
+		down := max(z.NodesUnknown, nt)
+		downPods := max(ne, down*z.Pods/max(z.Nodes, 1))
+		fmt.Fprintf(w, `<text x="12" y="%.0f" font-size="10" fill="%s">%d/%d nodes %s</text>`+"\n", ry+26, colTainted, nt, down, verb)
+		fmt.Fprintf(w, `<text x="12" y="%.0f" font-size="10" fill="%s">%d/%d pods evicted</text>`+"\n", ry+38, colEvicted, ne, downPods)
+		fmt.Fprintf(w, `<rect x="%d" y="%.0f" width="%d" height="%d" fill="none" stroke="#ccc"/>`+"\n", svgLeft, ry+2, svgChartW, svgCumH)
+		base := ry + 2 + svgCumH
+		step := func(series []cumPoint, total int, colour, what string) {
+			if len(series) == 0 {
+				return
+			}
+			total = max(total, series[len(series)-1].n, 1)
+			yv := func(n int) float64 { return base - float64(svgCumH-2)*float64(n)/float64(total) }
+			var b strings.Builder
+			fmt.Fprintf(&b, "%.1f,%.1f", x(0), base)
+			prev := 0
+			for _, p := range series {
+				fmt.Fprintf(&b, " %.1f,%.1f %.1f,%.1f", x(p.at), yv(prev), x(p.at), yv(p.n))
+				prev = p.n
+			}
+			fmt.Fprintf(&b, " %.1f,%.1f", x(end), yv(prev))
+			fmt.Fprintf(w, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"><title>%s: %d by the end</title></polyline>`+"\n", b.String(), colour, esc(what), prev)
+		}
+		step(tainted[i], down, colTainted, "nodes "+verb)
+		step(evicted[i], downPods, colEvicted, "pods evicted")
+		if p := res.Summary.Pending; p != nil && i < len(p.Zones) && (p.Zones[i].NodesQueued > 0 || p.Zones[i].Evictions > 0) {
+			zp := p.Zones[i]
+			label := pendingLabel(zp)
+			xr := x(end)
+			fmt.Fprintf(w, `<path d="M%.1f %.1f l-9 -6 l0 12 z" fill="%s"><title>%s</title></path>`+"\n", xr, ry+2+svgCumH/2, colPending, esc(label))
+			fmt.Fprintf(w, `<text x="%.1f" y="%.0f" text-anchor="end" font-size="10" fill="%s" font-weight="bold" stroke="white" stroke-width="3" paint-order="stroke">%s</text>`+"\n", xr-12, ry+14, colPending, esc(label))
+		}
+	}
+}
+
+// pendingLabel says in one line what a zone still had to do at the end.
+func pendingLabel(zp ZonePending) string {
+	var parts []string
+	if zp.NodesQueued > 0 {
+		parts = append(parts, plural(zp.NodesQueued, "node", "nodes")+" queued")
+	}
+	if zp.Evictions > 0 {
+		parts = append(parts, plural(zp.Evictions, "eviction", "evictions")+" scheduled")
+	}
+	s := "pending at the end: " + strings.Join(parts, ", ")
+	switch {
+	case zp.NodesQueued > 0 && zp.Rate == 0:
+		s += "; zone rate 0: never tainted"
+	case zp.LastEviction != nil:
+		s += "; last eviction ≈ " + Offset(seconds(*zp.LastEviction))
+	case zp.LastTaint != nil:
+		s += "; last taint ≈ " + Offset(seconds(*zp.LastTaint))
+	}
+	return s
 }

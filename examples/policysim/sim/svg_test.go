@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"bytes"
@@ -62,8 +62,8 @@ func TestSVGWellFormed(t *testing.T) {
 		opt  Options
 		want []string // texts the chart must show
 	}{
-		{"offline-node", Options{}, []string{"zone-a-0", "Unknown +45.0s", "10 evicted", "9 nodes Ready throughout, not shown", "zone-a", "Normal"}},
-		{"offline-node", Options{PodEvictionTimeout: 5 * time.Minute}, []string{"legacy node eviction", "queued for eviction at +5m5.0s", "10 evicted"}},
+		{"offline-node-1.2x", Options{}, []string{"zone-a-0", "Unknown +45.0s", "10 evicted", "9 nodes Ready throughout, not shown", "zone-a", "Normal"}},
+		{"offline-node-1.2x", Options{PodEvictionTimeout: 5 * time.Minute}, []string{"legacy node eviction", "queued for eviction at +5m5.0s", "10 evicted"}},
 		{"all-dark", Options{}, []string{"full disruption", "FullDisruption", "zone-b-0 … zone-b-9", "10 nodes alike", "Ready +8m0.0s"}},
 		{"zone-partial", Options{}, []string{"PartialDisruption", "zone-a-11 … zone-a-59", "49 nodes alike", "240 nodes Ready throughout"}},
 		{"flapping-node", Options{}, []string{"Ready +5m0.0s", "kubelet stopped from +9m0.0s", "2 pods evicted at +1m55.0s"}},
@@ -118,7 +118,7 @@ func TestSVGLimitsRows(t *testing.T) {
 	doc := svgOf(t, res)
 	_, text := wellFormed(t, doc)
 	rows := strings.Count(string(doc), `<text class="node"`)
-	for _, want := range []string{"a-00", "a-59", "b-00", "b-59", "80 more changed nodes not shown (40 in a, 40 in b)", "5 nodes Ready throughout, not shown"} {
+	for _, want := range []string{"a-00", "a-59", "b-00", "b-59", "rows sampled: at most 40 rows, shared round-robin across zones", "80 more changed nodes not shown (40 in a, 40 in b)", "5 nodes Ready throughout, not shown"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("SVG lacks %q", want)
 		}
@@ -141,5 +141,28 @@ func TestAxisLabels(t *testing.T) {
 		if n := end / tickStep(end); n > 12 || n < 1 {
 			t.Errorf("tickStep(%v) = %v: %d ticks, want 1..12", end, tickStep(end), n)
 		}
+	}
+}
+
+// TestSVGCumulativeAndPending: per zone, the cumulative nodes tainted and
+// pods evicted, and the work pending at the end at the right edge.
+func TestSVGCumulativeAndPending(t *testing.T) {
+	res := runEmbedded(t, "zone-partial", Options{})
+	doc := string(svgOf(t, res))
+	_, text := wellFormed(t, []byte(doc))
+	for _, want := range []string{
+		"CUMULATIVE (per zone)", "11/60 nodes tainted", "80/600 pods evicted", "0/0 nodes tainted",
+		"pending at the end: 49 nodes queued, 30 evictions scheduled; last eviction ≈ +1h46m40.0s",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+	if !strings.Contains(doc, "<title>nodes tainted: 11 by the end</title>") || !strings.Contains(doc, "<title>pods evicted: 80 by the end</title>") {
+		t.Errorf("SVG lacks the cumulative step lines of zone-a")
+	}
+	// A finished run marks nothing pending.
+	if doc := string(svgOf(t, runEmbedded(t, "offline-node-1.2x", Options{}))); strings.Contains(doc, "pending at the end:") {
+		t.Errorf("offline-node SVG marks pending work; the run finished")
 	}
 }

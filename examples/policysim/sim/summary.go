@@ -1,13 +1,14 @@
-package main
+package sim
 
 import (
 	"fmt"
 	"math"
-
+	"slices"
 	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 	"github.com/kubelifecycle/lifecycle/taints"
@@ -27,11 +28,14 @@ type Summary struct {
 	PodsEvicted        int      `json:"podsEvicted"`
 	// FullDisruption lists the spans in full disruption mode (no Ready node
 	// in any zone: every eviction stops).
-	FullDisruption []Span         `json:"fullDisruption"`
-	Zones          []ZoneSummary  `json:"zones"`
-	MonitorPasses  int            `json:"monitorPasses"`
-	TaintPasses    int            `json:"taintPasses"`
-	zoneIndex      map[string]int // zone name → index in Zones
+	FullDisruption []Span        `json:"fullDisruption"`
+	Zones          []ZoneSummary `json:"zones"`
+	// Pending is the work left when the run ended (nil only in a Summary
+	// built by hand).
+	Pending       *Pending       `json:"pending,omitempty"`
+	MonitorPasses int            `json:"monitorPasses"`
+	TaintPasses   int            `json:"taintPasses"`
+	zoneIndex     map[string]int // zone name → index in Zones
 }
 
 // Span is an interval; To is nil when it lasted until the end of the run.
@@ -70,6 +74,19 @@ type ZoneSummary struct {
 	FinalState string        `json:"finalState"`
 	// Slowest is the last pod evicted in the zone and what bound its time.
 	Slowest *SlowestPod `json:"slowestPod,omitempty"`
+	// NotEvicted explains the pods still on the zone's down nodes (nodes
+	// that went Unknown or NotReady) at the end, grouped by reason, from
+	// Monitor.Explain (taint mode).
+	NotEvicted []KeptPods `json:"notEvicted,omitempty"`
+}
+
+// KeptPods is a number of pods of down nodes that were not evicted, and
+// why.
+type KeptPods struct {
+	Pods int    `json:"pods"`
+	Why  string `json:"why"`
+	// DaemonSet is true when they are DaemonSet pods.
+	DaemonSet bool `json:"daemonSet,omitempty"`
 }
 
 // StateChange is a zone entering State at T.
@@ -111,10 +128,11 @@ func at(d time.Duration) *float64 { v := secs(d); return &v }
 // summarize computes the Summary from the timeline and the run's state.
 func summarize(res *Result, s *sim) Summary {
 	sc := res.Scenario
+	counts := s.c.Counts()
 	sum := Summary{
 		FullDisruption: []Span{},
 		Scenario:       sc.Name, Mode: res.Options.Mode(), Duration: secs(sc.Duration.D()),
-		Nodes: len(res.Nodes), PodsMarkedNotReady: s.c.podsMarkedNotReady, PodsReadyAgain: s.c.podsMarkedReady, PodsEvicted: s.c.podsEvicted,
+		Nodes: len(res.Nodes), PodsMarkedNotReady: counts.PodsMarkedNotReady, PodsReadyAgain: counts.PodsMarkedReady, PodsEvicted: counts.PodsEvicted,
 		MonitorPasses: res.MonitorPasses, TaintPasses: res.TaintPasses, zoneIndex: map[string]int{},
 	}
 	if res.Options.PodEvictionTimeout > 0 {
@@ -188,8 +206,82 @@ func summarize(res *Result, s *sim) Summary {
 		if sp := s.slowest[i]; sp.set {
 			z.Slowest = slowest(res, sp)
 		}
+		z.NotEvicted = s.notEvicted(res, set.unknown)
 	}
 	return sum
+}
+
+// notEvicted groups the pods still on the down nodes by why they are
+// still there. Pods of one group on one node are alike: one of them is
+// explained for all.
+func (s *sim) notEvicted(res *Result, down map[string]bool) []KeptPods {
+	nodes := make([]string, 0, len(down))
+	for n := range down {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	now := Epoch.Add(s.t)
+	var out []KeptPods
+	index := map[string]int{}
+	for _, name := range nodes {
+		pods := s.c.ListPodsOnNode(name)
+		for i := 0; i < len(pods); {
+			group := podGroupName(name, pods[i].Name)
+			j := i + 1
+			for j < len(pods) && podGroupName(name, pods[j].Name) == group {
+				j++
+			}
+			p := pods[i]
+			ds := isDaemonSetPod(p)
+			var why string
+			if res.Options.PodEvictionTimeout > 0 {
+				why = "its node was not evicted (yet)"
+				if ds {
+					why = "legacy node eviction never deletes DaemonSet pods"
+				}
+			} else {
+				o := PodOutcome{Explanation: s.m.Explain(now, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})}
+				switch x := o.Explanation; x.State {
+				case taints.EvictionScheduled, taints.EvictionDue, taints.EvictionRetrying, taints.EvictionHandedOut:
+					why = "eviction scheduled after the end (" + string(x.Reason) + ")"
+				case taints.EvictionNodeNotTainted:
+					why = "its node has no NoExecute taint (recovered, or not tainted yet)"
+				default:
+					why = o.Why()
+				}
+				if ds {
+					why += "; DaemonSet pods get not-ready and unreachable tolerations without tolerationSeconds"
+				}
+			}
+			k, ok := index[why]
+			if !ok {
+				k = len(out)
+				index[why] = k
+				out = append(out, KeptPods{Why: why, DaemonSet: ds})
+			}
+			out[k].Pods += j - i
+			i = j
+		}
+	}
+	return out
+}
+
+// podGroupName returns the group of a pod named <node>-<group>-<index>.
+func podGroupName(node, pod string) string {
+	g := strings.TrimPrefix(pod, node+"-")
+	if i := strings.LastIndexByte(g, '-'); i >= 0 {
+		g = g[:i]
+	}
+	return g
+}
+
+func isDaemonSetPod(p *v1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
 }
 
 // isHealthNoExecute reports whether t is one of the two NoExecute health

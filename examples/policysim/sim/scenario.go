@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"bytes"
@@ -129,11 +129,18 @@ const (
 
 var actions = []string{ActionStop, ActionResume, ActionNotReady, ActionZoneDark, ActionZoneRestore}
 
-// Limits that keep a scenario's cost bounded.
+// Limits that keep a scenario's cost bounded. A scenario file is read
+// through MaxFileSize and its YAML tree, with every alias expanded, may
+// have at most MaxYAMLNodes nodes: both are checked before any field is
+// looked at, so a small file whose aliases expand to millions of nodes (an
+// alias bomb) is rejected in time and memory proportional to its size.
+// Run also enforces a Budget on the whole run's work.
 const (
-	MaxDuration = 7 * 24 * time.Hour
-	MaxNodes    = 100_000
-	MaxPods     = 3_000_000
+	MaxFileSize  = 1 << 20
+	MaxYAMLNodes = 100_000
+	MaxDuration  = 7 * 24 * time.Hour
+	MaxNodes     = 100_000
+	MaxPods      = 3_000_000
 	// MinInterval is the shortest monitor period and kubelet interval: the
 	// taint pass period, the simulation's time step.
 	MinInterval = 100 * time.Millisecond
@@ -218,6 +225,9 @@ type pos struct{ line, col int }
 // field and its line; all wrap ErrScenario. Omitted fields get the defaults
 // (DefaultPolicy, DefaultKubelet; a missing name is file without extension).
 func LoadScenario(file string, data []byte) (*Scenario, error) {
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%w: %s: %d bytes; a scenario file is at most %d bytes (MaxFileSize)", ErrScenario, file, len(data), MaxFileSize)
+	}
 	var doc, next yamlv3.Node
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil && err != io.EOF {
@@ -228,6 +238,9 @@ func LoadScenario(file string, data []byte) (*Scenario, error) {
 	}
 	if err := dec.Decode(&next); err != io.EOF {
 		return nil, fmt.Errorf("%w: %s:%d: one scenario per file, found a second YAML document", ErrScenario, file, next.Line)
+	}
+	if err := checkExpansion(doc.Content[0]); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrScenario, file, err)
 	}
 	w := &walker{file: file, pos: map[string]pos{}}
 	w.walk(doc.Content[0], reflect.TypeFor[Scenario](), "")
@@ -250,6 +263,58 @@ func LoadScenario(file string, data []byte) (*Scenario, error) {
 		return nil, w.joined()
 	}
 	return sc, nil
+}
+
+// ReadScenario reads a scenario from r (at most MaxFileSize bytes: a longer
+// input, such as /dev/zero, is an error once MaxFileSize+1 bytes have been
+// read) and parses it with LoadScenario.
+func ReadScenario(file string, r io.Reader) (*Scenario, []byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("policysim: reading %s: %w", file, err)
+	}
+	if len(data) > MaxFileSize {
+		return nil, nil, fmt.Errorf("%w: %s: larger than %d bytes (MaxFileSize)", ErrScenario, file, MaxFileSize)
+	}
+	sc, err := LoadScenario(file, data)
+	return sc, data, err
+}
+
+// checkExpansion counts the nodes of the YAML tree as a decoder sees it,
+// every alias expanded, and fails when they exceed MaxYAMLNodes or an alias
+// refers to a node that contains it. Each node's expanded size is computed
+// once (memoized), so the check costs O(nodes in the file) however much the
+// aliases would expand.
+func checkExpansion(root *yamlv3.Node) error {
+	const inProgress = -1
+	size := map[*yamlv3.Node]int{}
+	var count func(n *yamlv3.Node) (int, error)
+	count = func(n *yamlv3.Node) (int, error) {
+		if n.Kind == yamlv3.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		switch s, ok := size[n]; {
+		case ok && s == inProgress:
+			return 0, fmt.Errorf("line %d: an alias refers to a node that contains it", n.Line)
+		case ok:
+			return s, nil
+		}
+		size[n] = inProgress
+		total := 1
+		for _, c := range n.Content {
+			s, err := count(c)
+			if err != nil {
+				return 0, err
+			}
+			if total += s; total > MaxYAMLNodes {
+				return 0, fmt.Errorf("line %d: the YAML expands to more than %d nodes with its aliases (MaxYAMLNodes); a scenario needs a few hundred", n.Line, MaxYAMLNodes)
+			}
+		}
+		size[n] = total
+		return total, nil
+	}
+	_, err := count(root)
+	return err
 }
 
 // Validate checks a scenario built or changed in code the way LoadScenario
@@ -801,9 +866,9 @@ func (sc *Scenario) Marshal() ([]byte, error) {
 	return bytes.TrimSpace(b), nil
 }
 
-// schemaHelp is the scenario file reference printed by -h (README.md has
-// the same with examples).
-const schemaHelp = `Scenario file (YAML; unknown keys are errors; durations are Go strings such as "40s", "5m"):
+// SchemaHelp is the scenario file reference (the policysim command prints
+// it with -h; README.md has the same with examples).
+const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are Go strings such as "40s", "5m"):
 
   name: my-outage                  # default: the file name
   description: one line for -list

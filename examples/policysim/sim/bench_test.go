@@ -1,6 +1,7 @@
-package main
+package sim
 
 import (
+	"context"
 	"testing"
 )
 
@@ -13,7 +14,7 @@ func BenchmarkRun(b *testing.B) {
 		name, scenario string
 		evicted        int // the run's result, checked
 	}{
-		{"nodes=10/pods=110/7m", "offline-node", 10},
+		{"nodes=10/pods=110/7m", "offline-node-1.2x", 10},
 		{"nodes=300/pods=3000/20m", "zone-partial", 80},
 		// zone-e: 205 nodes tainted at 0.1/s until it comes back at 40m,
 		// 175 of them 300s before that; zone-d: 27 nodes at 0.01/s; zone-a:
@@ -28,7 +29,7 @@ func BenchmarkRun(b *testing.B) {
 			b.ReportAllocs()
 			var res *Result
 			for b.Loop() {
-				if res, err = Run(sc, Options{}); err != nil {
+				if res, err = RunOptions(context.Background(), sc, Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package main
+package sim
 
 import (
 	"context"
@@ -9,15 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 )
-
-var _ monitor.Cluster = (*cluster)(nil)
 
 func load(t testing.TB, src string) *Scenario {
 	t.Helper()
@@ -103,7 +95,7 @@ func loadEmbedded(t testing.TB, name string) *Scenario {
 // when the Monitor has work gives exactly the timeline of running them
 // every 100ms, in both eviction modes.
 func TestSkippingEqualsTicking(t *testing.T) {
-	for _, sc := range []*Scenario{load(t, offGrid), load(t, mixed), loadEmbedded(t, "offline-node"), loadEmbedded(t, "flapping-node"),
+	for _, sc := range []*Scenario{load(t, offGrid), load(t, mixed), loadEmbedded(t, "offline-node-1.2x"), loadEmbedded(t, "flapping-node"),
 		loadEmbedded(t, "zone-dark"), loadEmbedded(t, "all-dark")} {
 		for _, timeout := range []time.Duration{0, 2 * time.Minute} {
 			skip := mustRun(t, sc, Options{PodEvictionTimeout: timeout})
@@ -180,7 +172,7 @@ func TestMixedScenario(t *testing.T) {
 // its last heartbeat) and its zone queue lets it through; tolerations do not
 // matter, DaemonSet pods stay.
 func TestLegacyMode(t *testing.T) {
-	sc := loadEmbedded(t, "offline-node")
+	sc := loadEmbedded(t, "offline-node-1.2x")
 	taint := mustRun(t, sc, Options{})
 	legacy := mustRun(t, sc, Options{PodEvictionTimeout: 5 * time.Minute})
 	verify(t, []check{
@@ -251,85 +243,15 @@ func TestEventAtTheEnd(t *testing.T) {
 }
 
 func TestRunRejectsBadInput(t *testing.T) {
-	if _, err := Run(load(t, minimal), Options{PodEvictionTimeout: -time.Second}); err == nil {
+	if _, err := RunOptions(context.Background(), load(t, minimal), Options{PodEvictionTimeout: -time.Second}); err == nil {
 		t.Errorf("Run(PodEvictionTimeout -1s) = nil error, want an error")
 	}
 	sc := load(t, minimal)
 	sc.Events = append(sc.Events, Event{At: Duration(time.Minute), Action: ActionStop, Node: "b-0"})
-	if _, err := Run(sc, Options{}); !errors.Is(err, ErrScenario) || !strings.Contains(err.Error(), `events[0].node: unknown node "b-0"`) {
+	if _, err := RunOptions(context.Background(), sc, Options{}); !errors.Is(err, ErrScenario) || !strings.Contains(err.Error(), `events[0].node: unknown node "b-0"`) {
 		t.Errorf("Run(event on an unknown node) = %v, want ErrScenario naming the field", err)
 	}
-	if _, err := Run(nil, Options{}); !errors.Is(err, ErrScenario) {
+	if _, err := RunOptions(context.Background(), nil, Options{}); !errors.Is(err, ErrScenario) {
 		t.Errorf("Run(nil) = %v, want ErrScenario", err)
-	}
-}
-
-// TestClusterWrites checks the virtual cluster's write semantics directly.
-func TestClusterWrites(t *testing.T) {
-	sc := load(t, minimal+"    podsPerNode: 3\n")
-	c := newCluster(sc, Epoch)
-	m, err := monitor.New(MonitorConfig(sc, Options{}), c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.m = m
-	ctx := context.Background()
-	pods := c.ListPodsOnNode("a-0")
-	if len(pods) != 3 || pods[0].Spec.NodeName != "a-0" || len(pods[0].Spec.Tolerations) != 2 {
-		t.Fatalf("ListPodsOnNode(a-0) = %v, want 3 pods with the 2 admission defaults", pods)
-	}
-	key := types.NamespacedName{Namespace: "default", Name: pods[1].Name}
-
-	// Evicting: UID precondition, then gone; the list handed out before is
-	// unchanged (copy on write).
-	if err := c.EvictPod(ctx, key, "other-uid", nil); !apierrors.IsConflict(err) {
-		t.Errorf("EvictPod(wrong UID) = %v, want a conflict", err)
-	}
-	if err := c.EvictPod(ctx, key, pods[1].UID, nil); err != nil {
-		t.Errorf("EvictPod = %v, want nil", err)
-	}
-	if err := c.EvictPod(ctx, key, "", nil); !apierrors.IsNotFound(err) {
-		t.Errorf("EvictPod(again) = %v, want not found", err)
-	}
-	if len(pods) != 3 || len(c.ListPodsOnNode("a-0")) != 2 {
-		t.Errorf("after eviction: old list %d pods (want 3), new list %d (want 2)", len(pods), len(c.ListPodsOnNode("a-0")))
-	}
-	// Status writes replace objects, never modify them.
-	old := c.GetNode("a-1")
-	st := old.Status.DeepCopy()
-	st.Conditions[0].Status = v1.ConditionUnknown
-	if err := c.UpdateNodeStatus(ctx, old, st); err != nil {
-		t.Fatal(err)
-	}
-	if old.Status.Conditions[0].Status != v1.ConditionTrue || c.GetNode("a-1").Status.Conditions[0].Status != v1.ConditionUnknown {
-		t.Errorf("UpdateNodeStatus modified the old object or did not store the new one")
-	}
-	if err := c.UpdateNodeStatus(ctx, &v1.Node{}, st); !apierrors.IsNotFound(err) {
-		t.Errorf("UpdateNodeStatus(unknown node) = %v, want not found", err)
-	}
-	if _, err := c.UpdateNodeTaints(ctx, "nope", nil); !apierrors.IsNotFound(err) {
-		t.Errorf("UpdateNodeTaints(unknown node) = %v, want not found", err)
-	}
-	if c.GetNode("nope") != nil || c.GetLease("nope") != nil || c.ListPodsOnNode("nope") != nil {
-		t.Errorf("reads of an unknown node return something")
-	}
-	if got := len(c.ListNodes()); got != 3 {
-		t.Errorf("ListNodes() = %d nodes, want 3", got)
-	}
-}
-
-// TestClusterReadsDoNotAllocate pins the per-node reads of a monitor pass.
-func TestClusterReadsDoNotAllocate(t *testing.T) {
-	c := newCluster(load(t, minimal+"    podsPerNode: 3\n"), Epoch)
-	names := []string{"a-0", "a-1", "a-2"}
-	allocs := testing.AllocsPerRun(100, func() {
-		for _, n := range names {
-			_ = c.GetLease(n)
-			_ = c.GetNode(n)
-			_ = c.ListPodsOnNode(n)
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("GetLease/GetNode/ListPodsOnNode allocate %v times per pass, want 0", allocs)
 	}
 }
