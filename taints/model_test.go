@@ -155,6 +155,12 @@ func (r *refEvictor) setNodeTaints(now time.Time, node string, in []v1.Taint) {
 	}
 }
 
+// sameIdentity reports same key, value and effect: the Evictor's identity of
+// a taint (a different value may be tolerated differently).
+func sameIdentity(a, b *v1.Taint) bool {
+	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
+}
+
 func equalOrder(old []taintEntry, kept []v1.Taint) bool {
 	for i := range kept {
 		if !sameTaint(&old[i].taint, &kept[i]) {
