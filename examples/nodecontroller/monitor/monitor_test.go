@@ -24,7 +24,7 @@ const (
 )
 
 // TestScenarioSilentNodeEvictedAfterDefaultToleration is the cross-package
-// scenario of issue 3 on a virtual clock: nodehealth, zonestate,
+// scenario on a virtual clock: nodehealth, zonestate,
 // evictionqueue and taints together. A node stops heartbeating at t=0; it is
 // marked Unknown at the first monitor pass after the 50s grace period
 // (t=55s, since it is stale strictly after 50s), tainted when its zone's
