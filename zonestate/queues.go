@@ -104,10 +104,10 @@ func NewQueues[Q RateQueue](newQueue func(now time.Time, zone string, qps float6
 //
 // Apply continues after an error from the constructor or SetRate (a zone
 // whose constructor failed gets no queue, and the next Apply that lists it,
-// or Ensure, tries again) and returns every error joined,
-// each naming its zone. It makes one pass over d and the set: O(Z) for Z
-// zones, plus O(Z) per zone it creates or drops (sorted key slice); in the
-// steady state (no zone created, dropped or stopped) it allocates nothing.
+// or Ensure, tries again) and returns every error joined, each naming its
+// zone. It makes one pass over d and the set: O(Z) for Z zones, plus O(Z)
+// per zone it creates or drops (sorted key slice); in the steady state (no
+// zone created, dropped, stopped or restarted) it allocates nothing.
 func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
