@@ -354,3 +354,18 @@ func TestQueuesConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestQueuesSteadyApplyAllocs pins the steady state: Apply of a decision
+// that creates, drops and stops nothing, and NextDeadline, allocate nothing.
+func TestQueuesSteadyApplyAllocs(t *testing.T) {
+	tr, _ := NewTracker(DefaultPolicy())
+	s, _ := fakeSet(t, nil)
+	in := zonesT{"a": conds("TT"), "b": conds("TU"), "c": conds("UUUT")}
+	if err := s.Apply(epoch, tr.Update(in)); err != nil {
+		t.Fatal(err)
+	}
+	d := tr.Update(in)
+	if n := testing.AllocsPerRun(100, func() { _ = s.Apply(epoch, d); s.NextDeadline() }); n != 0 {
+		t.Errorf("steady Apply + NextDeadline: %v allocs/op, want 0", n)
+	}
+}

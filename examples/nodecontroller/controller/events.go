@@ -49,6 +49,9 @@ func (c *Controller) recordEvent(e monitor.Event) {
 				"Marking for deletion Pod %s from Node %s", name, e.Node)
 			return
 		}
+		if c.cfg.EvictionRecorder != nil {
+			r = c.cfg.EvictionRecorder
+		}
 		r.Eventf(ref, v1.EventTypeNormal, ReasonTaintManagerEviction,
 			"Marking for deletion Pod %s", e.Pod)
 	}

@@ -34,14 +34,18 @@ type fakeCluster struct {
 	staleList       map[string]*v1.Node // ListNodes returns these instead (a lagging list)
 	failTaintWrites int                 // the next n taint writes fail
 	failEvictions   int                 // the next n evictions fail
+	beforeStatus    func(node string)   // called before a node status write
 	evicted         []types.NamespacedName
+	evictedStatus   map[types.NamespacedName]v1.PodStatus // each evicted pod's last status
+	conflictStatus  int                                   // the next n pod status writes conflict
 }
 
 func newFakeCluster() *fakeCluster {
 	return &fakeCluster{
-		nodes:  map[string]*v1.Node{},
-		leases: map[string]*coordinationv1.Lease{},
-		pods:   map[types.NamespacedName]*v1.Pod{},
+		nodes:         map[string]*v1.Node{},
+		leases:        map[string]*coordinationv1.Lease{},
+		pods:          map[types.NamespacedName]*v1.Pod{},
+		evictedStatus: map[types.NamespacedName]v1.PodStatus{},
 	}
 }
 
@@ -100,6 +104,9 @@ func compareStrings(a, b string) int {
 }
 
 func (c *fakeCluster) UpdateNodeStatus(ctx context.Context, node *v1.Node, status *v1.NodeStatus) error {
+	if c.beforeStatus != nil {
+		c.beforeStatus(node.Name)
+	}
 	c.mu.Lock()
 	cur, ok := c.nodes[node.Name]
 	if !ok {
@@ -145,6 +152,11 @@ func (c *fakeCluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *
 		c.mu.Unlock()
 		return notFound("pods", pod.Name)
 	}
+	if c.conflictStatus > 0 {
+		c.conflictStatus--
+		c.mu.Unlock()
+		return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, pod.Name, errInjected)
+	}
 	p := cur.DeepCopy()
 	p.Status = *status.DeepCopy()
 	c.pods[key] = p
@@ -170,6 +182,7 @@ func (c *fakeCluster) EvictPod(ctx context.Context, key types.NamespacedName, ui
 	}
 	delete(c.pods, key)
 	c.evicted = append(c.evicted, key)
+	c.evictedStatus[key] = cur.Status
 	c.mu.Unlock()
 	c.m.PodDeleted(key)
 	return nil

@@ -66,9 +66,13 @@
 //
 // A Monitor is safe for concurrent use. MonitorPass processes nodes, and
 // EvictionPass pods, on Config.Workers goroutines (upstream: 8); with 1
-// worker a pass is deterministic. A TaintPass waits for a running
-// MonitorPass (and the reverse), so the tainting queues never let a node
-// through in the middle of the full-disruption cleanup. Events are delivered synchronously; the callback must be
+// worker a pass is deterministic. A TaintPass waits only while a MonitorPass
+// applies its zone decision (and the reverse): the nodes a pass queues reach
+// their zone queues with that decision, so the tainting queues never let a
+// node through in the middle of the full-disruption cleanup, while TaintPass
+// and EvictionPass keep running during the rest of the pass, pod marking
+// included (one write per pod, which a throttled client makes slow). Events
+// are delivered synchronously; the callback must be
 // safe for concurrent use when Workers > 1. No lock is held while the Monitor
 // calls the Cluster or the callback, so both may call back into it (an
 // in-memory Cluster forwards its own writes to NodeChanged and PodChanged as

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
@@ -342,3 +344,98 @@ func TestLegacyNodeDeletedDuringPass(t *testing.T) {
 	}
 	<-done
 }
+
+// TestTaintPassDuringFullDisruptionEntry: a TaintPass runs while the
+// monitor pass that enters full disruption is still writing the nodes'
+// Unknown status. The nodes that pass queued reach their zone queue only
+// with its zone decision, so the TaintPass finds nothing to taint, and no
+// NoExecute taint is ever written (none is left after the cleanup either).
+func TestTaintPassDuringFullDisruptionEntry(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+		s.c.addPod("p-"+n, n, s.now, false)
+		s.dead[n] = true
+	}
+	s.runUntil(50 * time.Second)
+	var ran bool
+	s.c.beforeStatus = func(node string) {
+		if node != "c" {
+			return
+		}
+		done := make(chan struct{})
+		go func() { // another goroutine, as the controller's tainting loop
+			defer close(done)
+			s.m.TaintPass(context.Background(), s.now)
+			s.m.EvictionPass(context.Background(), s.now)
+		}()
+		<-done
+		ran = true
+	}
+	s.runUntil(55 * time.Second)
+	s.c.beforeStatus = nil
+	if !ran {
+		t.Fatal("no TaintPass ran during the monitor pass")
+	}
+	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 55*time.Second {
+		t.Fatalf("full disruption entered at %v, want 55s", got)
+	}
+	if got := s.first(monitor.KindTaintAdded, "", "", unreachableNoExecute); got != -1 {
+		t.Errorf("NoExecute taint written at %v by a TaintPass during the pass entering full disruption", got)
+	}
+	if len(s.c.evicted) != 0 {
+		t.Errorf("evicted %v, want none", s.c.evicted)
+	}
+}
+
+// TestLegacyDeletionSetsNodeLost: in legacy mode every pod on the evicted
+// node first gets upstream's NodeLost reason and message (a DaemonSet pod
+// too, though it is not deleted); a conflict on that write skips the pod
+// and retries the node, as upstream DeletePods does.
+func TestLegacyDeletionSetsNodeLost(t *testing.T) {
+	cfg := testConfig()
+	cfg.PodEvictionTimeout = monitor.LegacyPodEvictionTimeout
+	s := newSim(t, cfg)
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.c.addPod("p1", "a", s.now, true)
+	s.c.addPod("p2", "a", s.now, false)
+	s.c.addPod("ds", "a", s.now, false)
+	s.c.mu.Lock()
+	ds := s.c.pods[types.NamespacedName{Namespace: "default", Name: "ds"}]
+	ds.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptr(true)}}
+	s.c.mu.Unlock()
+	s.dead["a"] = true
+	s.runUntil(304 * time.Second)
+	s.c.conflictStatus = 1 // the NodeLost write of the first pod conflicts at 305s
+	s.runUntil(400 * time.Second)
+
+	const msg = "Node a which was running pod %s is unresponsive"
+	for _, name := range []string{"p1", "p2"} {
+		key := types.NamespacedName{Namespace: "default", Name: name}
+		st, ok := s.c.evictedStatus[key]
+		if !ok {
+			t.Errorf("pod %s not evicted", name)
+			continue
+		}
+		if st.Reason != "NodeLost" || st.Message != fmt.Sprintf(msg, name) {
+			t.Errorf("pod %s status at deletion: reason %q, message %q; want NodeLost, %q", name, st.Reason, st.Message, fmt.Sprintf(msg, name))
+		}
+	}
+	if p := s.c.pod("ds"); p == nil {
+		t.Errorf("DaemonSet pod deleted, want kept")
+	} else if p.Status.Reason != "NodeLost" || p.Status.Message != fmt.Sprintf(msg, "ds") {
+		t.Errorf("DaemonSet pod status: reason %q, message %q; want NodeLost, %q", p.Status.Reason, p.Status.Message, fmt.Sprintf(msg, "ds"))
+	}
+	// "ds" sorts first: its write conflicts at 305s and fails the pass for
+	// node a (p1 and p2 go all the same); the retry at the zone's next token
+	// writes it.
+	for _, p := range []string{"default/p1", "default/p2"} {
+		if got := s.first(monitor.KindPodEvicted, "", p, ""); got != 305*time.Second {
+			t.Errorf("%s evicted at %v, want 305s", p, got)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
