@@ -80,11 +80,12 @@ type Cluster struct {
 // nodeRec is one node with its Lease and its pods. A record stays when its
 // node is deleted while pods still name it (node == nil).
 type nodeRec struct {
-	idx   int
-	name  string
-	node  *v1.Node
-	lease *coordinationv1.Lease
-	pods  []*v1.Pod // copy on write
+	idx    int
+	name   string
+	node   *v1.Node
+	lease  *coordinationv1.Lease
+	pods   []*v1.Pod // copy on write once handed out
+	shared bool      // pods was handed out: copy before changing it
 }
 
 type podRec struct {
@@ -230,8 +231,15 @@ func (c *Cluster) AddPod(ctx context.Context, pod *v1.Pod) {
 	}
 	pr := &podRec{pod: pod}
 	if pod.Spec.NodeName != "" {
-		pr.rec = c.record(pod.Spec.NodeName)
-		pr.rec.pods = append(pr.rec.pods[:len(pr.rec.pods):len(pr.rec.pods)], pod)
+		rec := c.lookup(pod.Spec.NodeName)
+		if rec == nil {
+			rec = c.record(pod.Spec.NodeName)
+		}
+		pr.rec = rec
+		if rec.shared {
+			rec.pods, rec.shared = slices.Clone(rec.pods), false
+		}
+		rec.pods = append(rec.pods, pod)
 	}
 	c.pods[key] = pr
 	recv, now := c.recv, c.now
@@ -241,12 +249,27 @@ func (c *Cluster) AddPod(ctx context.Context, pod *v1.Pod) {
 	}
 }
 
+// Reserve makes room for nodes more nodes and pods more pods, so filling a
+// large cluster does not regrow its indexes.
+func (c *Cluster) Reserve(nodes, pods int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes = slices.Grow(c.nodes, nodes)
+	if len(c.byName) == 0 && len(c.pods) == 0 {
+		c.byName = make(map[string]*nodeRec, nodes)
+		c.pods = make(map[types.NamespacedName]*podRec, pods)
+	}
+}
+
 // Sync forwards every node, then every pod, in name order (pods of a node
 // in the order they were added): an informer's initial list, for a cluster
 // filled before its Receiver was attached.
 func (c *Cluster) Sync(ctx context.Context) {
 	c.mu.Lock()
 	recv, now, nodes := c.recv, c.now, slices.Clone(c.nodes)
+	for _, rec := range nodes {
+		rec.shared = true
+	}
 	c.mu.Unlock()
 	if recv == nil {
 		return
@@ -328,6 +351,7 @@ func (c *Cluster) ListPodsOnNode(name string) []*v1.Pod {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if rec := c.lookup(name); rec != nil {
+		rec.shared = true
 		return rec.pods
 	}
 	return nil
@@ -451,7 +475,7 @@ func (c *Cluster) replacePod(pr *podRec, p *v1.Pod) {
 		if i := slices.Index(pods, pr.pod); i >= 0 {
 			pods[i] = p
 		}
-		rec.pods = pods
+		rec.pods, rec.shared = pods, false
 	}
 	pr.pod = p
 }
@@ -617,7 +641,7 @@ func (c *Cluster) SetPodsReady(ctx context.Context, name string, now time.Time) 
 		changed = append(changed, &p)
 	}
 	if len(changed) > 0 {
-		rec.pods = pods
+		rec.pods, rec.shared = pods, false
 	}
 	c.counts.PodsMarkedReady += len(changed)
 	recv := c.recv
