@@ -248,7 +248,7 @@ func (m *Monitor) listNodes() []*v1.Node {
 // observeNode is upstream's per-node work in monitorNodeHealth, up to the
 // mode's decision.
 func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, node *v1.Node, r *nodeResult) {
-	s := m.state(now, pass, node)
+	s := m.state(pass, node)
 	res, err := m.health.Observe(now, node, m.cluster.GetLease(node.Name))
 	if err != nil {
 		return
@@ -274,7 +274,7 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, n
 
 // state returns the node's state, stamped as listed by pass, with its zone
 // and exclusion label recomputed when the node object changed.
-func (m *Monitor) state(now time.Time, pass uint64, node *v1.Node) *nodeState {
+func (m *Monitor) state(pass uint64, node *v1.Node) *nodeState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.nodes[node.Name]
