@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -49,6 +50,9 @@ type Controller struct {
 	startErr  error
 	stopMu    sync.Mutex
 	stopInf   context.CancelFunc // stops the informers started by Start
+
+	knownMu sync.Mutex
+	known   map[string]types.UID // nodes seen by the monitor passes (RegisteredNode, RemovingNode)
 
 	snapMu   sync.Mutex
 	lastSnap time.Time // clock time of the last saved snapshot
@@ -107,6 +111,7 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		pods:     pods.Lister(),
 		podIndex: pods.Informer().GetIndexer(),
 		backoff:  cfg.ConflictBackoff,
+		recorder: cfg.Recorder,
 		failures: make(map[item]uint64),
 	}
 	mon, err := monitor.New(cfg.Monitor, c.cluster, c.emit)
@@ -280,6 +285,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // a snapshot if Config.SnapshotPeriod has passed since the last one.
 func (c *Controller) MonitorPass(ctx context.Context) {
 	now := c.clock.Now()
+	c.recordNodeSetChanges()
 	c.mon.MonitorPass(ctx, now)
 	if c.cfg.OnMonitorPass != nil {
 		c.cfg.OnMonitorPass(c.clock.Since(now), c.cluster.ListNodes())
