@@ -321,6 +321,7 @@ func (s *sim) build(epoch time.Time) *monitortest.Cluster {
 		slab := make([]v1.Pod, perNode)
 		ends = ends[:0]
 		names.Reset()
+		names.Grow(perNode * (len("uid-") + len(n.name) + 24))
 		for _, g := range groups[n.zone] {
 			for j := range g.n {
 				names.WriteString("uid-")
