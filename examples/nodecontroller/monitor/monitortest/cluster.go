@@ -14,8 +14,9 @@
 // cheapest model of a kubelet renewing every 10 seconds. Call it between
 // passes, never while a MonitorPass runs.
 //
-// The kubelet's side is methods too: RenewLease, PostNodeStatus and
-// SetPodsReady. Faults are injected with FailTaintWrites, FailEvictions and
+// Objects to fill it with come from NewNode, NewLease and NewPod (plain
+// objects; any others do). The kubelet's side is methods too: RenewLease,
+// PostNodeStatus and SetPodsReady. Faults are injected with FailTaintWrites, FailEvictions and
 // SetStaleList.
 //
 // A Cluster is safe for concurrent use; it never holds its lock while it
