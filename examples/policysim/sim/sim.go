@@ -184,6 +184,11 @@ type Result struct {
 	sim *sim // for Pods: the Monitor and cluster as the run left them
 }
 
+// Release drops the run's Monitor and cluster, which a Result keeps for
+// Pods (a large cluster's are hundreds of megabytes); Pods then returns
+// nil. Everything else stays.
+func (r *Result) Release() { r.sim = nil }
+
 // NodeInfo names a node and its zone.
 type NodeInfo struct{ Name, Zone string }
 
