@@ -134,7 +134,6 @@ func newLeanCluster(tb testing.TB, cfg monitor.Config, nodes, zones, podsPerNode
 		tb.Fatal(err)
 	}
 	c.m = m
-	defaults := taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)
 	past := metav1.NewTime(benchEpoch.Add(-time.Hour))
 	for i := range nodes {
 		name := fmt.Sprintf("node-%05d", i)
@@ -154,14 +153,7 @@ func newLeanCluster(tb testing.TB, cfg monitor.Config, nodes, zones, podsPerNode
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &name, RenewTime: &metav1.MicroTime{Time: benchEpoch}},
 		}
 		for j := range podsPerNode {
-			p := &v1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("%s-pod-%02d", name, j), UID: types.UID(fmt.Sprintf("uid-%s-%02d", name, j)), CreationTimestamp: past},
-				Spec:       v1.PodSpec{NodeName: name, Tolerations: defaults},
-				Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
-					{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: past},
-				}},
-			}
-			c.pods[name] = append(c.pods[name], p)
+			c.pods[name] = append(c.pods[name], benchPod(name, j))
 		}
 	}
 	ctx := context.Background()
@@ -172,6 +164,19 @@ func newLeanCluster(tb testing.TB, cfg monitor.Config, nodes, zones, podsPerNode
 		}
 	}
 	return c
+}
+
+// benchPod is the j-th pod on node: Ready, with its own copy of the
+// admission's default tolerations (as decoded from the API server).
+func benchPod(node string, j int) *v1.Pod {
+	past := metav1.NewTime(benchEpoch.Add(-time.Hour))
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("%s-pod-%02d", node, j), UID: types.UID(fmt.Sprintf("uid-%s-%02d", node, j)), CreationTimestamp: past},
+		Spec:       v1.PodSpec{NodeName: node, Tolerations: taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)},
+		Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+			{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: past},
+		}},
+	}
 }
 
 // decisionPass is one steady decision pass: MonitorPass, TaintPass and

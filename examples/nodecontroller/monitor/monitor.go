@@ -205,7 +205,13 @@ func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 	m.results = slices.Grow(m.results[:0], len(nodes))[:len(nodes)]
 	results := m.results
 	clear(results)
-	m.forEach(len(nodes), func(i int) { m.observeNode(ctx, now, pass, nodes[i], &results[i]) })
+	if m.cfg.Workers == 1 { // no closure for the goroutines to share: no allocation
+		for i, node := range nodes {
+			m.observeNode(ctx, now, pass, node, &results[i])
+		}
+	} else {
+		m.forEach(len(nodes), func(i int) { m.observeNode(ctx, now, pass, nodes[i], &results[i]) })
+	}
 	m.forgetVanished(pass, deletes, len(nodes))
 
 	marks := m.decide(ctx, now, nodes, results)
