@@ -420,8 +420,12 @@ func TestStaticPodUIDReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.a.SyncStaticPods(f.ctx)
-	if got := steps(f.drain()); got != "terminating" {
+	ws := f.drain()
+	if got := steps(ws); got != "terminating" {
 		t.Fatalf("after removal steps = %s, want a failing terminating", got)
+	}
+	if g := *ws[0].GracePeriod; g != 30 {
+		t.Errorf("static pod grace = %d, want the API default 30", g)
 	}
 	manifest("img:2")
 	f.a.SyncStaticPods(f.ctx)
@@ -438,7 +442,7 @@ func TestStaticPodUIDReuse(t *testing.T) {
 		t.Fatal("new instance started before the old one finished")
 	}
 	f.a.Housekeeping(f.ctx) // purges the finished record and restarts
-	ws := f.drain()
+	ws = f.drain()
 	if got := steps(ws); got != "sync" {
 		t.Fatalf("after housekeeping steps = %s, want sync", got)
 	}

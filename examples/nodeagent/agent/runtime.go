@@ -80,6 +80,40 @@ type FakeRuntime struct {
 	stopDelay time.Duration
 	calls     map[string]int // by method, failed calls included
 	failed    map[string]int
+	history   []RuntimeEvent
+}
+
+// RuntimeEvent is one change in a FakeRuntime: containers started,
+// stopped, or the pod removed.
+type RuntimeEvent struct {
+	At   time.Time
+	UID  types.UID
+	Kind string // "start", "stop" or "remove"
+	// ExitCode is set for "stop".
+	ExitCode int32
+}
+
+// MaxHistory bounds FakeRuntime.History (the oldest events are dropped).
+const MaxHistory = 100000
+
+func (r *FakeRuntime) record(uid types.UID, kind string, code int32) {
+	if len(r.history) == MaxHistory {
+		r.history = append(r.history[:0], r.history[MaxHistory/2:]...)
+	}
+	r.history = append(r.history, RuntimeEvent{At: r.clock.Now(), UID: uid, Kind: kind, ExitCode: code})
+}
+
+// History returns the events of uid ("" for every pod), oldest first.
+func (r *FakeRuntime) History(uid types.UID) []RuntimeEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []RuntimeEvent
+	for _, e := range r.history {
+		if uid == "" || e.UID == uid {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // NewFakeRuntime returns an empty runtime on clk.
@@ -162,6 +196,7 @@ func (r *FakeRuntime) StartPod(_ context.Context, node string, pod *v1.Pod) (Run
 		p = &RuntimePod{RunningPod: podworker.RunningPod{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace},
 			Node: node, Running: true, StartedAt: r.clock.Now()}
 		r.pods[pod.UID] = p
+		r.record(pod.UID, "start", 0)
 	}
 	return *p, nil
 }
@@ -203,6 +238,7 @@ func (r *FakeRuntime) KillPod(ctx context.Context, rp podworker.RunningPod, grac
 	}
 	if p.Running {
 		p.Running, p.FinishedAt, p.ExitCode = false, r.clock.Now(), code
+		r.record(rp.UID, "stop", code)
 	}
 	return *p, nil
 }
@@ -217,7 +253,10 @@ func (r *FakeRuntime) RemovePod(_ context.Context, uid types.UID) error {
 	if p, ok := r.pods[uid]; ok && p.Running {
 		return fmt.Errorf("agent: remove pod %s: containers still running", uid)
 	}
-	delete(r.pods, uid)
+	if _, ok := r.pods[uid]; ok {
+		delete(r.pods, uid)
+		r.record(uid, "remove", 0)
+	}
 	return nil
 }
 

@@ -58,7 +58,8 @@ func (s *staticSource) pods() []*v1.Pod {
 // v1.36.3): the name gets "-<node>", the namespace defaults to "default",
 // spec.nodeName is the node, a missing UID is the MD5 of the file content,
 // node and path, and the annotations kubernetes.io/config.source=file and
-// kubernetes.io/config.hash=<UID> are set. Files whose name starts with a
+// kubernetes.io/config.hash=<UID> are set, and a missing grace period is
+// the API default (30 s). Files whose name starts with a
 // dot are ignored. It fails on the first unreadable or invalid file, on a
 // file above MaxManifestBytes and past MaxStaticPods manifests.
 func ReadManifests(dir, node string) ([]*v1.Pod, error) {
@@ -105,6 +106,14 @@ func ReadManifests(dir, node string) ([]*v1.Pod, error) {
 			p.Namespace = metav1.NamespaceDefault
 		}
 		p.Spec.NodeName = node
+		// The API defaults that matter here (the file source decodes with
+		// defaulting): the grace period and the restart policy.
+		if p.Spec.TerminationGracePeriodSeconds == nil {
+			p.Spec.TerminationGracePeriodSeconds = ptr(int64(v1.DefaultTerminationGracePeriodSeconds))
+		}
+		if p.Spec.RestartPolicy == "" {
+			p.Spec.RestartPolicy = v1.RestartPolicyAlways
+		}
 		if p.Annotations == nil {
 			p.Annotations = map[string]string{}
 		}
