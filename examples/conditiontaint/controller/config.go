@@ -2,9 +2,11 @@ package controller
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 
@@ -121,10 +123,64 @@ func LoadConfig(data []byte) (Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return cfg, fmt.Errorf("%w: empty file", ErrInvalidConfig)
 	}
-	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return cfg, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	var tree any
+	if err := json.Unmarshal(js, &tree); err != nil {
+		return cfg, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	if err := checkKeys(reflect.TypeOf(cfg), tree, ""); err != nil {
+		return cfg, err
+	}
+	if err := json.Unmarshal(js, &cfg); err != nil {
 		return cfg, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	return cfg, cfg.Validate()
+}
+
+// checkKeys rejects, with its path, a key that is not a field of t (json
+// tags, matched exactly: encoding/json alone ignores case).
+func checkKeys(t reflect.Type, v any, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			if v == nil || t == reflect.TypeOf(metav1.Duration{}) {
+				return nil
+			}
+			return fmt.Errorf("%w: %s: want a mapping", ErrInvalidConfig, strings.TrimPrefix(path, "."))
+		}
+		fields := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+			fields[name] = t.Field(i).Type
+		}
+		for k, sub := range m {
+			ft, ok := fields[k]
+			if !ok {
+				return fmt.Errorf("%w: unknown field %q", ErrInvalidConfig, strings.TrimPrefix(path+"."+k, "."))
+			}
+			if err := checkKeys(ft, sub, path+"."+k); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		l, ok := v.([]any)
+		if !ok {
+			return nil // encoding/json reports the type error
+		}
+		for i, e := range l {
+			if err := checkKeys(t.Elem(), e, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // reservedTaintDomains are the taint key prefixes kube-controller-manager

@@ -160,9 +160,18 @@ func New(o Options) (*Controller, error) {
 	}, nil
 }
 
-// ZoneName renders a zone key (region + ":\x00:" + zone) for labels and
-// messages.
-func ZoneName(key string) string { return strings.ReplaceAll(key, "\x00", "") }
+// ZoneName renders a zone key (region + ":\x00:" + zone, see
+// zonestate.Key) for labels and messages: "zone", or "region/zone".
+func ZoneName(key string) string {
+	region, zone, ok := strings.Cut(key, ":\x00:")
+	if !ok {
+		return strings.ReplaceAll(key, "\x00", "")
+	}
+	if region == "" {
+		return zone
+	}
+	return region + "/" + zone
+}
 
 // nodeRef is a reference to a node for events, without a read.
 func nodeRef(name string, uid types.UID) *v1.ObjectReference {

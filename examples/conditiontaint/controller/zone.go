@@ -118,11 +118,13 @@ func (c *Controller) ZonePass(ctx context.Context) error {
 				}
 			}
 			if len(own) > 0 {
-				if _, err := c.untaint(ctx, now, e.node, own, ReasonBreakerUntaint, ReasonBreakerUntaint, DecisionBreakerUntaint,
-					"every zone is fully unhealthy: full disruption mode"); err != nil {
+				updated, err := c.untaint(ctx, now, e.node, own, ReasonBreakerUntaint, ReasonBreakerUntaint, DecisionBreakerUntaint,
+					"every zone is fully unhealthy: full disruption mode")
+				if err != nil {
 					errs = append(errs, err)
 				}
-				e.add, _ = c.table.For(c.view(e.node), now)
+				e.node = updated
+				e.add, _ = c.table.For(updated, now)
 			}
 		}
 		c.mu.Lock()
