@@ -73,7 +73,8 @@ func Compare(want, got Trace, opts Options) []Difference {
 				continue
 			}
 			w, g := &ws[i], &gs[i]
-			if !opts.OrderFree && absDur(w.At-g.At) > opts.Tolerance {
+			timed := !opts.OrderFree && !w.Setup && !g.Setup
+			if timed && absDur(w.At-g.At) > opts.Tolerance {
 				add(id+" time", "upstream at %s, ours at %s (tolerance %v)", dur(w.At), dur(g.At), opts.Tolerance)
 			}
 			for _, p := range union(keysOf(w.Changes), keysOf(g.Changes)) {
@@ -87,7 +88,7 @@ func Compare(want, got Trace, opts Options) []Difference {
 					add(pid+" extra", "ours sets %s; upstream leaves it", gv)
 				case wv != gv:
 					add(pid+" value", "upstream %s, ours %s", wv, gv)
-				case wv == TimeValue && !opts.OrderFree:
+				case wv == TimeValue && timed:
 					if d := absDur(w.Times[p] - g.Times[p]); d > opts.Tolerance+opts.FieldTolerance {
 						add(pid+" time", "upstream %s, ours %s (tolerance %v)", dur(w.Times[p]), dur(g.Times[p]), opts.Tolerance+opts.FieldTolerance)
 					}
@@ -126,7 +127,7 @@ func Compare(want, got Trace, opts Options) []Difference {
 		if w.Count != g.Count {
 			add(id+" count", "upstream %d, ours %d", w.Count, g.Count)
 		}
-		if !opts.OrderFree && absDur(w.First-g.First) > opts.Tolerance {
+		if !opts.OrderFree && !w.Setup && !g.Setup && absDur(w.First-g.First) > opts.Tolerance {
 			add(id+" time", "upstream first at %s, ours at %s (tolerance %v)", dur(w.First), dur(g.First), opts.Tolerance)
 		}
 	}
@@ -140,6 +141,9 @@ func compareByRank(want, got []Write, opts Options) []Difference {
 	times := func(ws []Write) map[string][]time.Duration {
 		m := map[string][]time.Duration{}
 		for i := range ws {
+			if ws[i].Setup {
+				continue
+			}
 			c := ws[i].Class()
 			m[c] = append(m[c], ws[i].At)
 		}
@@ -194,11 +198,16 @@ func Split(diffs []Difference, known []Known) (explained map[int][]Difference, u
 // Summary is a readable listing of a trace: one line per write and Event.
 func (t *Trace) Summary() string {
 	var b strings.Builder
-	for i := range t.Writes {
-		w := &t.Writes[i]
+	ws := slices.Clone(t.Writes)
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].At < ws[j].At })
+	for i := range ws {
+		w := &ws[i]
 		fmt.Fprintf(&b, "%9s %-6s %-40s %s", dur(w.At), w.Verb, w.Object, changeList(w))
 		if len(w.Request) > 0 {
 			fmt.Fprintf(&b, " request %v", w.Request)
+		}
+		if w.Setup {
+			b.WriteString(" (setup)")
 		}
 		b.WriteByte('\n')
 	}

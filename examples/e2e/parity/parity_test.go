@@ -37,7 +37,7 @@ func trace(t *testing.T, ua string, lines ...string) Trace {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := BuildTrace(evs, func(e *AuditEvent) bool { return e.UserAgent == ua }, epoch.Add(10*time.Second))
+	tr, err := BuildTrace(evs, func(e *AuditEvent) bool { return e.UserAgent == ua }, epoch.Add(10*time.Second), epoch.Add(11*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,9 @@ type Write struct {
 	// Request, for a patch or a delete, is the sorted list of paths the
 	// request body sets (the patch's or the DeleteOptions' shape).
 	Request []string
+	// Setup marks a write made before the scenario started (the
+	// controller taking over the nodes): its time is not compared.
+	Setup bool
 }
 
 // Class is the write without its object's name: verb, resource,
@@ -74,6 +77,9 @@ type EventRecord struct {
 	Count int
 	// First is when the first of them was written, from the origin.
 	First time.Duration
+	// Setup: the first was written before the scenario started; the
+	// time is not compared.
+	Setup bool
 }
 
 // Trace is what one controller wrote, from one audit log.
@@ -81,6 +87,9 @@ type Trace struct {
 	// Origin is the scenario's time zero (for example when the silenced
 	// nodes last renewed their Leases).
 	Origin time.Time
+	// Start is when the scenario started (the nodes were silenced): the
+	// writes before it are setup.
+	Start time.Time
 	// Writes are the controller's successful writes to Nodes and Pods, in
 	// the order the apiserver received them.
 	Writes []Write
@@ -97,11 +106,12 @@ func ignoredPath(p string) bool {
 }
 
 // BuildTrace reduces the audit events to the writes of the controller
-// (byController tells its writes from the test's) from origin on. Every
+// (byController tells its writes from the test's), with times from origin;
+// the writes before start are marked setup. Every
 // successful write to a Node or Pod, by anyone, updates the object's
 // known state, so that each controller write is reduced to its changes.
-func BuildTrace(events []AuditEvent, byController func(*AuditEvent) bool, origin time.Time) (Trace, error) {
-	tr := Trace{Origin: origin}
+func BuildTrace(events []AuditEvent, byController func(*AuditEvent) bool, origin, start time.Time) (Trace, error) {
+	tr := Trace{Origin: origin, Start: start}
 	state := map[string]map[string]any{} // resource/namespace/name → flattened object
 	created := map[string]string{}       // → creationTimestamp
 	evs := map[string]*EventRecord{}
@@ -120,7 +130,7 @@ func BuildTrace(events []AuditEvent, byController func(*AuditEvent) bool, origin
 			if !mine || !ok || ref.APIGroup != "" {
 				continue
 			}
-			if err := addEvent(evs, evCounts, e, origin); err != nil {
+			if err := addEvent(evs, evCounts, e, origin, start); err != nil {
 				return tr, err
 			}
 			continue
@@ -145,12 +155,13 @@ func BuildTrace(events []AuditEvent, byController func(*AuditEvent) bool, origin
 				}
 			}
 		}
-		if mine && !e.RequestReceivedTimestamp.Before(origin) {
+		if mine {
 			obj := key
 			if ref.Subresource != "" {
 				obj += "/" + ref.Subresource
 			}
-			w := Write{At: e.RequestReceivedTimestamp.Sub(origin), Verb: e.Verb, Object: obj, Code: code}
+			w := Write{At: e.RequestReceivedTimestamp.Sub(origin), Verb: e.Verb, Object: obj, Code: code,
+				Setup: e.RequestReceivedTimestamp.Before(start)}
 			if e.Verb == "patch" || e.Verb == "delete" {
 				w.Request = requestPaths(e.RequestObject)
 			}
@@ -182,7 +193,7 @@ func BuildTrace(events []AuditEvent, byController func(*AuditEvent) bool, origin
 	return tr, nil
 }
 
-func addEvent(evs map[string]*EventRecord, counts map[string]map[string]int, e *AuditEvent, origin time.Time) error {
+func addEvent(evs map[string]*EventRecord, counts map[string]map[string]int, e *AuditEvent, origin, start time.Time) error {
 	var ev struct {
 		Metadata struct {
 			Name string `json:"name"`
@@ -203,7 +214,8 @@ func addEvent(evs map[string]*EventRecord, counts map[string]map[string]int, e *
 	r := evs[key]
 	at := e.RequestReceivedTimestamp.Sub(origin)
 	if r == nil {
-		r = &EventRecord{Key: key, Type: ev.Type, Source: ev.Source.Component, First: at}
+		r = &EventRecord{Key: key, Type: ev.Type, Source: ev.Source.Component, First: at,
+			Setup: e.RequestReceivedTimestamp.Before(start)}
 		evs[key] = r
 		counts[key] = map[string]int{}
 	}
