@@ -188,8 +188,8 @@
 // # Concurrency
 //
 // Tracker and OrphanTracker are safe for concurrent use: each has one mutex,
-// runs no callbacks and starts no goroutines. PodNotReadyStatus and
-// ClassifyExistence are pure functions.
+// runs no callbacks and starts no goroutines. PodNotReadyStatus,
+// DisruptionTargetStatus and ClassifyExistence are pure functions.
 //
 // # Differences from upstream
 //
@@ -203,8 +203,10 @@
 //     Restore).
 //   - Pods-not-ready edge: unlike upstream, where it is a one-shot event of
 //     the pass that wrote Unknown (lost if the pod listing fails before the
-//     retry set is filled, or on restart), it stays set until
-//     AckPodsNotReady or until the node is Ready again.
+//     retry set is filled, or on restart), it stays set until acknowledged
+//     (AckPodsNotReadyEdge, AckPodsNotReady) or until the node is Ready
+//     again, and each flip has an identity (Result.PodsNotReadyEdge) so an
+//     asynchronous acknowledgement never clears a newer flip.
 //   - Creation time: unlike upstream, a CreationTimestamp in the future (clock
 //     skew) or zero is read as now for the first probe of a node without a
 //     Ready condition; upstream would postpone the Unknown write arbitrarily
@@ -234,9 +236,11 @@
 //   - Cloud existence: unlike upstream, which compares
 //     cloudprovider.InstanceNotFound with ==, not-found errors are matched
 //     with errors.Is, a missing parent group counts as not found
-//     (kubernetes/kubernetes#95288),
-//     any other error is Unknown and backed off exponentially instead of
-//     being retried every monitor period, and OrphanPolicy can require
+//     (kubernetes/kubernetes#95288), any other error is Unknown and backed
+//     off exponentially instead of being retried every monitor period
+//     (MonitorNodes in
+//     staging/src/k8s.io/cloud-provider/controllers/nodelifecycle/node_lifecycle_controller.go),
+//     and OrphanPolicy can require
 //     several NotFound answers over a minimum age (the default, one answer
 //     and no age, is upstream's). Its records belong to a node object: a
 //     node re-created under the same name (new UID) starts afresh. Like

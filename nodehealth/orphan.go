@@ -286,12 +286,16 @@ func uninitialized(node *v1.Node) bool {
 		return false
 	}
 	for i := range node.Spec.Taints {
-		if t := &node.Spec.Taints[i]; t.Key == TaintUninitialized && t.Effect == v1.TaintEffectNoSchedule {
+		if node.Spec.Taints[i].MatchTaint(&uninitializedTaint) {
 			return true
 		}
 	}
 	return false
 }
+
+// uninitializedTaint is upstream's UninitializedTaint: MatchTaint compares
+// its key and effect.
+var uninitializedTaint = v1.Taint{Key: TaintUninitialized, Effect: v1.TaintEffectNoSchedule}
 
 // NextCheck returns the NextCheck of the last decision for a node that has a
 // record (a pending NotFound count or an Unknown backoff), so a caller can

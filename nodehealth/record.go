@@ -21,6 +21,7 @@ type Record struct {
 	// Name is the node name. Records with an empty name are skipped.
 	Name string `json:"name"`
 	// Probe is the controller-clock time of the node's last fresh signal.
+	// Restore reads a zero Probe, or one after its now, as its now.
 	Probe time.Time `json:"probe"`
 	// ReadyTransition is the controller-clock time of the last Ready
 	// transition the Tracker saw (Result.ReadyTransition).
@@ -32,6 +33,7 @@ type Record struct {
 	LeaseSeen bool `json:"leaseSeen,omitempty"`
 	// LeaseRenewTime is the saved Lease's RenewTime, nil when the saved Lease
 	// had none (or no Lease was saved). A non-nil value implies LeaseSeen.
+	// Restore clamps a value after its now to its now.
 	LeaseRenewTime *time.Time `json:"leaseRenewTime,omitempty"`
 	// PodsNotReady is the unacknowledged MarkPodsNotReady edge.
 	PodsNotReady bool `json:"podsNotReady,omitempty"`

@@ -8,7 +8,9 @@
 // Kubernetes v1.36 (read at v1.36.3; matching from k8s.io/api v0.37.2):
 //
 //   - ForConditions: the node lifecycle controller's "taint nodes by
-//     condition" pass (doNoScheduleTaintingPass).
+//     condition" pass (doNoScheduleTaintingPass); ConditionTaints runs the
+//     same pass with a caller-given condition → taint table (for
+//     node-problem-detector or vendor conditions).
 //   - DecideNoExecute, SwapHealthTaint, RemoveHealthTaints: its NoExecute
 //     health taints (processTaintBaseEviction, SwapNodeControllerTaint,
 //     markNodeAsReachable), with the 1.34 rule that the decision uses the

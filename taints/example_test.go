@@ -279,3 +279,55 @@ func ExampleEvictorConfig_useTaintTimeAdded() {
 	// UseTaintTimeAdded=false: evicted 9m0s after the taint
 	// UseTaintTimeAdded=true: evicted 5m0s after the taint
 }
+
+// ConditionTaints is ForConditions with your own table: here
+// node-problem-detector's KernelDeadlock and ReadonlyFilesystem conditions
+// taint the node NoSchedule. The table manages only its own taints, so it
+// runs beside ForConditions (upstream's table) on the same node.
+func ExampleConditionTaints() {
+	table, err := taints.NewConditionTaints([]taints.ConditionTaint{
+		{Type: "KernelDeadlock", Status: v1.ConditionTrue,
+			Taint: v1.Taint{Key: "example.com/kernel-deadlock", Effect: v1.TaintEffectNoSchedule}},
+		{Type: "ReadonlyFilesystem", Status: v1.ConditionTrue,
+			Taint: v1.Taint{Key: "example.com/readonly-filesystem", Effect: v1.TaintEffectNoSchedule}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	node := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+		Spec:       v1.NodeSpec{Taints: []v1.Taint{{Key: "example.com/dedicated", Effect: v1.TaintEffectNoSchedule}}},
+		Status: v1.NodeStatus{Conditions: []v1.NodeCondition{
+			{Type: v1.NodeReady, Status: v1.ConditionTrue},
+			{Type: "KernelDeadlock", Status: v1.ConditionTrue},
+			{Type: "ReadonlyFilesystem", Status: v1.ConditionFalse},
+		}},
+	}
+	add, remove := table.For(node, now)
+	for _, t := range add {
+		node, _ = taints.AddOrUpdate(node, t, now)
+	}
+	for _, t := range remove {
+		node, _ = taints.Remove(node, t)
+	}
+	for _, t := range node.Spec.Taints {
+		fmt.Println(t.ToString())
+	}
+
+	// The kernel recovers: the taint goes; nothing else is touched.
+	node.Status.Conditions[1].Status = v1.ConditionFalse
+	add, remove = table.For(node, now.Add(time.Hour))
+	fmt.Println(len(add), remove[0].ToString())
+
+	// A bad row is named.
+	_, err = taints.NewConditionTaints([]taints.ConditionTaint{
+		{Type: "KernelDeadlock", Status: "true", Taint: v1.Taint{Key: "example.com/kernel-deadlock", Effect: v1.TaintEffectNoSchedule}},
+	})
+	fmt.Println(err)
+	// Output:
+	// example.com/dedicated:NoSchedule
+	// example.com/kernel-deadlock:NoSchedule
+	// 0 example.com/kernel-deadlock:NoSchedule
+	// taints: invalid condition taint table: row 0 (KernelDeadlock=true → example.com/kernel-deadlock:NoSchedule): status "true" is not True, False or Unknown
+}

@@ -62,8 +62,10 @@ type bucket struct {
 // maxFreeBuckets bounds the free list.
 const maxFreeBuckets = 1024
 
-// hasMonotonic reports whether t carries a monotonic clock reading (Round(0)
-// strips it and changes nothing else).
+// hasMonotonic reports whether t carries a monotonic clock reading: Round(0)
+// strips the reading and changes nothing else, so the two values differ
+// exactly when t has one. This compares representations on purpose; instants
+// are compared with Before, After and Equal everywhere else.
 func hasMonotonic(t time.Time) bool { return t != t.Round(0) }
 
 // laneOf returns the lane for fire time t.

@@ -3,6 +3,7 @@ package zonestate
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -67,6 +68,30 @@ func BenchmarkUpdate(b *testing.B) {
 				i++
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/nodes, "ns/node")
+		})
+	}
+}
+
+// BenchmarkQueues measures the per-pass cost of keeping the zone queues in
+// step: Apply of a steady decision, then NextDeadline over every zone.
+func BenchmarkQueues(b *testing.B) {
+	for _, zones := range []int{3, 100} {
+		b.Run(fmt.Sprintf("zones=%d", zones), func(b *testing.B) {
+			tr, _ := NewTracker(DefaultPolicy())
+			in := benchZones(zones, 50)
+			d := tr.Update(in)
+			s, _ := NewQueues(func(now time.Time, zone string, qps float64) (*fakeQueue, error) {
+				return &fakeQueue{zone: zone, qps: qps, items: 1, due: now}, nil
+			})
+			if err := s.Apply(epoch, d); err != nil {
+				b.Fatal(err)
+			}
+			d = tr.Update(in) // steady: nothing changes
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = s.Apply(epoch, d)
+				s.NextDeadline()
+			}
 		})
 	}
 }

@@ -62,6 +62,10 @@
 //
 //	tracker, err := zonestate.NewTracker(zonestate.DefaultPolicy())
 //	...
+//	queues, err := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
+//		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: 1})
+//	})
+//	...
 //	zones := map[string][]*v1.NodeCondition{}
 //	for _, node := range nodes {
 //		res, err := health.Observe(now, node, leases[node.Name])
@@ -76,29 +80,25 @@
 //	}
 //	d := tracker.Update(zones)
 //	if d.EnteredFullDisruption {
-//		// remove not-ready/unreachable NoExecute taints from every node,
-//		// then q.Clear() and q.SetRate(now, 0) on every zone queue
+//		// remove the not-ready/unreachable NoExecute taints from every node
 //	}
 //	if d.ExitedFullDisruption {
 //		health.ResetProbes(now)
 //	}
-//	for _, z := range d.Zones {
-//		q := queues[z.Key]
-//		if q == nil { // new zone: create its tainting queue at its rate
-//			q, _ = evictionqueue.New[string](now, evictionqueue.Config{QPS: z.QPS, Burst: 1})
-//			queues[z.Key] = q
-//		} else if z.RateChanged {
-//			q.SetRate(now, z.QPS) // keeps the drain rule on rate changes
-//		}
+//	// Create new zones' queues at their rate, apply changed rates, and on
+//	// entering full disruption empty and stop every queue:
+//	if err := queues.Apply(now, d); err != nil {
+//		log(err) // each error names its zone; the other zones were applied
 //	}
-//	// d.Removed: see below. Size and NotReady feed the zone metrics
-//	// (zone_size, zone_health = 100*(Size-NotReady)/Size, unhealthy_nodes_in_zone).
+//	// Size and NotReady feed the zone metrics (zone_size,
+//	// zone_health = 100*(Size-NotReady)/Size, unhealthy_nodes_in_zone).
 //
-// Queues does the queue half of this loop for you: qs.Apply(now, d) creates,
-// re-rates, clears and stops the per-zone queues, keeps a removed zone's
-// queue until it is empty, and qs.NextDeadline() is the earliest deadline
-// over every zone (see ExampleQueues). It works with any queue that has
-// SetRate, Clear, NextDeadline and Len, such as *evictionqueue.Queue.
+// The tainting loop then queues each unhealthy node in its zone's queue
+// (queues.Ensure(now, zone, qps) for a zone without a decision, such as one
+// of excluded nodes only), sleeps until queues.NextDeadline() and calls Try
+// on each queue (queues.Each visits them in zone order). Queues works with
+// any queue that has SetRate, Clear, NextDeadline and Len, such as
+// *evictionqueue.Queue; see ExampleQueues.
 //
 // A caller whose health signal is not the Ready condition (a custom
 // condition, an external probe) counts its nodes per zone and calls

@@ -368,3 +368,32 @@ func ExampleTracker_UpdateCounts() {
 	//   eu/b: 3/4 not ready, Initial -> PartialDisruption, qps 0 (changed true)
 	//   entered=false exited=false in=false
 }
+
+// A zone that disappears from a pass keeps its queue while nodes wait in it
+// (upstream would replace it with an empty queue when the zone comes back);
+// once empty, the queue is dropped.
+func ExampleQueues_removedZone() {
+	tr, _ := zonestate.NewTracker(zonestate.DefaultPolicy())
+	qs, _ := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
+		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: 1})
+	})
+	a, b := "eu:\x00:a", "eu:\x00:b"
+	now := epoch
+	_ = qs.Apply(now, tr.Update(map[string][]*v1.NodeCondition{a: statuses(T), b: statuses(T, U)}))
+	qb, _ := qs.Get(b)
+	qb.Add(now, "b1", "")
+	qb.Add(now, "b2", "")
+	qb.Try(now, func(evictionqueue.Item[string]) (bool, time.Duration) { return true, 0 }) // b1 tainted, b2 waits
+
+	// Zone b's nodes all fail their health update this pass: b is Removed.
+	_ = qs.Apply(now, tr.Update(map[string][]*v1.NodeCondition{a: statuses(T)}))
+	fmt.Println("zones:", len(qs.Zones()), "queued:", qs.Len())
+
+	now = now.Add(10 * time.Second)
+	qb.Try(now, func(evictionqueue.Item[string]) (bool, time.Duration) { return true, 0 }) // b2 tainted
+	_ = qs.Apply(now, tr.Update(map[string][]*v1.NodeCondition{a: statuses(T)}))
+	fmt.Println("zones:", len(qs.Zones()), "queued:", qs.Len())
+	// Output:
+	// zones: 2 queued: 1
+	// zones: 1 queued: 0
+}

@@ -47,10 +47,12 @@ var ErrNoConstructor = errors.New("zonestate: NewQueues needs a queue constructo
 type Queues[Q RateQueue] struct {
 	applyMu  sync.Mutex // serializes Apply and Ensure
 	newQueue func(now time.Time, zone string, qps float64) (Q, error)
+	full     bool // InFullDisruption of the last Apply; guarded by applyMu
 
 	mu     sync.Mutex
 	queues map[string]Q
 	keys   []string            // sorted keys of queues
+	rate   map[string]float64  // each queue's rate outside full disruption mode
 	absent map[string]struct{} // zones with a queue but no decision in the last Apply
 }
 
@@ -70,6 +72,7 @@ func NewQueues[Q RateQueue](newQueue func(now time.Time, zone string, qps float6
 	return &Queues[Q]{
 		newQueue: newQueue,
 		queues:   make(map[string]Q),
+		rate:     make(map[string]float64),
 		absent:   make(map[string]struct{}),
 	}, nil
 }
@@ -91,16 +94,20 @@ func NewQueues[Q RateQueue](newQueue func(now time.Time, zone string, qps float6
 //     so no queued node is lost and queues of zones gone for good do not
 //     accumulate. If the zone comes back first, its queue is reused and gets
 //     the zone's rate (its first decision has RateChanged set); unlike
-//     upstream, which replaces the queue and loses its items and limiter.
+//     upstream, which replaces the queue and loses its items and limiter;
+//   - on d.ExitedFullDisruption a queue whose zone has no decision gets
+//     back the rate it had before the mode (or the rate Ensure was asked
+//     for).
 //
 // A queue created by Ensure for a zone that has no decision counts as
 // absent in the same way.
 //
 // Apply continues after an error from the constructor or SetRate (a zone
-// whose constructor failed gets no queue, and the next Apply that lists it
-// with RateChanged, or Ensure, tries again) and returns every error joined,
-// each naming its zone. It makes one pass over d and the set: O(Z log Z)
-// for Z zones.
+// whose constructor failed gets no queue, and the next Apply that lists it,
+// or Ensure, tries again) and returns every error joined, each naming its
+// zone. It makes one pass over d and the set: O(Z) for Z zones, plus O(Z)
+// per zone it creates or drops (sorted key slice); in the steady state (no
+// zone created, dropped, stopped or restarted) it allocates nothing.
 func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
@@ -109,6 +116,7 @@ func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 	fail := func(zone, op string, err error) {
 		errs = append(errs, fmt.Errorf("zonestate: zone %q: %s: %w", zone, op, err))
 	}
+	s.full = d.InFullDisruption
 	for _, z := range d.Zones {
 		q, ok := s.Get(z.Key)
 		if !ok {
@@ -117,11 +125,14 @@ func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 				fail(z.Key, "create queue", err)
 				continue
 			}
-			s.put(z.Key, nq)
+			s.put(z.Key, nq, z.QPS, !d.InFullDisruption)
 			continue
 		}
 		s.mu.Lock()
 		delete(s.absent, z.Key)
+		if !d.InFullDisruption {
+			s.rate[z.Key] = z.QPS
+		}
 		s.mu.Unlock()
 		if !d.EnteredFullDisruption && (z.RateChanged || d.ExitedFullDisruption) {
 			if err := q.SetRate(now, z.QPS); err != nil {
@@ -136,15 +147,29 @@ func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 			s.absent[k] = struct{}{}
 		}
 	}
-	all := s.snapshot()
+	var all []zoneQueue[Q]
+	switch {
+	case d.EnteredFullDisruption:
+		all = s.snapshot()
+	case d.ExitedFullDisruption:
+		for _, k := range s.keys { // sorted, so errors come in zone order
+			if _, ok := s.absent[k]; ok {
+				if r, known := s.rate[k]; known {
+					all = append(all, zoneQueue[Q]{zone: k, q: s.queues[k], rate: r})
+				}
+			}
+		}
+	}
 	s.mu.Unlock()
 
-	if d.EnteredFullDisruption {
-		for _, e := range all {
+	for _, e := range all {
+		if d.EnteredFullDisruption {
 			e.q.Clear()
 			if err := e.q.SetRate(now, 0); err != nil {
 				fail(e.zone, "stop", err)
 			}
+		} else if err := e.q.SetRate(now, e.rate); err != nil {
+			fail(e.zone, "set rate", err)
 		}
 	}
 
@@ -163,20 +188,26 @@ func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 // in a zone before, or without, a decision for it (upstream creates a zone's
 // queue when it first meets one of its nodes). A queue Ensure creates for a
 // zone without a decision in the last Apply is dropped by a later Apply once
-// it is empty and the zone still has no decision. During full disruption
-// mode pass qps 0. The constructor's error is returned wrapped.
+// it is empty and the zone still has no decision. While the last Apply was
+// in full disruption mode the queue is created stopped (qps 0) and gets qps
+// when an Apply exits the mode, so nothing is tainted during the mode. The
+// constructor's error is returned wrapped.
 func (s *Queues[Q]) Ensure(now time.Time, zone string, qps float64) (Q, error) {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	if q, ok := s.Get(zone); ok {
 		return q, nil
 	}
-	q, err := s.newQueue(now, zone, qps)
+	initial := qps
+	if s.full {
+		initial = 0
+	}
+	q, err := s.newQueue(now, zone, initial)
 	if err != nil {
 		var zero Q
 		return zero, fmt.Errorf("zonestate: zone %q: create queue: %w", zone, err)
 	}
-	s.put(zone, q)
+	s.put(zone, q, qps, true)
 	s.mu.Lock()
 	s.absent[zone] = struct{}{}
 	s.mu.Unlock()
@@ -248,6 +279,7 @@ func (s *Queues[Q]) Len() int {
 type zoneQueue[Q RateQueue] struct {
 	zone string
 	q    Q
+	rate float64 // set only where Apply needs it
 }
 
 // snapshot copies the set in key order. Called with s.mu held.
@@ -259,11 +291,15 @@ func (s *Queues[Q]) snapshot() []zoneQueue[Q] {
 	return out
 }
 
-// put adds the zone's queue. Called with s.applyMu held and s.mu not held.
-func (s *Queues[Q]) put(zone string, q Q) {
+// put adds the zone's queue, and its rate outside full disruption mode when
+// setRate. Called with s.applyMu held and s.mu not held.
+func (s *Queues[Q]) put(zone string, q Q, rate float64, setRate bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.queues[zone] = q
+	if setRate {
+		s.rate[zone] = rate
+	}
 	if i, found := slices.BinarySearch(s.keys, zone); !found {
 		s.keys = slices.Insert(s.keys, i, zone)
 	}
@@ -272,6 +308,7 @@ func (s *Queues[Q]) put(zone string, q Q) {
 // drop forgets the zone's queue. Called with s.mu held.
 func (s *Queues[Q]) drop(zone string) {
 	delete(s.queues, zone)
+	delete(s.rate, zone)
 	delete(s.absent, zone)
 	if i, found := slices.BinarySearch(s.keys, zone); found {
 		s.keys = slices.Delete(s.keys, i, i+1)

@@ -2,6 +2,8 @@ package zonestate
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -353,4 +355,133 @@ func TestQueuesConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// TestQueuesSteadyApplyAllocs pins the steady state: Apply of a decision
+// that creates, drops and stops nothing, and NextDeadline, allocate nothing.
+func TestQueuesSteadyApplyAllocs(t *testing.T) {
+	tr, _ := NewTracker(DefaultPolicy())
+	s, _ := fakeSet(t, nil)
+	in := zonesT{"a": conds("TT"), "b": conds("TU"), "c": conds("UUUT")}
+	if err := s.Apply(epoch, tr.Update(in)); err != nil {
+		t.Fatal(err)
+	}
+	d := tr.Update(in)
+	if n := testing.AllocsPerRun(100, func() { _ = s.Apply(epoch, d); s.NextDeadline() }); n != 0 {
+		t.Errorf("steady Apply + NextDeadline: %v allocs/op, want 0", n)
+	}
+}
+
+// TestQueuesInvariants drives a Tracker and a Queues with random passes,
+// random pending items and occasional Ensure calls, and checks after every
+// Apply: each decided zone has a queue at its QPS; in full disruption mode
+// every queue is stopped and empty; a queue of an undecided zone is kept
+// only while it holds items (or was ensured since the last Apply); Zones is
+// sorted.
+func TestQueuesInvariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	for seq := range 200 {
+		tr, _ := NewTracker(DefaultPolicy())
+		s, _ := fakeSet(t, nil)
+		ensured := map[string]float64{} // zones created by Ensure, and their rate
+		for step := range 30 {
+			d := tr.Update(randomZones(rng))
+			if err := s.Apply(epoch, d); err != nil {
+				t.Fatal(err)
+			}
+			fail := func(format string, args ...any) {
+				t.Helper()
+				t.Fatalf("sequence %d step %d: %s (decision %s)", seq, step, fmt.Sprintf(format, args...), fmtDecision(d))
+			}
+			decided := map[string]bool{}
+			for _, z := range d.Zones {
+				decided[z.Key] = true
+				delete(ensured, z.Key) // decided: its own rate from now on
+				q, ok := s.Get(z.Key)
+				if !ok {
+					fail("zone %q decided but has no queue", z.Key)
+				}
+				if q.qps != z.QPS {
+					fail("zone %q queue rate %v, want %v", z.Key, q.qps, z.QPS)
+				}
+			}
+			zones := s.Zones()
+			for k := range ensured {
+				if _, ok := s.Get(k); !ok {
+					delete(ensured, k) // dropped
+				}
+			}
+			if !slices.IsSorted(zones) {
+				fail("Zones() = %q, not sorted", zones)
+			}
+			for _, k := range zones {
+				q, _ := s.Get(k)
+				if d.InFullDisruption && q.qps != 0 {
+					fail("full disruption: zone %q rate %v, want stopped", k, q.qps)
+				}
+				if d.EnteredFullDisruption && q.items != 0 {
+					fail("entered full disruption: zone %q has %d items, want empty", k, q.items)
+				}
+				if !decided[k] && q.items == 0 {
+					fail("undecided zone %q kept with no items", k)
+				}
+				if !decided[k] && !d.InFullDisruption && q.qps != ensured[k] && ensured[k] != 0 {
+					fail("undecided zone %q ensured at %v runs at %v outside full disruption", k, ensured[k], q.qps)
+				}
+			}
+			// Random work between passes.
+			for _, k := range zones {
+				if q, _ := s.Get(k); rng.IntN(3) == 0 {
+					q.items = rng.IntN(3)
+				}
+			}
+			if rng.IntN(5) == 0 {
+				k := modelKeys[rng.IntN(len(modelKeys))]
+				_, had := s.Get(k)
+				q, err := s.Ensure(epoch, k, 0.5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !had {
+					ensured[k] = 0.5
+					if d.InFullDisruption && q.qps != 0 {
+						fail("Ensure during full disruption created zone %q at %v, want stopped", k, q.qps)
+					}
+				}
+				q.items = rng.IntN(2)
+			}
+		}
+	}
+}
+
+// TestQueuesEnsureDuringFullDisruption: a queue ensured while the cluster
+// is in full disruption mode starts stopped and gets its rate on exit; a
+// removed zone's queue that got items during the mode gets its old rate
+// back on exit.
+func TestQueuesEnsureDuringFullDisruption(t *testing.T) {
+	tr, _ := NewTracker(DefaultPolicy())
+	s, _ := fakeSet(t, nil)
+	apply := func(z zonesT) {
+		t.Helper()
+		if err := s.Apply(epoch, tr.Update(z)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(zonesT{"a": conds("T"), "b": conds("TTTT")})
+	apply(zonesT{"a": conds("U"), "b": conds("UUUU")}) // enter
+	x, _ := s.Ensure(epoch, "x", 0.5)
+	if x.qps != 0 {
+		t.Fatalf("Ensure during full disruption: rate %v, want 0", x.qps)
+	}
+	x.items = 1
+	b := mustGet(t, s, "b")
+	b.items = 2                    // queued while stopped
+	apply(zonesT{"a": conds("U")}) // b removed, still in the mode
+	apply(zonesT{"a": conds("T")}) // exit
+	if x.qps != 0.5 {
+		t.Fatalf("ensured queue after exit: rate %v, want 0.5", x.qps)
+	}
+	if b.qps != 0.1 {
+		t.Fatalf("removed zone's queue after exit: rate %v, want its old 0.1", b.qps)
+	}
 }

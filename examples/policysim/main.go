@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/kubelifecycle/lifecycle/examples/policysim/sim"
@@ -45,6 +46,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	compare := fs.Bool("compare", false, "run taint-based and legacy eviction and print their key numbers side by side")
 	summaryOnly := fs.Bool("summary", false, "text format: print the summary without the timeline")
 	tick := fs.Bool("tick", false, "run the taint pass at every 100ms tick instead of only when it has work (same results, slower)")
+	sweep := fs.String("sweep", "", "run the scenario once per value, in parallel, and print a table: `FIELD=v1,v2,...` (e.g. nodeEvictionRate=0.05,0.1,0.2 or defaultUnreachableTolerationSeconds=60,300)")
 	maxPasses := fs.Int64("max-node-passes", sim.DefaultMaxNodePasses, "refuse scenarios needing more than `n` node passes (nodes × (monitor passes + Lease renewals + status posts))")
 	maxPods := fs.Int64("max-pods", sim.DefaultMaxPods, "refuse scenarios with more than `n` pods")
 	fs.Usage = func() {
@@ -74,6 +76,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%-20s %s\n", n, sc.Description)
 		}
 		return nil
+	}
+	if *sweep != "" && (*compare || *svg != "") {
+		return errors.New("policysim: -sweep prints a table; use it without -compare and -svg")
 	}
 	if *compare && *svg != "" {
 		return errors.New("policysim: -svg draws one run; use it without -compare")
@@ -114,6 +119,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	opt := sim.Options{Tick: *tick, Budget: sim.Budget{NodePasses: *maxPasses, Pods: *maxPods}}
 	if *legacy {
 		opt.PodEvictionTimeout = *timeout
+	}
+	if *sweep != "" {
+		return runSweep(ctx, sc, opt, *sweep, *format, stdout)
 	}
 	if *compare {
 		return runCompare(ctx, sc, opt, *timeout, *format, stdout)
@@ -160,6 +168,38 @@ func runCompare(ctx context.Context, sc *sim.Scenario, opt sim.Options, timeout 
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "\nsimulated %s twice in %d ms of real time\n", sim.Dur(sc.Duration.D()), elapsed.Milliseconds())
+	return err
+}
+
+func runSweep(ctx context.Context, sc *sim.Scenario, opt sim.Options, spec, format string, stdout io.Writer) error {
+	field, values, err := sim.ParseSweep(spec)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	runs, err := sim.Sweep(ctx, sc, field, values, opt, 0)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if format == "json" {
+		type run struct {
+			Value   string      `json:"value"`
+			Summary sim.Summary `json:"summary"`
+		}
+		out := struct {
+			Field string `json:"field"`
+			Runs  []run  `json:"runs"`
+		}{Field: field}
+		for _, r := range runs {
+			out.Runs = append(out.Runs, run{r.Value, r.Result.Summary})
+		}
+		return sim.WriteJSONValue(stdout, out)
+	}
+	if err := sim.WriteSweep(stdout, field, runs); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "\nsimulated %s %d times in %d ms of real time (%d CPUs)\n", sim.Dur(sc.Duration.D()), len(runs), elapsed.Milliseconds(), runtime.NumCPU())
 	return err
 }
 

@@ -110,7 +110,7 @@ func TestEmbeddedScenariosLoad(t *testing.T) {
 	}
 }
 
-// TestOfflineNode is the default scenario of issue 6: 1.2x-era defaults,
+// TestOfflineNode is the offline-node-1.2x scenario: 1.2x-era defaults,
 // the kubelet's last status and Lease at t=0. The node is Unknown at the
 // first monitor pass after 40s (45s), tainted at once, and its pods are
 // evicted 300s after the taint: 5m45s in all. The DaemonSet pod stays.

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -183,6 +184,11 @@ type Result struct {
 	sim *sim // for Pods: the Monitor and cluster as the run left them
 }
 
+// Release drops the run's Monitor and cluster, which a Result keeps for
+// Pods (a large cluster's are hundreds of megabytes); Pods then returns
+// nil. Everything else stays.
+func (r *Result) Release() { r.sim = nil }
+
 // NodeInfo names a node and its zone.
 type NodeInfo struct{ Name, Zone string }
 
@@ -295,21 +301,58 @@ func (s *sim) build(epoch time.Time) *monitortest.Cluster {
 	for zi := range sc.Zones {
 		groups[zi] = podGroupsOf(sc, zi)
 	}
+	var pods int
+	for zi, gs := range groups {
+		for _, g := range gs {
+			pods += g.n * sc.Zones[zi].Nodes
+		}
+	}
+	c.Reserve(len(s.nodes), pods)
+	var (
+		names strings.Builder
+		ends  []int
+		num   [20]byte
+	)
 	for i, n := range s.nodes {
 		s.byName[n.name] = i
 		z := &sc.Zones[n.zone]
 		c.AddNode(ctx, newNode(n.name, z, created, epoch), monitortest.NewLease(n.name, epoch))
+		// One allocation for the node's pods and one for their names: a
+		// large cluster has 150,000 of them.
+		perNode := 0
+		for _, g := range groups[n.zone] {
+			perNode += g.n
+		}
+		slab := make([]v1.Pod, perNode)
+		ends = ends[:0]
+		names.Reset()
+		names.Grow(perNode * (len("uid-") + len(n.name) + 24))
 		for _, g := range groups[n.zone] {
 			for j := range g.n {
-				p := &v1.Pod{
+				names.WriteString("uid-")
+				names.WriteString(n.name)
+				names.WriteByte('-')
+				names.WriteString(g.name)
+				names.WriteByte('-')
+				names.Write(strconv.AppendInt(num[:0], int64(j), 10))
+				ends = append(ends, names.Len())
+			}
+		}
+		all, k, off := names.String(), 0, 0
+		for _, g := range groups[n.zone] {
+			for range g.n {
+				uid := all[off:ends[k]]
+				off = ends[k]
+				p := &slab[k]
+				k++
+				*p = v1.Pod{
 					ObjectMeta: metav1.ObjectMeta{
-						Namespace: podNamespace, Name: podName(n.name, g.name, j), CreationTimestamp: metav1.NewTime(created),
+						Namespace: podNamespace, Name: uid[len("uid-"):], UID: types.UID(uid), CreationTimestamp: metav1.NewTime(created),
 						OwnerReferences: g.owners,
 					},
 					Spec:   v1.PodSpec{NodeName: n.name, Tolerations: g.tol},
 					Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: readyPod},
 				}
-				p.UID = types.UID("uid-" + p.Name)
 				c.AddPod(ctx, p)
 			}
 		}

@@ -204,9 +204,11 @@ events:
 
 // TestKubeletBackNotReady: Unknown and tainted unreachable at 55s; the
 // kubelet back at 2m reporting Ready=False swaps the taint to not-ready at
-// once (spec b.2) and leaves its pods not ready; under RescheduleNever the
-// eviction scheduled under the unreachable taint (55s + 300s) stands
-// (#102993). In legacy mode the timeout of a Ready=False node counts from
+// once (upstream processTaintBaseEviction in
+// pkg/controller/nodelifecycle/node_lifecycle_controller.go swaps the
+// taints with controller.SwapNodeControllerTaint) and leaves its pods not
+// ready; under RescheduleNever the eviction scheduled under the unreachable
+// taint (55s + 300s) stands (kubernetes/kubernetes#102993). In legacy mode the timeout of a Ready=False node counts from
 // its Ready transition (2m), not from its last heartbeat (0s), however
 // often the kubelet posts the same False status: queued and evicted at
 // 2m + 2m, at the next monitor pass.

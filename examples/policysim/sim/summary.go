@@ -349,7 +349,7 @@ func slowest(res *Result, sp slowPod) *SlowestPod {
 			if end := x.Start.Add(seconds(*out.TolerationSeconds)); !end.Equal(x.At) {
 				// Under RescheduleNever (upstream) a scheduled eviction
 				// keeps its time when the taints change.
-				fmt.Fprintf(&b, ", which would end at %s, but the eviction scheduled for %s under an earlier taint stands (upstream never moves a scheduled eviction, #102993)",
+				fmt.Fprintf(&b, ", which would end at %s, but the eviction scheduled for %s under an earlier taint stands (upstream never moves a scheduled eviction, kubernetes/kubernetes#102993)",
 					Offset(end.Sub(Epoch)), Offset(x.At.Sub(Epoch)))
 			}
 		default:
