@@ -372,7 +372,9 @@ func TestEvictionsAndCancel(t *testing.T) {
 	if gap := tShort.Sub(tNone); gap < 2*time.Second || gap > 6*time.Second {
 		t.Errorf("short evicted %v after none, want about 3s", gap)
 	}
-	key := func(p *v1.Pod) types.NamespacedName { return types.NamespacedName{Namespace: p.Namespace, Name: p.Name} }
+	key := func(p *v1.Pod) types.NamespacedName {
+		return types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	}
 	if x := f.ctl.Explain(key(forever)); x.State != taints.EvictionToleratedForever {
 		t.Errorf("Explain(forever) = %v", x)
 	}
@@ -423,4 +425,3 @@ func TestDryRunWritesNothing(t *testing.T) {
 		t.Errorf("pod evicted in dry run (%v)", err)
 	}
 }
-
