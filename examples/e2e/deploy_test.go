@@ -761,6 +761,3 @@ func deref(s *string) string {
 	}
 	return *s
 }
-
-
-
