@@ -45,8 +45,7 @@ var upstreamConditionTaints = func() *ConditionTaints {
 	if err != nil {
 		panic(err) // unreachable: the default table is valid (tested)
 	}
-	c.unschedulable = len(c.taints)
-	c.taints = append(c.taints, v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule})
+	c.unschedulable = c.addTaint(v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule})
 	return c
 }()
 

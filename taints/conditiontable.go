@@ -64,9 +64,137 @@ func DefaultConditionTaints() []ConditionTaint {
 // value manages nothing; create one with NewConditionTaints.
 type ConditionTaints struct {
 	rows          []row
+	wants         [][3]uint64            // per type: the taints wanted for status True, False, Unknown
 	types         []v1.NodeConditionType // distinct condition types, in first-row order
 	taints        []v1.Taint             // distinct managed taints, in first-row order (TimeAdded nil)
 	unschedulable int                    // index in taints of spec.unschedulable's taint, or -1 (0 in the zero value: see For)
+	knownType     [numKnownTypes]int8    // index+1 in types of each upstream condition type; 0: not in the table
+	knownTaint    [numKnownKeys][3]int8  // index+1 in taints of each upstream key, by effect (effectIndex)
+	typeByLen     lenIndex               // other types, by length
+	taintByLen    lenIndex               // taints with other keys, by key length
+}
+
+// Upstream's condition types and taint keys are found by a switch on
+// constants (as fast as a hard-coded table), others through a lenIndex.
+const (
+	numKnownTypes = 5
+	numKnownKeys  = 7
+)
+
+// knownTypeIndex numbers upstream's condition types; -1 for others.
+func knownTypeIndex(t v1.NodeConditionType) int {
+	switch t {
+	case v1.NodeReady:
+		return 0
+	case v1.NodeMemoryPressure:
+		return 1
+	case v1.NodeDiskPressure:
+		return 2
+	case v1.NodePIDPressure:
+		return 3
+	case v1.NodeNetworkUnavailable:
+		return 4
+	}
+	return -1
+}
+
+// knownKeyIndex numbers upstream's condition taint keys; -1 for others.
+func knownKeyIndex(key string) int {
+	switch key {
+	case v1.TaintNodeNotReady:
+		return 0
+	case v1.TaintNodeUnreachable:
+		return 1
+	case v1.TaintNodeMemoryPressure:
+		return 2
+	case v1.TaintNodeDiskPressure:
+		return 3
+	case v1.TaintNodePIDPressure:
+		return 4
+	case v1.TaintNodeNetworkUnavailable:
+		return 5
+	case v1.TaintNodeUnschedulable:
+		return 6
+	}
+	return -1
+}
+
+// effectIndex numbers the three taint effects; -1 for others.
+func effectIndex(e v1.TaintEffect) int {
+	switch e {
+	case v1.TaintEffectNoSchedule:
+		return 0
+	case v1.TaintEffectPreferNoSchedule:
+		return 1
+	case v1.TaintEffectNoExecute:
+		return 2
+	}
+	return -1
+}
+
+// addTaint appends a managed taint (key, value, effect) and indexes it.
+func (c *ConditionTaints) addTaint(t v1.Taint) int {
+	i := len(c.taints)
+	c.taints = append(c.taints, v1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+	if k := knownKeyIndex(t.Key); k >= 0 {
+		c.knownTaint[k][effectIndex(t.Effect)] = int8(i + 1)
+	} else {
+		c.taintByLen.add(len(t.Key), i)
+	}
+	return i
+}
+
+// addType appends a condition type and indexes it.
+func (c *ConditionTaints) addType(t v1.NodeConditionType) int {
+	i := len(c.types)
+	c.types = append(c.types, t)
+	if k := knownTypeIndex(t); k >= 0 {
+		c.knownType[k] = int8(i + 1)
+	} else {
+		c.typeByLen.add(len(t), i)
+	}
+	return i
+}
+
+// lenIndex finds a string among up to MaxConditionTaints by its length
+// first: for each length below lenIndexMax, the index of the only string of
+// that length (lenNone: none; lenMany: several, scan). Most lookups are of
+// strings the table does not hold, or tables whose strings differ in
+// length, so one comparison (or none) decides.
+type lenIndex [lenIndexMax]int8
+
+const (
+	lenIndexMax = 64
+	lenNone     = 0 // stored as index+1, so the zero lenIndex holds nothing
+	lenMany     = -1
+)
+
+// add records string number i of length n.
+func (x *lenIndex) add(n, i int) {
+	if n >= lenIndexMax {
+		return
+	}
+	if x[n] == lenNone {
+		x[n] = int8(i + 1)
+	} else {
+		x[n] = lenMany
+	}
+}
+
+// lookup returns the only candidate of length n (and true), -1 when there
+// is none, or scan (false) when the caller must compare every string.
+func (x *lenIndex) lookup(n int) (int, bool) {
+	if n >= lenIndexMax {
+		return 0, false
+	}
+	switch v := x[n]; v {
+	case lenNone:
+		return -1, true
+	case lenMany:
+		return 0, false
+	default:
+		return int(v) - 1, true
+	}
 }
 
 // row is a compiled ConditionTaint.
@@ -123,20 +251,25 @@ func NewConditionTaints(table []ConditionTaint) (*ConditionTaints, error) {
 			if len(c.taints) == MaxConditionTaints {
 				return nil, bad("more than MaxConditionTaints (%d) distinct taints", MaxConditionTaints)
 			}
-			ti = len(c.taints)
-			c.taints = append(c.taints, v1.Taint{Key: r.Taint.Key, Value: r.Taint.Value, Effect: r.Taint.Effect})
+			ti = c.addTaint(r.Taint)
 		}
 		ci := c.typeIndex(r.Type)
 		if ci < 0 {
 			if len(c.types) == MaxConditionTaints {
 				return nil, bad("more than MaxConditionTaints (%d) distinct condition types", MaxConditionTaints)
 			}
-			ci = len(c.types)
-			c.types = append(c.types, r.Type)
+			ci = c.addType(r.Type)
 		}
-		for j, o := range c.rows {
-			if o.typ == ci && o.status == r.Status && o.taint == ti {
-				return nil, bad("same as row %d", j)
+		for len(c.wants) <= ci {
+			c.wants = append(c.wants, [3]uint64{})
+		}
+		if w := &c.wants[ci][statusIndex(r.Status)]; *w&(1<<ti) == 0 {
+			*w |= 1 << ti
+		} else {
+			for j, o := range c.rows {
+				if o.typ == ci && o.status == r.Status && o.taint == ti {
+					return nil, bad("same as row %d", j)
+				}
 			}
 		}
 		c.rows = append(c.rows, row{typ: ci, status: r.Status, taint: ti})
@@ -150,11 +283,36 @@ func (r *ConditionTaint) describe() string {
 	return string(r.Type) + "=" + string(r.Status) + " → " + r.Taint.ToString()
 }
 
+// statusIndex returns 0, 1, 2 for True, False, Unknown and -1 otherwise.
+func statusIndex(s v1.ConditionStatus) int {
+	switch s {
+	case v1.ConditionTrue:
+		return 0
+	case v1.ConditionFalse:
+		return 1
+	case v1.ConditionUnknown:
+		return 2
+	}
+	return -1
+}
+
 // taintIndex returns the index of the managed taint with t's key and
 // effect, or -1.
 func (c *ConditionTaints) taintIndex(t *v1.Taint) int {
+	if k := knownKeyIndex(t.Key); k >= 0 {
+		if e := effectIndex(t.Effect); e >= 0 {
+			return int(c.knownTaint[k][e]) - 1
+		}
+		return -1
+	}
+	if i, ok := c.taintByLen.lookup(len(t.Key)); ok {
+		if i >= 0 && c.taints[i].Key == t.Key && c.taints[i].Effect == t.Effect {
+			return i
+		}
+		return -1
+	}
 	for i := range c.taints {
-		if c.taints[i].Key == t.Key && c.taints[i].Effect == t.Effect {
+		if c.taints[i].Key == t.Key && c.taints[i].Effect == t.Effect { // keys mostly differ in length: cheap
 			return i
 		}
 	}
@@ -163,6 +321,15 @@ func (c *ConditionTaints) taintIndex(t *v1.Taint) int {
 
 // typeIndex returns the index of condition type t, or -1.
 func (c *ConditionTaints) typeIndex(t v1.NodeConditionType) int {
+	if k := knownTypeIndex(t); k >= 0 {
+		return int(c.knownType[k]) - 1
+	}
+	if i, ok := c.typeByLen.lookup(len(t)); ok {
+		if i >= 0 && c.types[i] == t {
+			return i
+		}
+		return -1
+	}
 	for i := range c.types {
 		if c.types[i] == t {
 			return i
@@ -188,8 +355,8 @@ func (c *ConditionTaints) Taints() []v1.Taint {
 // taints are never in either list. When a condition type appears more than
 // once, the first one counts. Both lists are in table order and nil when
 // the node is up to date, and then nothing is allocated. A nil node, or a
-// nil or zero table, gives (nil, nil). O(conditions × types + rows + taints
-// × managed taints).
+// nil or zero table, gives (nil, nil). O(conditions × types + taints ×
+// managed taints).
 func (c *ConditionTaints) For(node *v1.Node, now time.Time) (add, remove []v1.Taint) {
 	if node == nil || c == nil || len(c.rows) == 0 {
 		return nil, nil
@@ -197,29 +364,38 @@ func (c *ConditionTaints) For(node *v1.Node, now time.Time) (add, remove []v1.Ta
 	var seen, want uint64
 	for i := range node.Status.Conditions {
 		cond := &node.Status.Conditions[i]
-		ci := c.typeIndex(cond.Type)
+		var ci int
+		if k := knownTypeIndex(cond.Type); k >= 0 {
+			ci = int(c.knownType[k]) - 1 // inlined: the common case
+		} else {
+			ci = c.typeIndex(cond.Type)
+		}
 		if ci < 0 || seen&(1<<ci) != 0 {
 			continue
 		}
 		seen |= 1 << ci
-		for _, r := range c.rows {
-			if r.typ == ci && r.status == cond.Status {
-				want |= 1 << r.taint
-			}
+		if si := statusIndex(cond.Status); si >= 0 {
+			want |= c.wants[ci][si]
 		}
 	}
 	if c.unschedulable >= 0 && node.Spec.Unschedulable {
 		want |= 1 << c.unschedulable
 	}
 	var have uint64
-	var first [MaxConditionTaints]int
 	for i := range node.Spec.Taints {
-		ti := c.taintIndex(&node.Spec.Taints[i])
-		if ti < 0 || have&(1<<ti) != 0 {
-			continue
+		t := &node.Spec.Taints[i]
+		var ti int
+		if k := knownKeyIndex(t.Key); k >= 0 {
+			ti = -1
+			if e := effectIndex(t.Effect); e >= 0 {
+				ti = int(c.knownTaint[k][e]) - 1 // inlined: the common case
+			}
+		} else {
+			ti = c.taintIndex(t)
 		}
-		have |= 1 << ti
-		first[ti] = i
+		if ti >= 0 {
+			have |= 1 << ti
+		}
 	}
 	if addBits := want &^ have; addBits != 0 {
 		add = make([]v1.Taint, 0, bits.OnesCount64(addBits))
@@ -234,8 +410,15 @@ func (c *ConditionTaints) For(node *v1.Node, now time.Time) (add, remove []v1.Ta
 	if rmBits := have &^ want; rmBits != 0 {
 		remove = make([]v1.Taint, 0, bits.OnesCount64(rmBits))
 		for i := range c.taints {
-			if rmBits&(1<<i) != 0 {
-				remove = append(remove, copyTaint(node.Spec.Taints[first[i]]))
+			if rmBits&(1<<i) == 0 {
+				continue
+			}
+			m := &c.taints[i]
+			for k := range node.Spec.Taints { // the node's first entry of taint i
+				if t := &node.Spec.Taints[k]; t.Effect == m.Effect && t.Key == m.Key {
+					remove = append(remove, copyTaint(node.Spec.Taints[k]))
+					break
+				}
 			}
 		}
 	}

@@ -205,3 +205,85 @@ func TestNewConditionTaintsCopies(t *testing.T) {
 		t.Errorf("add = %q after the caller changed its rows, want example.com/kd:NoSchedule@+0s", got)
 	}
 }
+
+// TestConditionTaintsMatchesNaive: random tables (upstream and custom
+// types and keys, several of one length, every effect) against a direct
+// reading of For's contract.
+func TestConditionTaintsMatchesNaive(t *testing.T) {
+	types := []v1.NodeConditionType{v1.NodeReady, v1.NodeDiskPressure, "AAAAA", "BBBBB", "KernelDeadlock", "C", kernelDeadlock + "X"}
+	keys := []string{v1.TaintNodeNotReady, v1.TaintNodeUnschedulable, "example.com/aa", "example.com/bb", "example.com/c", "x"}
+	effects := []v1.TaintEffect{v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute}
+	statuses := []v1.ConditionStatus{v1.ConditionTrue, v1.ConditionFalse, v1.ConditionUnknown}
+	r := rand.New(rand.NewPCG(5, 6))
+	now := testutil.At(time.Minute)
+	for i := range 3000 {
+		var rows []ConditionTaint
+		for range 1 + r.IntN(8) {
+			rows = append(rows, ConditionTaint{types[r.IntN(len(types))], statuses[r.IntN(3)],
+				v1.Taint{Key: keys[r.IntN(len(keys))], Effect: effects[r.IntN(3)]}})
+		}
+		c, err := NewConditionTaints(rows)
+		if err != nil {
+			continue // a duplicate row
+		}
+		var conds []v1.NodeCondition
+		for range r.IntN(6) {
+			conds = append(conds, cond(types[r.IntN(len(types))], append(statuses, "bogus")[r.IntN(4)]))
+		}
+		var ts []v1.Taint
+		for range r.IntN(6) {
+			ts = append(ts, v1.Taint{Key: keys[r.IntN(len(keys))], Value: []string{"", "v"}[r.IntN(2)], Effect: effects[r.IntN(3)]})
+		}
+		node := nodeWith(conds, r.IntN(2) == 0, ts...)
+		add, remove := c.For(node, now)
+
+		// Naive: first condition of each type; wanted taints; current
+		// taints by key and effect.
+		first := map[v1.NodeConditionType]v1.ConditionStatus{}
+		for _, x := range conds {
+			if _, ok := first[x.Type]; !ok {
+				first[x.Type] = x.Status
+			}
+		}
+		type ke struct {
+			k string
+			e v1.TaintEffect
+		}
+		var order []ke
+		want, managed := map[ke]bool{}, map[ke]bool{}
+		for _, row := range rows {
+			k := ke{row.Taint.Key, row.Taint.Effect}
+			if !managed[k] {
+				managed[k] = true
+				order = append(order, k)
+			}
+			if s, ok := first[row.Type]; ok && s == row.Status {
+				want[k] = true
+			}
+		}
+		have := map[ke]bool{}
+		for _, x := range ts {
+			have[ke{x.Key, x.Effect}] = true
+		}
+		var wantAdd, wantRemove []v1.Taint
+		for _, k := range order {
+			switch {
+			case want[k] && !have[k]:
+				wantAdd = append(wantAdd, v1.Taint{Key: k.k, Effect: k.e, TimeAdded: testutil.MetaTime(now)})
+			case !want[k] && have[k]:
+				for _, x := range ts {
+					if x.Key == k.k && x.Effect == k.e {
+						wantRemove = append(wantRemove, x)
+						break
+					}
+				}
+			}
+		}
+		if got, w := renderTaints(add), renderTaints(wantAdd); got != w {
+			t.Fatalf("case %d: add = %q, want %q (rows %v, conditions %v, taints %v)", i, got, w, rows, conds, ts)
+		}
+		if got, w := renderTaints(remove), renderTaints(wantRemove); got != w {
+			t.Fatalf("case %d: remove = %q, want %q (rows %v, conditions %v, taints %v)", i, got, w, rows, conds, ts)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -233,5 +234,13 @@ func TestDueAllocatesOnce(t *testing.T) {
 		if evs[i].At.Before(evs[i-1].At) {
 			t.Fatalf("Due out of order at %d: %s after %s", i, rel(evs[i].At), rel(evs[i-1].At))
 		}
+	}
+}
+
+// TestPodRecSize pins the per-pod record at 160 bytes (a malloc size
+// class), the bulk of TestMemoryPerPod's budget.
+func TestPodRecSize(t *testing.T) {
+	if got := unsafe.Sizeof(podRec{}); got > 160 {
+		t.Errorf("podRec is %d bytes, want <= 160", got)
 	}
 }

@@ -278,6 +278,12 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	return runWith(ctx, o, client, clock.RealClock{})
+}
+
+// runWith is run on a given client and clock (tests pass a fake clientset
+// and a fake clock; leader election always uses the real clock).
+func runWith(ctx context.Context, o *options, client kubernetes.Interface, clk clock.WithTicker) error {
 	cfg, err := o.config(client)
 	if err != nil {
 		return err
@@ -289,7 +295,6 @@ func run(ctx context.Context, o *options) error {
 	cfg.Recorder = events.NewRecorder(scheme.Scheme, v1.EventSource{Component: nodeComponent})
 	cfg.EvictionRecorder = events.NewRecorder(scheme.Scheme, v1.EventSource{Component: evictionComponent})
 
-	clk := clock.RealClock{}
 	m := metrics.New(clk)
 	wire(&cfg, m)
 	r := &runner{metrics: m, legacy: cfg.Monitor.PodEvictionTimeout > 0,

@@ -83,6 +83,8 @@ func TestFlags(t *testing.T) {
 		{"sweep unknown field", []string{"-sweep", "nope=1"}, nil, `unknown field "nope"`},
 		{"sweep with compare", []string{"-sweep", "nodeEvictionRate=1", "-compare"}, nil, "use it without -compare"},
 		{"bad file", []string{"-scenario", bad}, nil, "bad.yaml:4:5: zones[0].nodes: must be in [1, 100000], got -1"},
+		{"endless file", []string{"-scenario", "/dev/zero"}, nil, "larger than 1048576 bytes (MaxFileSize)"},
+		{"over budget", []string{"-run", "large-cluster", "-max-node-passes", "1000"}, nil, "over the budget of 1000; raise it with -max-node-passes"},
 		{"missing file", []string{"-scenario", filepath.Join(dir, "nope.yaml")}, nil, "no such file"},
 		{"unknown scenario", []string{"-run", "nope"}, nil, `no embedded scenario "nope"`},
 		{"both sources", []string{"-run", "offline-node", "-scenario", good}, nil, "use -scenario or -run, not both"},

@@ -107,13 +107,17 @@ func (l legacyMode) cancel(name string) {
 	m := l.m
 	m.mu.Lock()
 	s, ok := m.nodes[name]
-	var q *evictionqueue.Queue[string]
-	if ok && s.legacy != legacyUnmarked {
+	cancel := ok && s.legacy != legacyUnmarked
+	var zone string
+	if cancel {
 		s.legacy = legacyUnmarked
-		q = s.zone.queue
+		zone = s.zone.key
 	}
 	m.mu.Unlock()
-	if q != nil {
+	if !cancel {
+		return
+	}
+	if q, ok := m.queue(zone); ok {
 		q.Remove(name)
 	}
 }

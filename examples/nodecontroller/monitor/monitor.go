@@ -42,6 +42,7 @@ type Monitor struct {
 
 	health  *nodehealth.Tracker
 	zones   *zonestate.Tracker
+	queues  *zonestate.Queues[*evictionqueue.Queue[string]] // tainting (legacy: pod deletion) queue per zone
 	evictor *taints.Evictor
 
 	monitorMu sync.Mutex // one MonitorPass at a time; guards the pass buffers
@@ -49,26 +50,24 @@ type Monitor struct {
 	evictMu   sync.Mutex // one EvictionPass at a time
 
 	// Buffers reused from pass to pass, so that a steady pass allocates
-	// almost nothing. The first three belong to MonitorPass (monitorMu),
-	// taintZones to TaintPass (taintMu).
-	sorted     []*v1.Node
-	results    []nodeResult
-	zoneConds  map[string][]*v1.NodeCondition
-	taintZones []*zone
+	// almost nothing. They belong to MonitorPass (monitorMu).
+	sorted    []*v1.Node
+	results   []nodeResult
+	zoneConds map[string][]*v1.NodeCondition
 
 	mu       sync.Mutex
 	nodes    map[string]*nodeState
 	zoneMap  map[string]*zone
-	zoneList []*zone // sorted by key; zones are never removed
+	zoneList []*zone // sorted by key; zones are never removed from it
 	pass     uint64  // MonitorPass count, stamps nodeState.seen
 	deletes  uint64  // NodeDeleted count
 }
 
-// zone is one zone's tainting (or, in legacy mode, pod eviction) queue and
-// the Ready conditions its counted nodes reported in the current pass.
+// zone is a zone key shared by the zone's nodes, and the Ready conditions
+// its counted nodes reported in the current pass. Its queue is in
+// Monitor.queues.
 type zone struct {
 	key   string
-	queue *evictionqueue.Queue[string]
 	conds []*v1.NodeCondition // MonitorPass only
 }
 
@@ -85,7 +84,7 @@ type nodeState struct {
 	region   string   // its region and zone label values
 	zoneName string
 	excluded bool // LabelExcludeDisruption is set
-	queued   bool // pass: the node may be known to its zone queue
+	queued   bool // pass: the node may be known to its zone's queue
 }
 
 // mode is what the two eviction modes do differently. New picks one:
@@ -130,12 +129,18 @@ func New(cfg Config, cluster Cluster, emit func(Event)) (*Monitor, error) {
 	if err != nil {
 		return nil, err
 	}
+	queues, err := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
+		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: 1})
+	})
+	if err != nil {
+		return nil, err
+	}
 	if emit == nil {
 		emit = func(Event) {}
 	}
 	m := &Monitor{
 		cfg: cfg, cluster: cluster, emitFn: emit,
-		health: health, zones: zones, evictor: evictor,
+		health: health, zones: zones, queues: queues, evictor: evictor,
 		zoneConds: make(map[string][]*v1.NodeCondition),
 		nodes:     make(map[string]*nodeState),
 		zoneMap:   make(map[string]*zone),
@@ -170,8 +175,10 @@ type nodeResult struct {
 	// entry first); the queue sees it only with the pass's zone decision.
 	enqueue, requeue bool
 	// markPods asks for the node's pods to be marked Ready=False after the
-	// decision, outside the tainting exclusion.
+	// decision, outside the tainting exclusion; edge is the flip they are
+	// marked for.
 	markPods bool
+	edge     time.Time
 	state    *nodeState
 }
 
@@ -217,10 +224,8 @@ func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 	marks := m.decide(ctx, now, nodes, results)
 	if marks > 0 {
 		m.forEach(len(nodes), func(i int) {
-			if results[i].markPods && m.markPodsNotReady(ctx, now, nodes[i].Name) {
-				// Before the node's next Observe (the next pass), so the ack
-				// cannot clear a newer edge.
-				m.health.AckPodsNotReady(nodes[i].Name)
+			if r := &results[i]; r.markPods && m.markPodsNotReady(ctx, now, nodes[i].Name) {
+				m.health.AckPodsNotReadyEdge(nodes[i].Name, r.edge)
 			}
 		})
 	}
@@ -243,7 +248,7 @@ func (m *Monitor) listNodes() []*v1.Node {
 // observeNode is upstream's per-node work in monitorNodeHealth, up to the
 // mode's decision.
 func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, node *v1.Node, r *nodeResult) {
-	s := m.state(now, pass, node)
+	s := m.state(pass, node)
 	res, err := m.health.Observe(now, node, m.cluster.GetLease(node.Name))
 	if err != nil {
 		return
@@ -264,12 +269,12 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, n
 		return
 	}
 	m.mode.decide(ctx, now, node, s, res, r)
-	r.markPods = res.MarkPodsNotReady
+	r.markPods, r.edge = res.MarkPodsNotReady, res.PodsNotReadyEdge
 }
 
 // state returns the node's state, stamped as listed by pass, with its zone
 // and exclusion label recomputed when the node object changed.
-func (m *Monitor) state(now time.Time, pass uint64, node *v1.Node) *nodeState {
+func (m *Monitor) state(pass uint64, node *v1.Node) *nodeState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.nodes[node.Name]
@@ -283,7 +288,7 @@ func (m *Monitor) state(now time.Time, pass uint64, node *v1.Node) *nodeState {
 		_, s.excluded = node.Labels[LabelExcludeDisruption]
 		if region, zoneName := zoneLabels(node); s.zone == nil || region != s.region || zoneName != s.zoneName {
 			s.region, s.zoneName = region, zoneName
-			s.zone = m.zoneLocked(now, zonestate.Key(node))
+			s.zone = m.zoneLocked(zonestate.Key(node))
 		}
 	}
 	return s
@@ -304,15 +309,12 @@ func zoneLabels(node *v1.Node) (region, zone string) {
 	return region, zone
 }
 
-// zoneLocked returns the zone, creating its queue at the normal rate (the
-// zone's first decision sets its real rate). Zones are kept when they
-// disappear for a pass, unlike upstream, which drops the queue and its
-// limiter. m.mu must be held.
-func (m *Monitor) zoneLocked(now time.Time, key string) *zone {
+// zoneLocked returns the zone of key, creating it at first sight. m.mu must
+// be held.
+func (m *Monitor) zoneLocked(key string) *zone {
 	z, ok := m.zoneMap[key]
 	if !ok {
-		q, _ := evictionqueue.New[string](now, evictionqueue.Config{QPS: m.cfg.Zones.EvictionQPS, Burst: 1})
-		z = &zone{key: key, queue: q}
+		z = &zone{key: key}
 		m.zoneMap[key] = z
 		i, _ := slices.BinarySearchFunc(m.zoneList, key, func(z *zone, k string) int { return strings.Compare(z.key, k) })
 		m.zoneList = slices.Insert(m.zoneList, i, z)
@@ -376,24 +378,32 @@ func (m *Monitor) decide(ctx context.Context, now time.Time, nodes []*v1.Node, r
 	if d.EnteredFullDisruption {
 		return marks // the queues were emptied: nothing this pass queued goes in
 	}
+	qps := m.cfg.Zones.EvictionQPS // a zone without a decision: only excluded nodes
+	if d.InFullDisruption {
+		qps = 0
+	}
 	for i := range results {
 		if r := &results[i]; r.enqueue {
-			m.commitEnqueue(now, nodes[i], r)
+			m.commitEnqueue(now, nodes[i], r, qps)
 		}
 	}
 	return marks
 }
 
-// commitEnqueue adds a node staged by the mode's decision to its zone queue,
-// unless it was deleted meanwhile.
-func (m *Monitor) commitEnqueue(now time.Time, node *v1.Node, r *nodeResult) {
+// commitEnqueue adds a node staged by the mode's decision to its zone's
+// queue, unless it was deleted meanwhile.
+func (m *Monitor) commitEnqueue(now time.Time, node *v1.Node, r *nodeResult, qps float64) {
 	m.mu.Lock()
 	known := m.nodes[node.Name] == r.state
 	m.mu.Unlock()
 	if !known {
 		return
 	}
-	q := r.zone.queue
+	q, err := m.queues.Ensure(now, r.zone.key, qps)
+	if err != nil {
+		m.emitFn(Event{At: now, Kind: KindWriteFailed, Node: node.Name, Zone: r.zone.key, Detail: err.Error()})
+		return
+	}
 	if r.requeue {
 		q.Remove(node.Name)
 	}
@@ -404,17 +414,13 @@ func (m *Monitor) commitEnqueue(now time.Time, node *v1.Node, r *nodeResult) {
 }
 
 // applyZoneDecision sets every zone's rate and handles full disruption mode
-// (upstream handleDisruption).
+// (upstream handleDisruption): zonestate.Queues creates, re-rates, empties
+// and stops the zone queues; the mode cleans every node on entering.
 func (m *Monitor) applyZoneDecision(ctx context.Context, now time.Time, d zonestate.Decision, nodes []*v1.Node) {
+	if err := m.queues.Apply(now, d); err != nil {
+		m.emitFn(Event{At: now, Kind: KindWriteFailed, Detail: err.Error()})
+	}
 	for _, zd := range d.Zones {
-		m.mu.Lock()
-		z := m.zoneLocked(now, zd.Key)
-		m.mu.Unlock()
-		if zd.RateChanged {
-			if err := z.queue.SetRate(now, zd.QPS); err != nil {
-				m.emitFn(Event{At: now, Kind: KindWriteFailed, Zone: zd.Key, Detail: err.Error()})
-			}
-		}
 		if zd.State != zd.Previous {
 			m.emitFn(Event{At: now, Kind: KindZoneState, Zone: zd.Key, State: zd.State, QPS: zd.QPS, Detail: fmt.Sprintf(
 				"%v -> %v (%d of %d not ready, rate %g nodes/s)", zd.Previous, zd.State, zd.NotReady, zd.Size, zd.QPS)})
@@ -422,13 +428,7 @@ func (m *Monitor) applyZoneDecision(ctx context.Context, now time.Time, d zonest
 	}
 	if d.EnteredFullDisruption {
 		m.emitFn(Event{At: now, Kind: KindDisruptionMode, Entered: true, Detail: "entered full disruption: no Ready node in any zone, evictions stop"})
-		// Empty the queues (their rates are 0 already) before the cleanup.
-		m.mu.Lock()
-		for _, z := range m.zoneList {
-			z.queue.Clear()
-		}
-		m.mu.Unlock()
-		// Upstream markNodeAsReachable (or, in legacy mode,
+		// The queues are empty and stopped (Apply). Upstream markNodeAsReachable (or, in legacy mode,
 		// cancelPodEviction) for every node: the most likely cause is the
 		// control plane's own connectivity, not the nodes.
 		for _, node := range nodes {
@@ -448,13 +448,16 @@ func (m *Monitor) applyZoneDecision(ctx context.Context, now time.Time, d zonest
 func (m *Monitor) TaintPass(ctx context.Context, now time.Time) {
 	m.taintMu.Lock()
 	defer m.taintMu.Unlock()
-	m.mu.Lock()
-	m.taintZones = append(m.taintZones[:0], m.zoneList...)
-	m.mu.Unlock()
 	admit := func(it evictionqueue.Item[string]) (bool, time.Duration) { return m.mode.admit(ctx, now, it) }
-	for _, z := range m.taintZones {
-		z.queue.Try(now, admit)
-	}
+	m.queues.Each(func(_ string, q *evictionqueue.Queue[string]) bool {
+		q.Try(now, admit)
+		return true
+	})
+}
+
+// queue returns the zone's queue, if it has one.
+func (m *Monitor) queue(zone string) (*evictionqueue.Queue[string], bool) {
+	return m.queues.Get(zone)
 }
 
 // forEach runs fn(0..n-1) on cfg.Workers goroutines.
@@ -540,12 +543,8 @@ func (m *Monitor) zoneOf(node string) string {
 // has work, if any is pending. MonitorPass runs on its own period.
 func (m *Monitor) NextDeadline() (time.Time, bool) {
 	at, ok := m.evictor.NextDeadline()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, z := range m.zoneList {
-		if t, qok := z.queue.NextDeadline(); qok && (!ok || t.Before(at)) {
-			at, ok = t, true
-		}
+	if t, qok := m.queues.NextDeadline(); qok && (!ok || t.Before(at)) {
+		at, ok = t, true
 	}
 	return at, ok
 }
@@ -560,10 +559,11 @@ type Stats struct {
 // Stats returns the current Stats.
 func (m *Monitor) Stats() Stats {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := Stats{Nodes: len(m.nodes), QueuedByZone: make(map[string]int, len(m.zoneList)), Evictions: m.evictor.Len()}
-	for _, z := range m.zoneList {
-		s.QueuedByZone[z.key] = z.queue.Len()
-	}
+	s := Stats{Nodes: len(m.nodes), QueuedByZone: map[string]int{}, Evictions: m.evictor.Len()}
+	m.mu.Unlock()
+	m.queues.Each(func(zone string, q *evictionqueue.Queue[string]) bool {
+		s.QueuedByZone[zone] = q.Len()
+		return true
+	})
 	return s
 }

@@ -48,11 +48,18 @@ func (m *Monitor) NodeDeleted(name string) {
 	m.evictor.DeleteNode(name)
 	m.health.Forget(name)
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.deletes++
-	if s, ok := m.nodes[name]; ok {
-		s.zone.queue.Remove(name)
+	var zone string
+	s, ok := m.nodes[name]
+	if ok {
+		zone = s.zone.key
 		delete(m.nodes, name)
+	}
+	m.mu.Unlock()
+	if ok {
+		if q, qok := m.queue(zone); qok {
+			q.Remove(name)
+		}
 	}
 }
 

@@ -30,7 +30,11 @@ func (t taintMode) decide(ctx context.Context, now time.Time, node *v1.Node, s *
 	action, taint := taints.DecideNoExecute(res.CurrentReady, node.Spec.Taints)
 	switch action {
 	case taints.NoExecuteQueue:
-		switch s.zone.queue.State(node.Name) {
+		state := evictionqueue.KeyAbsent
+		if q, ok := m.queue(s.zone.key); ok {
+			state = q.State(node.Name)
+		}
+		switch state {
 		case evictionqueue.KeyAbsent:
 			r.enqueue = true
 		case evictionqueue.KeyDone:
@@ -53,7 +57,9 @@ func (t taintMode) decide(ctx context.Context, now time.Time, node *v1.Node, s *
 			_, _ = m.writeTaints(ctx, now, node.Name, taints.RemoveHealthTaints)
 		}
 		if s.queued {
-			s.zone.queue.Remove(node.Name)
+			if q, ok := m.queue(s.zone.key); ok {
+				q.Remove(node.Name)
+			}
 			s.queued = false
 		}
 	}

@@ -128,3 +128,16 @@ zones:
 		t.Errorf("budget check with -max-pods raised = %v, want nil", err)
 	}
 }
+
+// TestAliasCycleRejected: an alias inside the node it refers to is an
+// error, not an endless walk.
+func TestAliasCycleRejected(t *testing.T) {
+	for _, src := range []string{
+		"duration: 5m\nzones: &z [{name: a, nodes: 1}, *z]\n",
+		"&d {duration: 5m, zones: [{name: a, nodes: 1}], events: [*d]}\n",
+	} {
+		if _, err := LoadScenario("cycle.yaml", []byte(src)); !errors.Is(err, ErrScenario) {
+			t.Errorf("LoadScenario(%q) = %v, want ErrScenario", src, err)
+		}
+	}
+}

@@ -158,3 +158,17 @@ func TestSummaryExplainsKeptPods(t *testing.T) {
 		t.Errorf("summary lacks %q:\n%s", want, buf.String())
 	}
 }
+
+func TestRelease(t *testing.T) {
+	res, err := sim.Run(context.Background(), zoneB(4*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Pods()) == 0 {
+		t.Fatal("Pods() empty before Release")
+	}
+	res.Release()
+	if res.Pods() != nil || res.Summary.Pods == 0 || len(res.Entries) == 0 {
+		t.Errorf("after Release: Pods %v, summary %d pods, %d entries; want nil and the rest kept", res.Pods(), res.Summary.Pods, len(res.Entries))
+	}
+}

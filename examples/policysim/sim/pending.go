@@ -102,7 +102,8 @@ func taintKey(t *v1.Taint) string {
 
 // Pods returns every pod's outcome, in node then pod order. It asks the
 // Monitor (as the run left it) to explain each pod still there, so it costs
-// O(pods); a test may call it once and keep the slice.
+// O(pods); a test may call it once and keep the slice. After Release it
+// returns nil.
 func (r *Result) Pods() []PodOutcome {
 	s := r.sim
 	if s == nil {

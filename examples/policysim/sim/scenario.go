@@ -203,6 +203,7 @@ type FieldError struct {
 	Msg  string
 }
 
+// Error formats the problem as file:line:col: path: message.
 func (e *FieldError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)

@@ -184,6 +184,11 @@ type Result struct {
 	sim *sim // for Pods: the Monitor and cluster as the run left them
 }
 
+// Release drops the run's Monitor and cluster, which a Result keeps for
+// Pods (a large cluster's are hundreds of megabytes); Pods then returns
+// nil. Everything else stays.
+func (r *Result) Release() { r.sim = nil }
+
 // NodeInfo names a node and its zone.
 type NodeInfo struct{ Name, Zone string }
 
@@ -321,6 +326,7 @@ func (s *sim) build(epoch time.Time) *monitortest.Cluster {
 		slab := make([]v1.Pod, perNode)
 		ends = ends[:0]
 		names.Reset()
+		names.Grow(perNode * (len("uid-") + len(n.name) + 24))
 		for _, g := range groups[n.zone] {
 			for j := range g.n {
 				names.WriteString("uid-")

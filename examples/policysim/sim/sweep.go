@@ -122,8 +122,10 @@ type SweepRun struct {
 // Sweep runs the scenario once per value of field (see Scenario.With),
 // with opt, up to parallel runs at once (0: one per CPU), and returns the
 // runs in the order of values. The runs are independent; each is
-// deterministic, so the results do not depend on parallel. A value the
-// scenario rejects is an error before anything runs.
+// deterministic, so the results do not depend on parallel. Each Result is
+// released as its run ends (Result.Release: Pods returns nil), so a sweep
+// holds at most parallel clusters at once. A value the scenario rejects is
+// an error before anything runs.
 func Sweep(ctx context.Context, sc *Scenario, field string, values []string, opt Options, parallel int) ([]SweepRun, error) {
 	if len(values) == 0 {
 		return nil, errors.New("policysim: -sweep needs at least one value")
@@ -150,6 +152,9 @@ func Sweep(ctx context.Context, sc *Scenario, field string, values []string, opt
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			runs[i].Result, runs[i].Err = RunOptions(ctx, scs[i], opt)
+			if runs[i].Result != nil {
+				runs[i].Result.Release()
+			}
 		}()
 	}
 	wg.Wait()

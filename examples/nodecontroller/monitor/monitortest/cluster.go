@@ -14,8 +14,9 @@
 // cheapest model of a kubelet renewing every 10 seconds. Call it between
 // passes, never while a MonitorPass runs.
 //
-// The kubelet's side is methods too: RenewLease, PostNodeStatus and
-// SetPodsReady. Faults are injected with FailTaintWrites, FailEvictions and
+// Objects to fill it with come from NewNode, NewLease and NewPod (plain
+// objects; any others do). The kubelet's side is methods too: RenewLease,
+// PostNodeStatus and SetPodsReady. Faults are injected with FailTaintWrites, FailEvictions and
 // SetStaleList.
 //
 // A Cluster is safe for concurrent use; it never holds its lock while it
@@ -68,6 +69,13 @@ type Cluster struct {
 	byName map[string]*nodeRec
 	cursor int // where the last lookup by name hit (a pass reads nodes in order)
 	pods   map[types.NamespacedName]*podRec
+
+	// list is ListNodes' answer, kept between calls: a node write
+	// replaces its element, copying the slice first when it was handed out
+	// (listShared). Only kept while every record has a node (no deletions).
+	list       []*v1.Node
+	listOK     bool
+	listShared bool
 
 	stale           map[string]*v1.Node
 	failTaintWrites int
@@ -160,12 +168,30 @@ func (c *Cluster) SetStaleList(name string, node *v1.Node) {
 	c.stale[name] = node
 }
 
+// setNode stores n as rec's node, keeping ListNodes' slice current. c.mu
+// must be held.
+func (c *Cluster) setNode(rec *nodeRec, n *v1.Node) {
+	rec.node = n
+	if !c.listOK {
+		return
+	}
+	if n == nil {
+		c.listOK = false
+		return
+	}
+	if c.listShared {
+		c.list, c.listShared = slices.Clone(c.list), false
+	}
+	c.list[rec.idx] = n
+}
+
 // record returns the record of name, creating it. c.mu must be held.
 func (c *Cluster) record(name string) *nodeRec {
 	if rec, ok := c.byName[name]; ok {
 		return rec
 	}
 	rec := &nodeRec{name: name}
+	c.listOK = false
 	i, _ := slices.BinarySearchFunc(c.nodes, name, func(r *nodeRec, n string) int { return cmp.Compare(r.name, n) })
 	c.nodes = slices.Insert(c.nodes, i, rec)
 	for j := i; j < len(c.nodes); j++ {
@@ -185,10 +211,12 @@ func (c *Cluster) AddNode(ctx context.Context, node *v1.Node, lease *coordinatio
 		rec = &nodeRec{idx: n, name: node.Name}
 		c.nodes = append(c.nodes, rec)
 		c.byName[node.Name] = rec
+		c.listOK = false
 	} else {
 		rec = c.record(node.Name)
 	}
-	rec.node, rec.lease = node, lease
+	c.setNode(rec, node)
+	rec.lease = lease
 	recv, now := c.recv, c.now
 	c.mu.Unlock()
 	if recv != nil {
@@ -201,7 +229,7 @@ func (c *Cluster) AddNode(ctx context.Context, node *v1.Node, lease *coordinatio
 func (c *Cluster) PutNode(node *v1.Node) {
 	c.mu.Lock()
 	if rec, ok := c.byName[node.Name]; ok && rec.node != nil {
-		rec.node = node
+		c.setNode(rec, node)
 	}
 	c.mu.Unlock()
 }
@@ -212,7 +240,8 @@ func (c *Cluster) DeleteNode(name string) {
 	c.mu.Lock()
 	rec, ok := c.byName[name]
 	if ok {
-		rec.node, rec.lease = nil, nil
+		c.setNode(rec, nil)
+		rec.lease = nil
 	}
 	recv := c.recv
 	c.mu.Unlock()
@@ -227,7 +256,7 @@ func (c *Cluster) AddPod(ctx context.Context, pod *v1.Pod) {
 	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 	c.mu.Lock()
 	if old, ok := c.pods[key]; ok && old.rec != nil {
-		old.rec.pods = slices.DeleteFunc(slices.Clone(old.rec.pods), func(p *v1.Pod) bool { return p == old.pod })
+		old.rec.pods = slices.DeleteFunc(old.rec.ownPods(), func(p *v1.Pod) bool { return p == old.pod })
 	}
 	pr := &podRec{pod: pod}
 	if pod.Spec.NodeName != "" {
@@ -236,10 +265,7 @@ func (c *Cluster) AddPod(ctx context.Context, pod *v1.Pod) {
 			rec = c.record(pod.Spec.NodeName)
 		}
 		pr.rec = rec
-		if rec.shared {
-			rec.pods, rec.shared = slices.Clone(rec.pods), false
-		}
-		rec.pods = append(rec.pods, pod)
+		rec.pods = append(rec.ownPods(), pod)
 	}
 	c.pods[key] = pr
 	recv, now := c.recv, c.now
@@ -308,10 +334,30 @@ func (c *Cluster) lookup(name string) *nodeRec {
 	return rec
 }
 
-// ListNodes returns every node in name order (a fresh slice).
+// ListNodes returns every node in name order. The slice is shared and
+// never modified afterwards (a later write copies it first), so it does not
+// allocate unless a node changed since the last call; callers must not
+// modify it.
 func (c *Cluster) ListNodes() []*v1.Node {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if len(c.stale) == 0 {
+		if !c.listOK {
+			c.list = c.list[:0:0]
+			c.listOK = true
+			for _, rec := range c.nodes {
+				if rec.node == nil {
+					c.listOK = false
+					break
+				}
+				c.list = append(c.list, rec.node)
+			}
+		}
+		if c.listOK {
+			c.listShared = true
+			return c.list
+		}
+	}
 	out := make([]*v1.Node, 0, len(c.nodes))
 	for _, rec := range c.nodes {
 		n := rec.node
@@ -395,7 +441,7 @@ func (c *Cluster) UpdateNodeStatus(ctx context.Context, node *v1.Node, status *v
 	}
 	n := *rec.node
 	n.Status = *status.DeepCopy()
-	rec.node = &n
+	c.setNode(rec, &n)
 	recv, now := c.recv, c.now
 	c.mu.Unlock()
 	if recv != nil {
@@ -430,7 +476,7 @@ func (c *Cluster) UpdateNodeTaints(ctx context.Context, name string, mutate func
 			c.mu.Unlock()
 			return nil, ErrInjected
 		}
-		rec.node = out
+		c.setNode(rec, out)
 		recv, now := c.recv, c.now
 		c.mu.Unlock()
 		if recv != nil {
@@ -471,13 +517,21 @@ func (c *Cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.P
 // be held.
 func (c *Cluster) replacePod(pr *podRec, p *v1.Pod) {
 	if rec := pr.rec; rec != nil {
-		pods := slices.Clone(rec.pods)
+		pods := rec.ownPods()
 		if i := slices.Index(pods, pr.pod); i >= 0 {
 			pods[i] = p
 		}
-		rec.pods, rec.shared = pods, false
 	}
 	pr.pod = p
+}
+
+// ownPods returns the node's pod list for changing in place, copying it
+// first when it was handed out. c.mu must be held.
+func (rec *nodeRec) ownPods() []*v1.Pod {
+	if rec.shared {
+		rec.pods, rec.shared = slices.Clone(rec.pods), false
+	}
+	return rec.pods
 }
 
 func podReady(p *v1.Pod) bool {
@@ -519,7 +573,7 @@ func (c *Cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid ty
 	}
 	delete(c.pods, key)
 	if rec := pr.rec; rec != nil {
-		rec.pods = slices.DeleteFunc(slices.Clone(rec.pods), func(p *v1.Pod) bool { return p == pr.pod })
+		rec.pods = slices.DeleteFunc(rec.ownPods(), func(p *v1.Pod) bool { return p == pr.pod })
 	}
 	c.evicted = append(c.evicted, key)
 	c.counts.PodsEvicted++
@@ -603,7 +657,7 @@ func (c *Cluster) PostNodeStatus(ctx context.Context, name string, s v1.Conditio
 		}
 		n.Status.Conditions[i] = cond
 	}
-	rec.node = &n
+	c.setNode(rec, &n)
 	recv := c.recv
 	c.mu.Unlock()
 	if recv != nil {

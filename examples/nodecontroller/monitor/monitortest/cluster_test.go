@@ -233,3 +233,32 @@ func hasTaint(n *v1.Node, t v1.Taint) bool {
 	}
 	return false
 }
+
+// TestListNodesSharedAndStable: a list handed out is never modified by
+// later writes; without writes between calls, ListNodes does not allocate.
+func TestListNodesSharedAndStable(t *testing.T) {
+	c, _, _ := fill(t)
+	ctx := context.Background()
+	first := c.ListNodes()
+	n0 := first[0]
+	if allocs := testing.AllocsPerRun(100, func() { _ = c.ListNodes() }); allocs != 0 {
+		t.Errorf("ListNodes without writes allocates %v times, want 0", allocs)
+	}
+	if !c.PostNodeStatus(ctx, "n0", v1.ConditionTrue, epoch.Add(time.Minute)) {
+		t.Fatal("PostNodeStatus(n0) = false")
+	}
+	if first[0] != n0 {
+		t.Errorf("a write changed a list handed out before it")
+	}
+	if second := c.ListNodes(); second[0] == n0 || second[0] != c.GetNode("n0") || len(second) != 3 {
+		t.Errorf("ListNodes after a write = %v, want the new n0", second)
+	}
+	c.DeleteNode("n1")
+	if got := c.ListNodes(); len(got) != 2 || got[1].Name != "n2" {
+		t.Errorf("ListNodes after deleting n1 = %v, want n0, n2", got)
+	}
+	c.AddNode(ctx, node("n1", "z", epoch), nil)
+	if got := c.ListNodes(); len(got) != 3 || got[1].Name != "n1" {
+		t.Errorf("ListNodes after re-adding n1 = %v, want n0, n1, n2", got)
+	}
+}
