@@ -43,6 +43,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -71,7 +72,7 @@ var deployDir = filepath.Join("..", "nodecontroller", "deploy")
 // manifests are the objects of deployDir's kustomization, with its
 // namespace applied.
 type manifests struct {
-	namespace string
+	namespace string // the ServiceAccount's
 	objs      []*unstructured.Unstructured
 }
 
@@ -118,11 +119,6 @@ func loadManifests(t *testing.T) *manifests {
 			m.objs = append(m.objs, &unstructured.Unstructured{Object: raw})
 		}
 	}
-	for _, o := range m.objs {
-		if o.GetKind() == "Namespace" && m.namespace == "" {
-			m.namespace = o.GetName()
-		}
-	}
 	if m.namespace != "" {
 		for _, o := range m.objs {
 			switch o.GetKind() {
@@ -143,6 +139,9 @@ func loadManifests(t *testing.T) *manifests {
 	}
 	if len(m.objs) == 0 {
 		t.Fatalf("%s: no objects", deployDir)
+	}
+	if sas := m.byKind("ServiceAccount"); len(sas) == 1 {
+		m.namespace = sas[0].GetNamespace()
 	}
 	return m
 }
@@ -243,10 +242,17 @@ func (m *manifests) replicaToken(t *testing.T, cs kubernetes.Interface, replica 
 	t.Helper()
 	ctx := context.Background()
 	sa := m.serviceAccount(t)
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: m.namespace, Name: replica},
-		Spec: v1.PodSpec{ServiceAccountName: sa,
-			Containers: []v1.Container{{Name: "c", Image: "registry.invalid/none:1"}}},
+	// The Deployment's pod template (it passes the namespace's Pod Security
+	// level); never scheduled: no scheduler or kubelet runs here.
+	ds := m.byKind("Deployment")
+	tmpl, _, _ := unstructured.NestedMap(ds[0].Object, "spec", "template")
+	pod := &v1.Pod{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, pod); err != nil {
+		t.Fatalf("the Deployment's pod template: %v", err)
+	}
+	pod.Namespace, pod.Name = m.namespace, replica
+	if pod.Spec.ServiceAccountName != sa {
+		t.Errorf("the Deployment's pods run as ServiceAccount %q, want %q", pod.Spec.ServiceAccountName, sa)
 	}
 	p, err := cs.CoreV1().Pods(m.namespace).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
