@@ -40,64 +40,34 @@
 //
 // # The caller loop
 //
-// A node lifecycle controller built from these packages runs one monitor pass
-// every few seconds (upstream: 5s) and a short tainting pass (upstream:
-// 100ms). In outline, with error handling left out:
+// A node lifecycle controller built from these packages runs a monitor pass
+// every few seconds (upstream: 5s), a short tainting pass (upstream: 100ms)
+// and an eviction pass. The package's Example runs that loop on a virtual
+// clock and is compiled and checked with every test run; in outline:
 //
-//	// Monitor pass, every MonitorPeriod.
-//	now := clock.Now()
-//	zones := map[string][]*v1.NodeCondition{}
-//	for _, node := range nodeLister.List() {
-//		res, _ := health.Observe(now, node, leases[node.Name])   // nodehealth
-//		if res.StatusUpdate != nil {
-//			client.UpdateStatus(node, res.StatusUpdate)          // Ready -> Unknown
-//		}
-//		if res.MarkPodsNotReady {
-//			for _, pod := range podsOn(node) {
-//				if st, ok := nodehealth.PodNotReadyStatus(now, pod); ok {
-//					client.UpdatePodStatus(pod, st)
-//				}
-//			}
-//			health.AckPodsNotReady(node.Name)
-//		}
-//		key := zonestate.Key(node)
-//		zones[key] = append(zones[key], res.CurrentReady)
-//		switch action, taint := taints.DecideNoExecute(res.CurrentReady, node.Spec.Taints); action {
-//		case taints.NoExecuteQueue:
-//			queues[key].Add(now, node.Name, node.UID)             // evictionqueue
-//		case taints.NoExecuteSwap:
-//			client.Patch(taints.AddOrUpdate(node, taint, now))    // immediate, not rate limited
-//		case taints.NoExecuteRemove:
-//			client.Patch(taints.RemoveHealthTaints(node))
-//			queues[key].Remove(node.Name)
-//		}
-//	}
-//	decision := zoneTracker.Update(zones)                          // zonestate
-//	for _, z := range decision.Zones {
-//		if z.RateChanged {
-//			_ = queues[z.Key].SetRate(now, z.QPS)
-//		}
-//	}
-//	if decision.ExitedFullDisruption {
-//		health.ResetProbes(now)                                   // fresh grace for every node
-//	}
+//   - Monitor pass: for each node, in a stable order (an informer's List
+//     returns map order), nodehealth's Tracker.Observe says whether to write
+//     the conditions Unknown and whether to mark the node's pods not ready
+//     (nodehealth.PodNotReadyStatus); taints.DecideNoExecute says what to do
+//     with the NoExecute health taint: NoExecuteQueue adds the node to its
+//     zone's evictionqueue (rate limited), NoExecuteSwap replaces one health
+//     taint by the other at once (taints.SwapHealthTaint, never both on the
+//     node), NoExecuteRemove removes them (taints.RemoveHealthTaints) and
+//     removes the node from its queue, since a key marked done must be
+//     removed before it can be added again.
+//   - Then zonestate's Tracker.Update over every node's Ready condition gives
+//     each zone's state and rate. Entering full disruption is the circuit
+//     breaker: empty every queue, remove every health taint, stop tainting
+//     (every rate is 0). Exiting it resets every node's grace period
+//     (nodehealth.Tracker.ResetProbes).
+//   - Tainting pass: each zone queue's Try hands out nodes at the zone's rate;
+//     the caller re-reads the node and applies the taint, or asks for a retry.
+//   - Eviction pass: the taints.Evictor, fed with node taints and pods from
+//     the informers, hands out each due eviction once (Due); the caller sets
+//     the DisruptionTarget condition, deletes the pod with a UID precondition
+//     and acknowledges (DoneEviction, or RetryEviction on failure).
 //
-//	// Tainting pass, every 100ms (or sleep until queue.NextDeadline()).
-//	for _, q := range queues {
-//		q.Try(now, func(it evictionqueue.Item[string]) (bool, time.Duration) {
-//			// re-read the node, apply the NoExecute taint; on error retry later
-//		})
-//	}
-//
-//	// Eviction: the Evictor is fed from node and pod informer events.
-//	evictor.SetNodeTaints(now, node.Name, node.Spec.Taints)
-//	evictor.SetPod(now, pod)
-//	for _, ev := range evictor.Due(now) {
-//		// set the DisruptionTarget condition, delete the pod, then
-//		evictor.DoneEviction(ev) // or evictor.RetryEviction(now, ev, backoff) on failure
-//	}
-//
-// examples/nodecontroller wires exactly this loop to client-go informers and a
+// examples/nodecontroller wires this loop to client-go informers and a
 // workqueue; examples/policysim runs it on a virtual clock to answer "what
 // happens to my workloads if this zone goes dark?".
 //
@@ -105,6 +75,12 @@
 //
 //   - Time is an argument: every time-dependent method takes now first.
 //     Time going backwards is treated as no time elapsed.
+//   - The caller's now is kept as given, with its monotonic clock reading,
+//     and intervals are measured with Sub and Add on it. Pass clock.Now()
+//     (k8s.io/utils/clock) and a wall-clock step (NTP, a resumed VM) fires
+//     nothing early: Go compares the monotonic readings. Instants without
+//     one (fake clocks, times restored from storage or read from the API)
+//     are compared by wall time, which is right for them.
 //   - Decisions are values; work that can fail is handed out and then
 //     acknowledged, so a failed API call never loses an item.
 //   - Inputs are never mutated; copies are returned.

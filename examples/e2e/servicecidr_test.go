@@ -39,7 +39,8 @@ import (
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
-// Upstream facts (spec 2.1), written out so that a drift in the library's
+// Upstream facts (pkg/controller/servicecidrs/servicecidrs_controller.go at
+// v1.36.3), written out so that a drift in the library's
 // constants fails here too.
 const (
 	scFinalizer         = "networking.k8s.io/service-cidr-finalizer"
@@ -99,7 +100,7 @@ func TestServiceCIDRDeletionBlockedByAllocatedIP(t *testing.T) {
 // 4 of the issue with the wait in the middle: the Service goes while the
 // deleting ServiceCIDR is blocked, well inside the grace period. The
 // controller then reports Ready=False/Terminating with our grace-period
-// message (unlike upstream, which leaves Ready=True; spec 5.14), waits
+// message (unlike upstream, which leaves Ready=True), waits
 // exactly until deletionTimestamp + grace (its requeue delay says so), and
 // only then removes the finalizer.
 func TestServiceCIDRGracePeriodAfterLastIPReleased(t *testing.T) {
@@ -150,7 +151,7 @@ func TestServiceCIDRGracePeriodAfterLastIPReleased(t *testing.T) {
 	}
 }
 
-// Bonus (our fix, spec 5.11): two ServiceCIDRs with the same range, deleted
+// Bonus (our fix): two ServiceCIDRs with the same range, deleted
 // together while an address is allocated from it. Upstream counts each as
 // the other's parent and releases both after the grace period, orphaning the
 // address; here neither is released while the address exists, even when the
@@ -179,9 +180,10 @@ func TestServiceCIDROverlappingDeletedTogether(t *testing.T) {
 	r.pokeStillBlocked(t, dueA, a)
 	r.pokeStillBlocked(t, dueB, b)
 	// Why this matters: the apiserver's allocator keeps a range ready while
-	// every ServiceCIDR on it is deleting (spec 2.6 and 5.15), so addresses
-	// in it keep coming. (If a new apiserver refuses this, it fixed 5.15:
-	// drop this check.)
+	// every ServiceCIDR on it is deleting (the apiserver's
+	// pkg/registry/core/service/ipallocator/cidrallocator.go at v1.36.3), so
+	// addresses in it keep coming. (If a new apiserver refuses this, it fixed
+	// that: drop this check.)
 	svc2, err := r.tryService(t, ns, "10.4.0.20")
 	if err != nil {
 		t.Fatalf("Create(Service, clusterIP 10.4.0.20, both ServiceCIDRs of the range deleting) = %v, want accepted", err)

@@ -9,7 +9,7 @@
 // [Start] picks free loopback ports (the kernel chooses: listen on :0, close,
 // use the port), generates a service-account key and an admin bearer token
 // (group system:masters), starts etcd and then kube-apiserver with the flags
-// of shared/spec/real-apiserver.md §4.3, waits for etcd's /health and the
+// a minimal single-node control plane needs (see [Start]), waits for etcd's /health and the
 // apiserver's /readyz, writes a kubeconfig and returns a [Cluster] whose
 // [Cluster.Config] is a ready *rest.Config. Both logs go to files in the work
 // directory ([Cluster.LogTails] prints their ends). [Cluster.Stop] stops both

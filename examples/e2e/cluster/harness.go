@@ -14,6 +14,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Shared is one Cluster for a whole test binary (start ≈3 s, stop ≈1–2 s, so
@@ -190,26 +193,17 @@ func randSuffix(n int) string {
 	return string(b)
 }
 
-// Eventually polls cond every 100 ms until it returns true, failing t with
-// what and the last error (or "condition not met") after timeout.
+// Eventually polls cond every 100 ms (require.EventuallyWithT) until it
+// returns true with no error, failing t with what and the last error (or
+// "condition not met") after timeout. cond's context ends at the timeout.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	var last error
-	for {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		ok, err := cond(ctx)
-		if ok && err == nil {
-			return
+		if assert.NoError(c, err) {
+			assert.True(c, ok, "condition not met")
 		}
-		last = err
-		select {
-		case <-ctx.Done():
-			if last == nil {
-				last = fmt.Errorf("condition not met")
-			}
-			t.Fatalf("e2e: %s: not within %v: %v", what, timeout, last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	}, timeout, 100*time.Millisecond, "e2e: %s: not within %v", what, timeout)
 }

@@ -13,7 +13,8 @@
 //     causes no writes);
 //   - nothing else: a decision's RequeueAfter becomes a delayed requeue.
 //
-// Event routing follows upstream (spec 2.4): a ServiceCIDR add requeues it
+// Event routing follows upstream (pkg/controller/servicecidrs/servicecidrs_controller.go
+// at v1.36.3, its event handlers): a ServiceCIDR add requeues it
 // and every ServiceCIDR overlapping it; an update requeues it, and, unlike
 // upstream, also the overlapping ones when its CIDRs or its deletion state
 // changed (the default ServiceCIDR may grow to dual-stack, PR #131263); a

@@ -1,0 +1,98 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/kubelifecycle/lifecycle/nodehealth"
+)
+
+// Name is the controller's name: the source component of its Events (the
+// one upstream's controller uses, so dashboards and alerts carry over), the
+// field manager of its writes and its user agent.
+const Name = "cloud-node-lifecycle-controller"
+
+// Config configures a Controller. DefaultConfig returns upstream's values.
+type Config struct {
+	// Policy decides when a node whose instance is reported gone is deleted
+	// and how a cloud that cannot answer is backed off
+	// (nodehealth.OrphanTracker). Unused when UpstreamStyle is set.
+	Policy nodehealth.OrphanPolicy
+	// MonitorPeriod is how often every node is looked at (upstream's
+	// --node-monitor-period, 5s). A node in an Unknown backoff, or waiting
+	// for its NotFound answers to age, is not asked about before its
+	// NextCheck.
+	MonitorPeriod time.Duration
+	// UninitializedDelay is how long a node that still carries the
+	// node.cloudprovider.kubernetes.io/uninitialized taint is left alone
+	// (upstream: 1m). Unlike upstream, which measures it from the node's
+	// creationTimestamp against the local clock and only for nodes without
+	// a providerID, it counts from when this controller first saw the node
+	// (so clock skew cannot shorten it) and applies whatever the providerID.
+	UninitializedDelay time.Duration
+	// UpstreamStyle makes the controller decide as upstream's MonitorNodes
+	// does, for comparison: every error is read as "exists" (the node is
+	// kept and asked about again next period), (false, nil) deletes at
+	// once, no confirmations, no backoff, and the shutdown taint is removed
+	// only when the node is Ready again.
+	UpstreamStyle bool
+
+	// NodeSelector, when not empty, is a label selector: the controller sees
+	// and manages only the nodes it selects. Empty selects every node.
+	NodeSelector string
+	// Resync is the informer's resync period; 0 disables resyncs.
+	Resync time.Duration
+	// ConflictBackoff paces the re-reads of a taint write that hit a
+	// conflict (real time: it is about the API server, not the policy). The
+	// zero value means one attempt; DefaultConfig has upstream's
+	// UpdateTaintBackoff (5 steps, 100ms, jitter 1.0).
+	ConflictBackoff wait.Backoff
+	// Recorder, if not nil, records upstream's Events: DeletingNode (Normal)
+	// before a node is deleted and DeletingNodeFailed (Warning) when the
+	// deletion fails.
+	Recorder record.EventRecorder
+}
+
+// DefaultConfig returns upstream's values: nodehealth.DefaultOrphanPolicy
+// (one NotFound answer deletes; unlike upstream, an Unknown answer backs off
+// from 5s doubling to 5m), a 5s monitor period and a 1m wait for
+// uninitialized nodes.
+func DefaultConfig() Config {
+	return Config{
+		Policy:             nodehealth.DefaultOrphanPolicy(),
+		MonitorPeriod:      5 * time.Second,
+		UninitializedDelay: time.Minute,
+		ConflictBackoff:    wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, Factor: 1, Jitter: 1},
+	}
+}
+
+// ErrInvalidConfig is wrapped by New for a Config it rejects.
+var ErrInvalidConfig = errors.New("cloudnode: invalid config")
+
+func (c Config) validate() error {
+	var errs []error
+	if c.MonitorPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("MonitorPeriod = %v must be positive", c.MonitorPeriod))
+	}
+	if c.UninitializedDelay < 0 {
+		errs = append(errs, fmt.Errorf("UninitializedDelay = %v must be non-negative", c.UninitializedDelay))
+	}
+	if c.Resync < 0 {
+		errs = append(errs, fmt.Errorf("Resync = %v must be non-negative", c.Resync))
+	}
+	if c.ConflictBackoff.Steps < 0 || c.ConflictBackoff.Duration < 0 || c.ConflictBackoff.Jitter < 0 || c.ConflictBackoff.Factor < 0 {
+		errs = append(errs, fmt.Errorf("ConflictBackoff = %+v must not be negative", c.ConflictBackoff))
+	}
+	if _, err := labels.Parse(c.NodeSelector); err != nil {
+		errs = append(errs, fmt.Errorf("NodeSelector %q: %w", c.NodeSelector, err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
+}

@@ -1,0 +1,28 @@
+package controller
+
+import (
+	v1 "k8s.io/api/core/v1"
+)
+
+// Kubernetes Event reasons, upstream's (node_lifecycle_controller.go,
+// MonitorNodes, at v1.36.3), recorded with source component Name.
+const (
+	// ReasonDeletingNode (Normal) is recorded on a Node just before it is
+	// deleted: "Deleting node <name> because it does not exist in the cloud
+	// provider".
+	ReasonDeletingNode = "DeletingNode"
+	// ReasonDeletingNodeFailed (Warning) is recorded when the deletion
+	// fails: "Failed deleting node <name>: <error>".
+	ReasonDeletingNodeFailed = "DeletingNodeFailed"
+)
+
+// nodeRef references the node by name and UID, as upstream's Events do.
+func nodeRef(n *v1.Node) *v1.ObjectReference {
+	return &v1.ObjectReference{Kind: "Node", Name: n.Name, UID: n.UID}
+}
+
+func (c *Controller) event(ref *v1.ObjectReference, typ, reason, format string, args ...any) {
+	if c.cfg.Recorder != nil {
+		c.cfg.Recorder.Eventf(ref, typ, reason, format, args...)
+	}
+}
