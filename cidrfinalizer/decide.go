@@ -19,10 +19,11 @@ type Decision struct {
 	RequeueAfter time.Duration
 	// Condition, when non-nil, is the Ready condition to write to the status.
 	// It is nil when the stored Ready condition already has the same status,
-	// reason and message (so a steady object causes no writes, PR #131330),
-	// and for ActionRemoveFinalizer when the stored one already says
-	// Ready=False/Terminating (the object is going away: its message is not
-	// rewritten), and for a deleting object without our finalizer.
+	// reason and message (so a steady object causes no writes,
+	// kubernetes/kubernetes#131330), for ActionRemoveFinalizer when the
+	// stored one already says Ready=False/Terminating (the object is going
+	// away: its message is not rewritten), and for a deleting object
+	// without our finalizer.
 	// LastTransitionTime is now when the status changes, else the stored one.
 	Condition *metav1.Condition
 	// Blocking lists, for ActionBlock, the managed addresses that only this

@@ -1,8 +1,10 @@
 // Package cidrfinalizer decides when a ServiceCIDR may lose its protection
 // finalizer: the ServiceCIDR deletion logic of the kube-controller-manager's
-// servicecidrs controller (KEP-1880, networking.k8s.io/v1, Kubernetes
-// v1.31–v1.36, including PR #131330), rebuilt as a caller-driven machine with
-// no goroutines, timers or I/O of its own.
+// servicecidrs controller
+// (pkg/controller/servicecidrs/servicecidrs_controller.go, sync and
+// canDeleteCIDR; KEP-1880, networking.k8s.io/v1, Kubernetes v1.31–v1.36.3,
+// including kubernetes/kubernetes#131330), rebuilt as a caller-driven
+// machine with no goroutines, timers or I/O of its own.
 //
 // A ServiceCIDR carries [Finalizer] so that it is not removed while Services
 // still hold ClusterIPs (IPAddress objects) that only it covers. When the
@@ -68,13 +70,22 @@
 //
 // # Time
 //
-// Time is an argument: every decision takes now. The grace period runs from
-// the deletionTimestamp. A timestamp in the future (the apiserver's clock
-// ahead of the caller's) counts as now, so one decision never asks to wait
-// more than GracePeriod; and the Index remembers when it first decided on the
-// deleting object and ends the wait GracePeriod after that at the latest
-// ([DecideObserved] is the pure form). Time going backwards counts as no time
-// elapsed.
+// Time is an argument: every decision takes now (the caller's clock.Now(),
+// or a fake clock's time). The grace period runs from the deletionTimestamp.
+// A timestamp in the future (the apiserver's clock ahead of the caller's)
+// counts as now, so one decision never asks to wait more than GracePeriod;
+// and the Index remembers when it first decided on the deleting object and
+// ends the wait GracePeriod after that at the latest ([DecideObserved] is
+// the pure form). Time going backwards counts as no time elapsed.
+//
+// The Index stores that first instant as given, with its monotonic clock
+// reading, and derives the deadline with Add and compares with Before, so
+// its bound is measured on the monotonic clock when now carries one (fake
+// clocks compare by wall time). The deletionTimestamp is a server wall
+// time: the part of the wait measured from it follows the caller's wall
+// clock, as upstream's time.Since does, so a forward step of that clock can
+// end the grace period early; the finalizer still goes only when no
+// address depends on the object alone.
 //
 // # Concurrency
 //
@@ -85,26 +96,30 @@
 //
 // # Where we differ from upstream, and why
 //
-//   - A ServiceCIDR being deleted never covers another (spec 5.11). Upstream
-//     counts it as a parent, so two overlapping ServiceCIDRs deleted together
+//   - A ServiceCIDR being deleted never covers another. Upstream
+//     (canDeleteCIDR) counts it as a parent, so two overlapping ServiceCIDRs deleted together
 //     both drop their finalizers and orphan the addresses. Here both stay
 //     blocked while such an address exists, whatever the order of
 //     evaluation (the rule is symmetric, so no tie-break is needed), and a
 //     live one still covers a deleting one as upstream.
 //   - Config.RecheckInterval (zero: off, as upstream) re-evaluates a blocked
 //     object on a timer, so a missed IPAddress event cannot block it forever
-//     (5.12).
-//   - The grace period is bounded against clock skew (5.13; see Time).
+//     (upstream sync sets the Terminating condition and waits for an event).
+//   - The grace period is bounded against clock skew (see Time; upstream
+//     sync measures time.Since(deletionTimestamp) on its own wall clock).
 //   - Ready=False/Terminating is reported from the moment the object is being
-//     deleted (5.14); upstream leaves Ready=True during the grace period.
+//     deleted; upstream sync leaves Ready=True during the grace period.
 //   - [AllocatorReadiness] is a helper for apiserver allocator authors: a
 //     prefix whose every ServiceCIDR is deleting or not ready is not ready
-//     (5.15); upstream keeps a shared prefix allocating in that case.
+//     (upstream's MetaAllocator in
+//     pkg/registry/core/service/ipallocator/cidrallocator.go keeps a shared
+//     prefix allocating in that case).
 //   - The family of an IPAddress comes from its parsed name, not from its
 //     ip-family label, so a mislabelled managed address still protects.
-//   - Condition writes are skipped when unchanged, as in PR #131330; the
-//     Index re-indexes a ServiceCIDR whose CIDRs grow (the default
-//     ServiceCIDR's single- to dual-stack conversion, PR #131263).
+//   - Condition writes are skipped when unchanged, as in
+//     kubernetes/kubernetes#131330; the Index re-indexes a ServiceCIDR whose
+//     CIDRs grow (the default ServiceCIDR's single- to dual-stack
+//     conversion, kubernetes/kubernetes#131263).
 //
 // # Performance
 //
@@ -112,21 +127,7 @@
 // tree in a slice). A decision sweeps the object's prefixes against the
 // ranges the other live ServiceCIDRs cover and asks the tree about each gap:
 // O(m log m + k log n + b) for m ServiceCIDRs, n addresses, k gaps and b
-// blocking addresses. Figures with 50 ServiceCIDRs (go test -bench .
-// -benchmem -benchtime=1s on a 2-core AMD EPYC shared with other work, so
-// noisy; allocations are 0 unless stated):
-//
-//	benchmark                                          ips=1000   ips=100000
-//	Index.Decide, live object                           98 ns       84 ns
-//	Index.Decide, deleting, covered by two children    1.7 µs      1.2 µs
-//	Index.Decide, deleting under a live parent         1.4 µs      0.9 µs
-//	Index.Decide, blocked (21 / 2127 addresses)        3.8 µs      102 µs (13 allocs)
-//	Decide (pure scan), deleting, covered by children   49 µs      7.9 ms
-//	Decide (pure scan), blocked                        126 µs       14 ms
-//	Index.SetIPAddress, new address                    202 ns      389 ns
-//	Index.SetIPAddress, unchanged object                64 ns      293 ns
-//	Index.SetIPAddress + DeleteIPAddress               249 ns      521 ns
-//
-// Targets (issue 5): Index.Decide ≤ 10 µs with no allocation when nothing
-// blocks, SetIPAddress ≤ 2 µs — both met.
+// blocking addresses. Index.Decide allocates nothing when nothing blocks;
+// Index.SetIPAddress is O(log n). The pure Decide scans every address: O(n)
+// per decision.
 package cidrfinalizer

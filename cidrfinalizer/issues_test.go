@@ -11,7 +11,7 @@ import (
 )
 
 // Regression tests: upstream PRs we reproduce (named after the PR) and the
-// fragile points of spec section 5 that we fix (named after the item).
+// upstream weaknesses we fix (named after the behaviour).
 
 // TestIssue131330ConditionNotRewritten: PR #131330 stopped re-applying the
 // Ready condition on every sync. Once the stored condition matches, the
@@ -88,13 +88,13 @@ func TestIssue131263DefaultGrowsToDualStack(t *testing.T) {
 	}
 }
 
-// TestFix11TwoDeletingServiceCIDRsCannotOrphan (spec 5.11): upstream counts a
+// TestTwoDeletingServiceCIDRsCannotOrphan: upstream counts a
 // deleting ServiceCIDR as a parent, so two same-range ServiceCIDRs deleted
 // together each see the other as a parent, both drop the finalizer, and the
 // addresses are orphaned. Here neither covers the other: both stay blocked
 // while the address exists, whatever the order of evaluation or of the
 // inputs, and both are released once it is gone.
-func TestFix11TwoDeletingServiceCIDRsCannotOrphan(t *testing.T) {
+func TestTwoDeletingServiceCIDRsCannotOrphan(t *testing.T) {
 	old := e0.Add(-time.Minute)
 	a := deleting(ready(sc("a", "10.0.0.0/24")), old)
 	b := deleting(ready(sc("b", "10.0.0.0/24")), old)
@@ -128,11 +128,11 @@ func TestFix11TwoDeletingServiceCIDRsCannotOrphan(t *testing.T) {
 	}
 }
 
-// TestFix12RecheckInterval (spec 5.12): upstream never requeues a blocked
+// TestRecheckInterval: upstream never requeues a blocked
 // ServiceCIDR on a timer, so a missed IPAddress event leaves it blocked. With
 // RecheckInterval the blocked decision asks to be re-evaluated; the zero
 // Config keeps upstream behaviour.
-func TestFix12RecheckInterval(t *testing.T) {
+func TestRecheckInterval(t *testing.T) {
 	c := deleting(ready(sc("a", "10.0.0.0/24")), e0)
 	ips := []*networkingv1.IPAddress{ip("10.0.0.1")}
 	for _, tc := range []struct {
@@ -154,12 +154,12 @@ func TestFix12RecheckInterval(t *testing.T) {
 	}
 }
 
-// TestFix13ClockSkew (spec 5.13): upstream measures the grace period with
+// TestClockSkewBoundsGrace: upstream measures the grace period with
 // time.Since against the apiserver's deletionTimestamp, so a timestamp from
 // the future (apiserver clock ahead) makes it wait that much longer. Here a
 // single decision never waits more than GracePeriod, and the Index ends the
 // wait GracePeriod after its first observation.
-func TestFix13ClockSkew(t *testing.T) {
+func TestClockSkewBoundsGrace(t *testing.T) {
 	c := deleting(ready(sc("a", "10.0.0.0/24")), e0.Add(2*time.Hour))
 	d, _ := Decide(e0, c, nil, nil, DefaultConfig())
 	if d.Action != ActionWait || d.RequeueAfter != 10*time.Second {
@@ -173,10 +173,10 @@ func TestFix13ClockSkew(t *testing.T) {
 	})
 }
 
-// TestFix14ReadyFalseWhileDeleting (spec 5.14): upstream leaves Ready=True
+// TestReadyFalseWhileDeleting: upstream leaves Ready=True
 // during the grace period, so allocators may keep using the range. Here the
 // first decision on a deleting object says Ready=False/Terminating.
-func TestFix14ReadyFalseWhileDeleting(t *testing.T) {
+func TestReadyFalseWhileDeleting(t *testing.T) {
 	c := deleting(ready(sc("a", "10.0.0.0/24")), e0)
 	d, _ := Decide(e0, c, nil, nil, DefaultConfig())
 	if d.Action != ActionWait || d.Condition == nil || d.Condition.Status != metav1.ConditionFalse ||
@@ -191,10 +191,10 @@ func TestFix14ReadyFalseWhileDeleting(t *testing.T) {
 	}
 }
 
-// TestFix15SharedPrefixAllDeleting (spec 5.15): upstream's allocator stays
+// TestSharedPrefixAllDeleting: upstream's allocator stays
 // ready when every ServiceCIDR sharing its prefix is being deleted, because a
 // not-ready one only turns it off when it is the sole reference.
-func TestFix15SharedPrefixAllDeleting(t *testing.T) {
+func TestSharedPrefixAllDeleting(t *testing.T) {
 	a := deleting(ready(sc("a", "10.0.0.0/24")), e0)
 	b := deleting(ready(sc("b", "10.0.0.0/24")), e0)
 	got, err := AllocatorReadiness([]*networkingv1.ServiceCIDR{a, b})

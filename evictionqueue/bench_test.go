@@ -12,7 +12,7 @@ import (
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
-// Sizes from the issue: pending items per queue.
+// Sizes: pending items per queue.
 var benchSizes = []struct {
 	name string
 	n    int

@@ -39,7 +39,10 @@
 //
 //	q, err := evictionqueue.New[string](clock.Now(), evictionqueue.DefaultConfig())
 //	// node became unhealthy:      q.Add(clock.Now(), node.Name, node.UID)
+//	//   (a pass over lister.List() sees map order: sort by name first
+//	//   for a reproducible order; ties are attempted in Add order)
 //	// node healthy or deleted:    q.Remove(node.Name)
+//	//   (required: a done key is refused by Add until it is Removed)
 //	// zone decision changed rate: err = q.SetRate(clock.Now(), zone.QPS)
 //	for {
 //		q.Try(clock.Now(), func(it evictionqueue.Item[string]) (bool, time.Duration) {
@@ -67,17 +70,30 @@
 // successful AllowN at an earlier time moves its reference point back and
 // later credits the same interval twice (with Burst > 1).
 //
-// Instants are stored as nanoseconds since the now given to New (16 bytes
-// per item instead of 48), so the queue works with any clock, a virtual one
-// starting at the zero time.Time included, for about 292 years after New.
-// Times handed to callbacks and returned by Items and NextDeadline are
-// therefore in the location of the time given to New and carry no monotonic
-// clock reading; they are Equal to the instants passed in, except that an
-// instant earlier than the queue's latest (in particular, one before New) is
-// replaced by the latest (see above), and an instant more than about 292
-// years after New, or a retry that would land there, saturates at New's now
-// plus math.MaxInt64 nanoseconds. Pass New the caller's current time, not a
-// placeholder such as time.Time{} when the clock is a real one.
+// The rule: keep the caller's now, measure with Sub and Add. The queue
+// stores the now given to New as given, monotonic clock reading included,
+// and every later instant as now.Sub(thatNow) in nanoseconds (16 bytes per
+// item instead of 48). Go's Sub compares monotonic readings when both
+// instants have one, so with a real clock (clock.Now, time.Now) elapsed time
+// is measured on the monotonic clock and a wall-clock step (an NTP
+// correction, a VM resume) fires nothing early: a retry 300s out stays 300s
+// out even if the wall clock jumps 10 minutes ahead. Instants without a
+// monotonic reading (a fake or virtual clock, times restored from storage
+// or read from the API) are measured on the wall clock, which is all they
+// have.
+//
+// The queue works with any clock, a virtual one starting at the zero
+// time.Time included, for about 292 years after New. Times handed to
+// callbacks and returned by Items and NextDeadline are New's now plus an
+// offset: they carry its location and its monotonic reading (if any), so
+// d.Sub(clock.Now()) is again measured on the monotonic clock. They are
+// Equal to the instants passed in (when no wall-clock step happened in
+// between), except that an instant earlier than the queue's latest (in
+// particular, one before New) is replaced by the latest (see above), and an
+// instant more than about 292 years after New, or a retry that would land
+// there, saturates at New's now plus math.MaxInt64 nanoseconds. Pass New the
+// caller's current time, not a placeholder such as time.Time{} when the
+// clock is a real one.
 //
 // # Concurrency
 //
@@ -88,9 +104,10 @@
 //
 // # Differences from upstream
 //
-// The first four fix defects found while reading upstream's code (no
-// upstream issue exists for them; see spec section h.14); the rest are
-// improvements:
+// The first four fix defects found while reading upstream's code
+// (rate_limited_queue.go: TimedQueue.Less, RateLimitedTimedQueue.Try,
+// SwapLimiter, UniqueQueue.Remove; no upstream issue exists for them); the
+// rest are improvements:
 //
 //   - Ties on ProcessAt are FIFO. Upstream's heap has no tie-break: four
 //     adds at one instant A, B, C, D are processed A, D, C, B.
@@ -108,7 +125,7 @@
 //     retry; here 1ns is added only to a retryAfter <= 0, which is what the
 //     nanosecond is for (the same Try never attempts an item twice).
 //   - Remove is O(log n) through an indexed heap; upstream scans the heap
-//     linearly (about 589µs per item at 100k items).
+//     linearly.
 //   - NextDeadline tells the caller when to come back; upstream polls.
 //   - SetRate's drain rule is kept (it prevents a burst when a zone leaves
 //     full disruption) and generalised to Burst > 1: the new bucket starts
@@ -121,25 +138,8 @@
 //
 // Add, Remove and each attempt of Try are O(log n); Try of a due item
 // allocates nothing; a pending item costs about 110-130 bytes of heap (the
-// key's own bytes excluded), and a done key keeps its record (about the
-// same) until Remove. Figures from bench_test.go (go1.26, 2-core AMD EPYC
-// VM shared with other jobs at load 6-10, so noisy: the best of 10 runs;
-// ns per item or per op):
-//
-//	pending items                    1k     10k    100k      1M
-//	Add, filling an empty queue     160     105     122     547
-//	Remove, random order             64     105     238     817
-//	Try, draining (always open)     147     170     233     365
-//	Try, one attempt + retry /op    273     386     478     466
-//	Add + Remove churn /op          402     423     926    1015
-//	NextDeadline /op                 81      97      83     123
-//	heap bytes per pending item     127     117     109     129
-//
-// Upstream's Remove scans the heap: about 589µs per item at 100k.
-//
-// Issue 2 targets: Remove in random order at 100k <= 1µs per item (met);
-// Add and Try <= 300ns per item (met up to 100k; at 1M both are bound by
-// cache misses and exceed it); Try of a due item allocates nothing and a
-// pending item costs <= 150 bytes (met, and pinned by TestAllocs and
-// TestMemoryPerItem).
+// key's own bytes excluded; pinned by TestMemoryPerItem), and a done key
+// keeps its record (about the same) until Remove. Upstream's Remove scans
+// its heap linearly. Benchmarks are in bench_test.go (go test -bench .
+// -benchmem); the project README records their figures.
 package evictionqueue

@@ -2,18 +2,18 @@ package evictionqueue_test
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kubelifecycle/lifecycle/evictionqueue"
 )
-
-var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Example shows the whole caller loop: keys go in as nodes become
 // unhealthy, and the caller sleeps until NextDeadline, calls Try and acts
 // on the items it is handed. A failed action is retried; the queue never
 // loses it. Here the "sleep" just moves a virtual clock.
 func Example() {
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	q, err := evictionqueue.New[string](epoch, evictionqueue.DefaultConfig()) // 0.1 QPS, burst 1
 	if err != nil {
 		panic(err)
@@ -54,6 +54,7 @@ func Example() {
 // ExampleQueue_Try adds keys and hands the due ones to a callback. A key
 // reported done is remembered until Remove, so adding it again is refused.
 func ExampleQueue_Try() {
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	q, _ := evictionqueue.New[string](epoch, evictionqueue.Config{QPS: 10, Burst: 10})
 	q.Add(epoch, "node-a", "uid-a")
 	q.Add(epoch, "node-b", "uid-b")
@@ -77,6 +78,7 @@ func ExampleQueue_Try() {
 // QPS with burst 1, one item is attempted at once and the next 10s later,
 // however often Try is called.
 func ExampleQueue_Try_rateLimited() {
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	q, _ := evictionqueue.New[string](epoch, evictionqueue.DefaultConfig())
 	for _, k := range []string{"a", "b", "c"} {
 		q.Add(epoch, k, "")
@@ -101,6 +103,7 @@ func ExampleQueue_Try_rateLimited() {
 // ExampleQueue_SetRate stops a queue (a zone in full disruption) and starts
 // it again. The restarted bucket starts empty, so no burst follows.
 func ExampleQueue_SetRate() {
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	q, _ := evictionqueue.New[string](epoch, evictionqueue.Config{QPS: 1, Burst: 1})
 	q.Add(epoch, "a", "")
 	q.Add(epoch, "b", "")
@@ -126,6 +129,7 @@ func ExampleQueue_SetRate() {
 // ExampleQueue_NextDeadline shows that the deadline is the later of the
 // head's due time and the next token.
 func ExampleQueue_NextDeadline() {
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	q, _ := evictionqueue.New[string](epoch, evictionqueue.DefaultConfig())
 	q.Add(epoch, "a", "")
 	d, _ := q.NextDeadline()
@@ -136,4 +140,52 @@ func ExampleQueue_NextDeadline() {
 	// Output:
 	// due now, token now: +0s
 	// due at +3s, token at +10s: +10s
+}
+
+// ExampleQueue_Add_sortedOrder: items added at one instant are attempted in
+// the order they were added. An informer's List returns nodes in map order,
+// different on every run, so sort them first for a reproducible tainting
+// order.
+func ExampleQueue_Add_sortedOrder() {
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	q, _ := evictionqueue.New[string](epoch, evictionqueue.Config{QPS: 1, Burst: 1})
+	unhealthy := []string{"node-c", "node-a", "node-b"} // as List returned them this time
+	slices.Sort(unhealthy)
+	for _, name := range unhealthy {
+		q.Add(epoch, name, "")
+	}
+	for now := epoch; q.Len() > 0; now, _ = q.NextDeadline() {
+		q.Try(now, func(it evictionqueue.Item[string]) (bool, time.Duration) {
+			fmt.Printf("+%v taint %s\n", now.Sub(epoch), it.Key)
+			return true, 0
+		})
+	}
+	// Output:
+	// +0s taint node-a
+	// +1s taint node-b
+	// +2s taint node-c
+}
+
+// ExampleQueue_Remove: a key reported done stays known, so the next outage
+// of the same node would be refused by Add. Remove the key when the node is
+// healthy again (the work no longer applies); then a new outage queues it
+// afresh.
+func ExampleQueue_Remove() {
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	q, _ := evictionqueue.New[string](epoch, evictionqueue.Config{QPS: 1, Burst: 1})
+	taint := func(it evictionqueue.Item[string]) (bool, time.Duration) { return true, 0 }
+
+	q.Add(epoch, "node-1", "uid-1") // first outage
+	q.Try(epoch, taint)
+	fmt.Println("tainted:", q.State("node-1"))
+	fmt.Println("second Add without Remove:", q.Add(epoch.Add(time.Minute), "node-1", "uid-1"))
+
+	q.Remove("node-1") // the node recovered: untainted, forget it
+	fmt.Println("after Remove:", q.State("node-1"))
+	fmt.Println("next outage Add:", q.Add(epoch.Add(time.Hour), "node-1", "uid-1"), q.State("node-1"))
+	// Output:
+	// tainted: done
+	// second Add without Remove: false
+	// after Remove: absent
+	// next outage Add: true pending
 }

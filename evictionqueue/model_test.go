@@ -324,6 +324,14 @@ func decodeOps(data []byte) (evictionqueue.Config, []mop) {
 // first difference in any result or observable state.
 func checkModel(t *testing.T, base time.Time, cfg evictionqueue.Config, ops []mop) {
 	t.Helper()
+	checkModelStepped(t, base, cfg, ops, nil)
+}
+
+// checkModelStepped is checkModel with the wall clock of op i's instant
+// moved by step(i) (base must then carry a monotonic reading): the queue
+// must not notice.
+func checkModelStepped(t *testing.T, base time.Time, cfg evictionqueue.Config, ops []mop, step func(i int) time.Duration) {
+	t.Helper()
 	q, err := evictionqueue.New[string](base, cfg)
 	if err != nil {
 		t.Fatalf("New(%+v) = %v", cfg, err)
@@ -341,6 +349,9 @@ func checkModel(t *testing.T, base time.Time, cfg evictionqueue.Config, ops []mo
 	for i, o := range ops {
 		now += o.dt
 		at := base.Add(now)
+		if step != nil {
+			at = testutil.StepWallClock(at, step(i))
+		}
 		var got, want string
 		switch o.kind {
 		case mAdd:
@@ -451,5 +462,21 @@ func TestModel(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 2))
 		cfg := modelConfigs[r.IntN(len(modelConfigs))]
 		checkModel(t, modelClocks[seed%uint64(len(modelClocks))], cfg, randomOps(r, 300))
+	}
+}
+
+// TestModelWallClockSteps runs the model on a real clock's instants whose
+// wall clock jumps by up to an hour either way at every operation (NTP
+// steps, VM resumes): the queue measures time on the monotonic clock, so it
+// behaves exactly as on a clock that never stepped.
+func TestModelWallClockSteps(t *testing.T) {
+	base := time.Now()
+	for seed := uint64(0); seed < 60; seed++ {
+		r := rand.New(rand.NewPCG(seed, 3))
+		cfg := modelConfigs[r.IntN(len(modelConfigs))]
+		steps := rand.New(rand.NewPCG(seed, 4))
+		checkModelStepped(t, base, cfg, randomOps(r, 300), func(int) time.Duration {
+			return time.Duration(steps.Int64N(int64(2*time.Hour))) - time.Hour
+		})
 	}
 }

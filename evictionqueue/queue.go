@@ -17,9 +17,10 @@ import (
 //
 // AddedAt is the instant of the Add that created the item; ProcessAt is the
 // instant from which it may be attempted (AddedAt at first, then the retry
-// instant asked for by the last failed attempt). Both are reported in the
-// location of the time passed to New, without a monotonic clock reading; see
-// the package documentation for how instants are normalised.
+// instant asked for by the last failed attempt). Both are reported as the
+// time passed to New plus an offset, so they carry its location and its
+// monotonic clock reading, if any; see the package documentation for how
+// instants are measured.
 type Item[K comparable] struct {
 	Key       K
 	UID       types.UID
@@ -28,7 +29,9 @@ type Item[K comparable] struct {
 }
 
 // Instants are stored as nanoseconds since the queue's origin (the now given
-// to New). The queue clock never goes below 0, so every stored instant is in
+// to New, kept as given: with the caller's monotonic reading, so that
+// now.Sub(origin) measures elapsed time on the monotonic clock and a
+// wall-clock step moves nothing). The queue clock never goes below 0, so every stored instant is in
 // [0, maxNano] and the arithmetic on them cannot overflow; the negative
 // values are free for the sentinels stored in entry.process once an entry
 // has left the heap for good.
@@ -87,7 +90,7 @@ type Queue[K comparable] struct {
 	h      *heap.Heap[entry[K]]
 	keys   map[K]*elem[K] // every known key: pending, in flight or done
 	seq    uint64
-	origin time.Time // instant 0 of the queue clock: New's now, without monotonic reading
+	origin time.Time // instant 0 of the queue clock: New's now as given (monotonic reading kept)
 	last   int64     // the queue clock: latest instant seen, nanoseconds since origin (>= 0)
 	qps    float64
 	burst  int
@@ -98,8 +101,10 @@ type Queue[K comparable] struct {
 // New returns an empty queue with the rate limit cfg, whose token bucket is
 // full at now. now starts the queue's clock: a later call with an earlier
 // instant counts as now, and instants up to about 292 years later are
-// represented exactly (see the package documentation). Reported times use
-// now's location. It returns an error wrapping ErrInvalidRate or
+// represented exactly (see the package documentation). now is kept as
+// given: pass the caller's clock.Now(), whose monotonic reading makes every
+// later interval immune to wall-clock steps. Reported times use now's
+// location. It returns an error wrapping ErrInvalidRate or
 // ErrInvalidBurst when cfg is invalid (see Config).
 func New[K comparable](now time.Time, cfg Config) (*Queue[K], error) {
 	if err := cfg.validate(); err != nil {
@@ -108,7 +113,7 @@ func New[K comparable](now time.Time, cfg Config) (*Queue[K], error) {
 	q := &Queue[K]{
 		h:      heap.New(less[K]),
 		keys:   make(map[K]*elem[K]),
-		origin: now.Round(0),
+		origin: now,
 		qps:    cfg.QPS,
 		burst:  cfg.Burst,
 	}
@@ -135,7 +140,9 @@ func (q *Queue[K]) at(n int64) time.Time { return q.origin.Add(time.Duration(n))
 func lt(n int64) time.Time { return time.Unix(0, n) }
 
 // advance moves the queue clock to now, unless now is earlier (time going
-// backwards counts as no time elapsed), and returns the clock. Sub saturates,
+// backwards counts as no time elapsed), and returns the clock. now.Sub
+// compares monotonic readings when now and the origin both have one (a
+// wall-clock step is no time elapsed), wall clocks otherwise. Sub saturates,
 // so a now more than about 292 years after the origin counts as maxNano.
 func (q *Queue[K]) advance(now time.Time) int64 {
 	if n := int64(now.Sub(q.origin)); n > q.last {
@@ -150,10 +157,15 @@ func (q *Queue[K]) item(e *elem[K]) Item[K] {
 
 // Add queues key, due at now, and reports true; it reports false and changes
 // nothing when key is already known: pending, waiting for a retry, in flight
-// inside a Try callback, or done and not yet Removed. Unlike upstream, whose
-// heap has no tie-break (A, B, C, D added at once come out A, D, C, B),
-// items added at the same instant are attempted in the order they were
-// added. O(log n).
+// inside a Try callback, or done and not yet Removed. A key reported done
+// stays known until Remove: call Remove when the work no longer applies
+// (the node is healthy again), or the next Add of that key is refused.
+// Unlike upstream, whose heap has no tie-break (A, B, C, D added at once
+// come out A, D, C, B), items added at the same instant are attempted in
+// the order they were added, so the order of the Adds is the order of the
+// work. An informer's List (and a lister's) returns objects in map order,
+// which changes from run to run: sort what you add in one pass (for
+// example by node name) if you want a reproducible order. O(log n).
 func (q *Queue[K]) Add(now time.Time, key K, uid types.UID) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -166,7 +178,8 @@ func (q *Queue[K]) Add(now time.Time, key K, uid types.UID) bool {
 	return true
 }
 
-// Remove forgets key and reports whether it was known. Pending work is
+// Remove forgets key and reports whether it was known. It is the only way
+// (with Clear) to make a done key addable again. Pending work is
 // cancelled; a key in flight inside a Try callback is not retried nor
 // remembered as done when the callback returns; a done key may be added
 // again. O(log n): unlike upstream, which scans its heap linearly.

@@ -62,7 +62,7 @@ func TestReentrantRemoveCancelsDone(t *testing.T) {
 // TestReAddDuringTryNotSwallowed: upstream's Try calls RemoveFromQueue after
 // fn returns done; if fn removed and re-added its own value, that deletes the
 // new heap entry while the set keeps the value, so the re-added item is
-// silently treated as done (spec h.14). Here it is a new pending item.
+// silently treated as done (rate_limited_queue.go, RateLimitedTimedQueue.Try). Here it is a new pending item.
 func TestReAddDuringTryNotSwallowed(t *testing.T) {
 	for _, done := range []bool{true, false} {
 		t.Run(fmt.Sprintf("done=%v", done), func(t *testing.T) {

@@ -274,7 +274,7 @@ func TestBurst(t *testing.T) {
 }
 
 // TestFIFOOnEqualProcessAt: upstream's heap has no tie-break, so four adds at
-// one instant A, B, C, D are processed A, D, C, B (spec d.1, h.14). We give
+// one instant A, B, C, D are processed A, D, C, B (rate_limited_queue.go, TimedQueue.Less). We give
 // insertion order.
 func TestFIFOOnEqualProcessAt(t *testing.T) {
 	q := newQueue(t, evictionqueue.Config{QPS: 1000, Burst: 1})
@@ -309,7 +309,7 @@ func TestOrderProcessAtThenAddedAt(t *testing.T) {
 
 // TestNoTokenWastedOnNotDueHead: upstream takes a token before checking that
 // the head is due, so a not-yet-due retry at the head burns the only token
-// and delays the next due item by up to 1/QPS (spec d.2 step 3, h.14). We
+// and delays the next due item by up to 1/QPS (rate_limited_queue.go, RateLimitedTimedQueue.Try). We
 // check first.
 func TestNoTokenWastedOnNotDueHead(t *testing.T) {
 	q := newQueue(t, evictionqueue.DefaultConfig())
@@ -514,7 +514,7 @@ func TestSetRateDrainRule(t *testing.T) {
 // TestSetRateStopAndRestart: SetRate(0) stops the queue explicitly. Upstream
 // swaps in a never-accepting limiter that reports QPS 1, so a later
 // SwapLimiter(1) is taken as "unchanged" and the zone never evicts again
-// (spec d.2, h.14). Here SetRate(1) restarts it, with an empty bucket.
+// (rate_limited_queue.go, SwapLimiter). Here SetRate(1) restarts it, with an empty bucket.
 func TestSetRateStopAndRestart(t *testing.T) {
 	q := newQueue(t, evictionqueue.Config{QPS: 1, Burst: 1})
 	run(t, q, []step{

@@ -10,7 +10,7 @@ import (
 // the last signal", not "use the default".
 type Config struct {
 	// GracePeriod is how long a node that has a Ready condition may go
-	// without a fresh signal (a status heartbeat change or a newer Lease
+	// without a fresh signal (a status heartbeat change or a Lease
 	// renewal) before it is stale: kube-controller-manager's
 	// --node-monitor-grace-period (50s since v1.32, 40s before).
 	GracePeriod time.Duration

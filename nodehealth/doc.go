@@ -13,9 +13,13 @@
 //     --node-monitor-grace-period 50s and --node-startup-grace-period 60s.
 //   - PodNotReadyStatus: MarkPodsNotReady (pkg/controller/util/node) for one
 //     pod.
+//   - DisruptionTargetStatus: the DisruptionTarget condition the taint
+//     eviction controller writes before deleting a pod
+//     (pkg/controller/tainteviction/taint_eviction.go,
+//     addConditionAndDeletePod).
 //   - ClassifyExistence and OrphanTracker: the existence check of the cloud
 //     node lifecycle controller (k8s.io/cloud-provider, MonitorNodes), with
-//     the lessons of the Azure VMSS incident (#95288).
+//     the lessons of the Azure VMSS incident (kubernetes/kubernetes#95288).
 //
 // Default behaviour reproduces upstream decisions; the differences are
 // listed below. The package decides only: the caller owns the informers, the
@@ -26,7 +30,7 @@
 //
 // A node's probe time is the controller-clock time of its last fresh signal:
 // a Ready LastHeartbeatTime different from the one seen before, or a Lease
-// RenewTime newer than the one seen before. Kubelet timestamps are only ever
+// RenewTime different from the one seen before. Kubelet timestamps are only ever
 // compared for change; the controller never trusts the kubelet's clock.
 // The grace is GracePeriod while the node has a Ready condition and
 // StartupGracePeriod while it has none. Deadline = probe + grace.
@@ -37,7 +41,7 @@
 //	                                                                                                 sight, whatever the heartbeat says)
 //	unseen         no record                       Observe, no Ready                  fresh/stale    probe = CreationTimestamp (now if
 //	                                                                                                 in the future or zero)
-//	fresh          now <= Deadline                 heartbeat change or newer Lease    fresh          probe = now
+//	fresh          now <= Deadline                 heartbeat or RenewTime change      fresh          probe = now
 //	fresh          now <= Deadline                 now > Deadline                     stale          -
 //	stale          Ready True/False/missing        Observe                            written        Stale, StatusUpdate (Ready and the
 //	                                                                                                 pressure conditions Unknown);
@@ -47,7 +51,7 @@
 //	written        write assumed done              cache shows the Unknown Ready      stale-unknown  Stale, no write
 //	stale-unknown  Ready already Unknown           Observe                            stale-unknown  Stale, no write (pressure
 //	                                                                                                 conditions are left as they are)
-//	any            -                               heartbeat change or newer Lease    fresh          probe = now
+//	any            -                               heartbeat or RenewTime change      fresh          probe = now
 //	any            -                               ResetProbes(now)                   fresh          probe = ReadyTransition = now
 //	any            -                               Forget                             unseen         -
 //
@@ -66,10 +70,20 @@
 //	edge   event                                              next
 //	-----  -------------------------------------------------  -----
 //	clear  the Tracker turns Ready True into Unknown          set
+//	set    AckPodsNotReadyEdge(name, edge) of this flip       clear
+//	set    AckPodsNotReadyEdge(name, edge) of an older flip   set (returns false)
 //	set    AckPodsNotReady(name)                              clear
 //	set    Observe sees Ready=True (the kubelet is back)      clear
 //	set    Forget(name)                                       clear
 //	set    Snapshot / Restore, failed writes, further passes  set
+//
+// Each flip has an identity, Result.PodsNotReadyEdge (the instant of the
+// Observe that wrote Unknown), kept while it is pending, also across
+// Snapshot and Restore. A caller that marks pods inline, before the node's
+// next Observe, may acknowledge with AckPodsNotReady(name); a caller that
+// hands the work to other goroutines acknowledges with
+// AckPodsNotReadyEdge(name, edge), so a late acknowledgement never clears a
+// newer flip.
 //
 // A kubelet that reports Ready=False itself never sets the edge: it is alive
 // and manages its pods' readiness. While the edge is set and Ready is False
@@ -157,17 +171,25 @@
 //
 // # Time
 //
-// Every time-dependent method takes now. The Tracker and the OrphanTracker
-// each keep the latest now they have seen and use it in place of an earlier
+// Every time-dependent method takes now (the caller's clock.Now(), or a fake
+// clock's time). The Tracker and the OrphanTracker store now as given, with
+// its monotonic clock reading, and derive every deadline from it with Add
+// and compare with Before, After and Equal: when both instants carry a
+// monotonic reading Go compares those, so a step of the wall clock (NTP, a
+// resumed VM) makes nothing stale early; instants without one (fake clocks,
+// times restored by Restore, Kubernetes timestamps) compare by wall time.
+// Each keeps the latest now it has seen and uses it in place of an earlier
 // one, so time going backwards counts as no time elapsed: probe times never
 // move back and a stale node stays stale. Kubelet timestamps (heartbeat,
-// transition, Lease RenewTime) are never compared with now.
+// transition, Lease RenewTime) are never compared with now, only with their
+// previous value; CreationTimestamp, a server time, is read only as a
+// fallback first probe, clamped to now.
 //
 // # Concurrency
 //
 // Tracker and OrphanTracker are safe for concurrent use: each has one mutex,
-// runs no callbacks and starts no goroutines. PodNotReadyStatus and
-// ClassifyExistence are pure functions.
+// runs no callbacks and starts no goroutines. PodNotReadyStatus,
+// DisruptionTargetStatus and ClassifyExistence are pure functions.
 //
 // # Differences from upstream
 //
@@ -175,24 +197,36 @@
 //     Snapshot and Restore carry each node's probe and transition times, last
 //     heartbeat, Lease RenewTime and pending pods-not-ready edge across a
 //     controller restart, so a restart neither grants every node a fresh
-//     grace period (#108268) nor forgets to mark pods NotReady (#50067,
-//     #135205).
+//     grace period (kubernetes/kubernetes#108268) nor forgets to mark pods
+//     NotReady (kubernetes/kubernetes#50067, #135205). Restored instants
+//     have no monotonic reading and are clamped to the restoring clock (see
+//     Restore).
 //   - Pods-not-ready edge: unlike upstream, where it is a one-shot event of
 //     the pass that wrote Unknown (lost if the pod listing fails before the
-//     retry set is filled, or on restart), it stays set until
-//     AckPodsNotReady or until the node is Ready again.
+//     retry set is filled, or on restart), it stays set until acknowledged
+//     (AckPodsNotReadyEdge, AckPodsNotReady) or until the node is Ready
+//     again, and each flip has an identity (Result.PodsNotReadyEdge) so an
+//     asynchronous acknowledgement never clears a newer flip.
 //   - Creation time: unlike upstream, a CreationTimestamp in the future (clock
 //     skew) or zero is read as now for the first probe of a node without a
 //     Ready condition; upstream would postpone the Unknown write arbitrarily
-//     (or write at first sight). Found while reading the code (spec h.14), no
+//     (or write at first sight). Found while reading tryUpdateNodeHealth; no
 //     upstream issue.
 //   - The saved Lease survives a heartbeat change: unlike upstream, which
 //     rebuilds its record without the Lease whenever the Ready heartbeat
 //     changes or a first Ready condition appears, so that on the next pass
 //     the same, unrenewed Lease counts as a first sight and refreshes the
 //     probe once more (up to one monitor period of extra grace), only a
-//     strictly newer RenewTime is a signal here (issue 3). Found while
-//     reading the code, no upstream issue.
+//     changed RenewTime is a signal here. Found while reading
+//     tryUpdateNodeHealth; no upstream issue.
+//   - Lease renewals: unlike upstream, any change of a Lease's RenewTime is
+//     a signal, as a heartbeat change already is. Upstream counts only a
+//     RenewTime strictly after the one it saw (tryUpdateNodeHealth), so one
+//     renewal from a kubelet whose clock ran ahead starves every later
+//     correct renewal until the kubelet's clock catches up, and a Lease seen
+//     with a nil RenewTime blocks later renewals (its nil-safe
+//     MicroTime.Before is false); the node goes Unknown while renewing every
+//     10s. A nil RenewTime still counts only on first sight.
 //   - Heartbeats are compared as instants (time.Time.Equal); upstream
 //     compares metav1.Time structs with !=, which also sees a change of
 //     location or monotonic reading.
@@ -201,48 +235,37 @@
 //     upstream fetches it by name and cannot get it wrong.
 //   - Cloud existence: unlike upstream, which compares
 //     cloudprovider.InstanceNotFound with ==, not-found errors are matched
-//     with errors.Is, a missing parent group counts as not found (#95288),
-//     any other error is Unknown and backed off exponentially instead of
-//     being retried every monitor period, and OrphanPolicy can require
+//     with errors.Is, a missing parent group counts as not found
+//     (kubernetes/kubernetes#95288), any other error is Unknown and backed
+//     off exponentially instead of being retried every monitor period
+//     (MonitorNodes in
+//     staging/src/k8s.io/cloud-provider/controllers/nodelifecycle/node_lifecycle_controller.go),
+//     and OrphanPolicy can require
 //     several NotFound answers over a minimum age (the default, one answer
-//     and no age, is upstream's).
+//     and no age, is upstream's). Its records belong to a node object: a
+//     node re-created under the same name (new UID) starts afresh. Like
+//     upstream, an uninitialized node younger than one minute is skipped
+//     (OrphanPolicy.UninitializedNodeDelay).
 //
 // Kept on purpose, for parity (and documented on the methods):
 //
 //   - A Ready condition that disappears keeps the old probe time and the
 //     grace silently becomes StartupGracePeriod: upstream's branch that would
-//     reset the probe is unreachable (spec a.2).
+//     reset the probe is unreachable (tryUpdateNodeHealth).
 //   - A node first seen with a Ready condition gets a full grace period from
-//     first sight, whatever its last heartbeat (spec a.5).
+//     first sight, whatever its last heartbeat (tryUpdateNodeHealth).
 //   - A node that never posts a status but keeps renewing its Lease is
-//     healthy forever and never gets conditions written (spec h.12).
-//   - Only a strictly newer Lease RenewTime is a signal: after a kubelet
-//     clock that ran ahead is corrected, its renewals do not count until it
-//     catches up with the RenewTime seen before. A saved Lease with a nil
-//     RenewTime blocks later Lease refreshes the same way (upstream's
-//     nil-safe Before). Both last until a write replaces the saved Lease
-//     with the observed one (nil forgets it, so the next Lease is a first
-//     sight).
-//   - Only the Ready condition decides the write (spec h.14).
+//     healthy forever and never gets conditions written (tryUpdateNodeHealth
+//     refreshes the probe from the Lease alone).
+//   - Only the Ready condition decides the write, so stale pressure
+//     conditions of a node already Ready=Unknown are not rewritten
+//     (tryUpdateNodeHealth).
 //
-// # Benchmarks
+// # Cost
 //
-// go test -bench . -benchmem on a shared 2-core AMD EPYC VM running other
-// jobs (load average 7-11): figures are indicative. "best" is the lowest of
-// about 20 runs, "loaded" the usual range.
-//
-//	Benchmark                                     best          loaded          B/op          allocs/op
-//	Observe pass, 5,000 nodes, Lease renewed      64 ns/node    100-250 ns/node 0             0
-//	Observe pass, 500 nodes, Lease renewed        50 ns/node    80-150 ns/node  0             0
-//	Observe pass, 5,000 nodes, all written        -             4-16 µs/node    2.9 KB/node   18/node
-//	OrphanTracker.Observe, 5,000 nodes, Unknown   65 ns/node    65-85 ns/node   0             0
-//	PodNotReadyStatus, 150,000 pods               -             0.85-1.4 µs/pod 512 B/pod     2/pod
-//	Snapshot + Restore, 5,000 nodes               -             5.6-9.5 ms      2.5 MB        15,050
-//
-// Targets (issue 3): a steady-state Observe pass over 5,000 nodes allocates
-// nothing (met, also pinned by TestObserveSteadyStateAllocatesNothing) and
-// costs at most 100 ns per node (met when the machine is quiet; the cost is
-// dominated by cache misses on the caller's node and Lease objects, so it
-// rises with memory contention). A written node costs a deep copy of its
-// status (here with 10 images and 5 conditions).
+// Observe is O(1) per node and, in the steady state (a known node, not
+// stale, or stale and already Unknown), allocates nothing (pinned by
+// TestObserveSteadyStateAllocatesNothing); a node that must be written
+// costs a deep copy of its status. OrphanTracker.Observe is O(1) and
+// allocates only a node's first record. Snapshot is O(n log n).
 package nodehealth

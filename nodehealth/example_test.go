@@ -5,14 +5,53 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubelifecycle/lifecycle/internal/testutil"
 	"github.com/kubelifecycle/lifecycle/nodehealth"
 )
 
-// secs formats t as seconds after the fixed epoch.
-func secs(t time.Time) string { return fmt.Sprintf("%gs", t.Sub(testutil.Epoch).Seconds()) }
+// epoch is the fixed instant the examples start from.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// at is the instant d after epoch.
+func at(d time.Duration) time.Time { return epoch.Add(d) }
+
+// secs formats t as seconds after epoch.
+func secs(t time.Time) string { return fmt.Sprintf("%gs", t.Sub(epoch).Seconds()) }
+
+// readyNode is a node created at epoch whose kubelet last posted Ready=s at
+// epoch.
+func readyNode(name string, s v1.ConditionStatus) *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: "uid-" + types.UID(name), CreationTimestamp: metav1.NewTime(epoch)},
+		Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{
+			Type: v1.NodeReady, Status: s,
+			LastHeartbeatTime: metav1.NewTime(epoch), LastTransitionTime: metav1.NewTime(epoch),
+		}}},
+	}
+}
+
+// lease is the node's Lease in kube-node-lease, renewed at renew.
+func lease(node string, renew time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: "kube-node-lease"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &node, RenewTime: &metav1.MicroTime{Time: renew}},
+	}
+}
+
+// readyPod is a running pod bound to node with Ready=True.
+func readyPod(name, node string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec:       v1.PodSpec{NodeName: node},
+		Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+			{Type: v1.PodReady, Status: v1.ConditionTrue},
+		}},
+	}
+}
 
 // Example drives a Tracker the way a node lifecycle controller does: one
 // monitor pass every 5s over the nodes in its cache, writing what the Tracker
@@ -26,17 +65,17 @@ func Example() {
 	// The "API server": nodes, leases and pods the caller reads and writes.
 	nodes := map[string]*v1.Node{}
 	for _, name := range []string{"a", "b"} {
-		nodes[name] = testutil.WithReady(testutil.Node(name, testutil.Epoch), v1.ConditionTrue, testutil.Epoch, testutil.Epoch)
+		nodes[name] = readyNode(name, v1.ConditionTrue)
 	}
-	pods := []*v1.Pod{testutil.Pod("default", "web-1", "b"), testutil.Pod("default", "web-2", "a")}
+	pods := []*v1.Pod{readyPod("web-1", "b"), readyPod("web-2", "a")}
 
-	for now := testutil.Epoch; !now.After(testutil.At(80 * time.Second)); now = now.Add(5 * time.Second) {
+	for now := epoch; !now.After(at(80 * time.Second)); now = now.Add(5 * time.Second) {
 		for _, name := range []string{"a", "b"} {
-			lease := testutil.Lease(name, now) // kubelet renews every pass...
-			if name == "b" && now.After(testutil.At(10*time.Second)) {
-				lease = testutil.Lease(name, testutil.At(10*time.Second)) // ...until b dies
+			l := lease(name, now) // kubelet renews every pass...
+			if name == "b" && now.After(at(10*time.Second)) {
+				l = lease(name, at(10*time.Second)) // ...until b dies
 			}
-			res, err := health.Observe(now, nodes[name], lease)
+			res, err := health.Observe(now, nodes[name], l)
 			if err != nil {
 				panic(err)
 			}
@@ -71,11 +110,11 @@ func Example() {
 // and its Ready condition is then written Unknown.
 func ExampleTracker_Observe() {
 	health, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
-	node := testutil.WithReady(testutil.Node("n1", testutil.Epoch), v1.ConditionTrue, testutil.Epoch, testutil.Epoch)
-	for _, at := range []time.Duration{0, 50 * time.Second, 55 * time.Second} {
-		res, _ := health.Observe(testutil.At(at), node, nil)
+	node := readyNode("n1", v1.ConditionTrue)
+	for _, d := range []time.Duration{0, 50 * time.Second, 55 * time.Second} {
+		res, _ := health.Observe(at(d), node, nil)
 		fmt.Printf("at %v: stale=%v deadline=%s write=%v pods=%v\n",
-			at, res.Stale, secs(res.Deadline), res.StatusUpdate != nil, res.MarkPodsNotReady)
+			d, res.Stale, secs(res.Deadline), res.StatusUpdate != nil, res.MarkPodsNotReady)
 		if res.StatusUpdate != nil {
 			for _, c := range res.StatusUpdate.Conditions {
 				fmt.Printf("  %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
@@ -92,57 +131,108 @@ func ExampleTracker_Observe() {
 	//   PIDPressure=Unknown NodeStatusNeverUpdated: Kubelet never posted node status.
 }
 
-// A newer Lease RenewTime is a fresh signal even when the node's status
-// never changes; an equal or older one is not.
+// A renewed Lease is a fresh signal even when the node's status never
+// changes: any change of RenewTime counts, even backwards (a kubelet whose
+// clock was corrected; unlike upstream, which needs a newer one), and an
+// equal RenewTime does not.
 func ExampleTracker_Observe_lease() {
 	health, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
-	node := testutil.WithReady(testutil.Node("n1", testutil.Epoch), v1.ConditionTrue, testutil.Epoch, testutil.Epoch)
+	node := readyNode("n1", v1.ConditionTrue)
 	for _, step := range []struct{ at, renew time.Duration }{
 		{0, 0}, {40 * time.Second, 40 * time.Second}, {80 * time.Second, 40 * time.Second}, {91 * time.Second, 30 * time.Second},
 	} {
-		res, _ := health.Observe(testutil.At(step.at), node, testutil.Lease("n1", testutil.At(step.renew)))
+		res, _ := health.Observe(at(step.at), node, lease("n1", at(step.renew)))
 		fmt.Printf("at %v, lease renewed at %v: deadline=%s stale=%v\n", step.at, step.renew, secs(res.Deadline), res.Stale)
 	}
 	// Output:
 	// at 0s, lease renewed at 0s: deadline=50s stale=false
 	// at 40s, lease renewed at 40s: deadline=90s stale=false
 	// at 1m20s, lease renewed at 40s: deadline=90s stale=false
-	// at 1m31s, lease renewed at 30s: deadline=90s stale=true
+	// at 1m31s, lease renewed at 30s: deadline=141s stale=false
 }
 
 // Snapshot and Restore carry the grace period and the pods-not-ready edge
 // across a controller restart: the restarted Tracker does not grant a fresh
-// grace period (upstream #108268).
+// grace period (kubernetes/kubernetes#108268).
 func ExampleTracker_Snapshot() {
-	node := testutil.WithReady(testutil.Node("n1", testutil.Epoch), v1.ConditionTrue, testutil.Epoch, testutil.Epoch)
+	node := readyNode("n1", v1.ConditionTrue)
 	before, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
-	before.Observe(testutil.At(0), node, nil)
+	before.Observe(at(0), node, nil)
 	saved := before.Snapshot() // e.g. stored in a ConfigMap as JSON
 
 	after, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
-	after.Restore(testutil.At(30*time.Second), saved)
-	res, _ := after.Observe(testutil.At(51*time.Second), node, nil)
+	after.Restore(at(30*time.Second), saved)
+	res, _ := after.Observe(at(51*time.Second), node, nil)
 	fmt.Printf("restored: deadline=%s stale=%v\n", secs(res.Deadline), res.Stale)
 
 	fresh, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
-	res, _ = fresh.Observe(testutil.At(51*time.Second), node, nil)
+	res, _ = fresh.Observe(at(51*time.Second), node, nil)
 	fmt.Printf("not restored: deadline=%s stale=%v\n", secs(res.Deadline), res.Stale)
 	// Output:
 	// restored: deadline=50s stale=true
 	// not restored: deadline=101s stale=false
 }
 
+// A caller that marks pods from a worker pool acknowledges the flip it
+// handled with AckPodsNotReadyEdge: a late acknowledgement of an older flip
+// leaves a newer one pending.
+func ExampleTracker_AckPodsNotReadyEdge() {
+	health, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
+	silent := readyNode("n1", v1.ConditionTrue)
+	health.Observe(at(0), silent, nil)
+	res, _ := health.Observe(at(51*time.Second), silent, nil) // Ready -> Unknown
+	first := res.PodsNotReadyEdge
+	fmt.Println("flip at", secs(first)) // handed to a worker
+
+	back := readyNode("n1", v1.ConditionTrue)
+	back.Status.Conditions[0].LastHeartbeatTime = metav1.NewTime(at(60 * time.Second))
+	health.Observe(at(60*time.Second), back, nil)           // the kubelet is back...
+	res, _ = health.Observe(at(111*time.Second), back, nil) // ...and silent again
+	fmt.Println("flip at", secs(res.PodsNotReadyEdge))
+
+	fmt.Println("late ack of the first flip:", health.AckPodsNotReadyEdge("n1", first))
+	fmt.Println("ack of the second flip:", health.AckPodsNotReadyEdge("n1", res.PodsNotReadyEdge))
+	// Output:
+	// flip at 51s
+	// flip at 111s
+	// late ack of the first flip: false
+	// ack of the second flip: true
+}
+
 // PodNotReadyStatus computes the status to write for one pod of a node the
 // Tracker flipped to Unknown.
 func ExamplePodNotReadyStatus() {
-	pod := testutil.Pod("default", "web-1", "n1")
-	st, ok := nodehealth.PodNotReadyStatus(testutil.At(55*time.Second), pod)
+	pod := readyPod("web-1", "n1")
+	st, ok := nodehealth.PodNotReadyStatus(at(55*time.Second), pod)
 	fmt.Println(ok, st.Conditions[0].Type, st.Conditions[0].Status, secs(st.Conditions[0].LastTransitionTime.Time))
-	_, ok = nodehealth.PodNotReadyStatus(testutil.At(60*time.Second), &v1.Pod{Status: *st})
+	_, ok = nodehealth.PodNotReadyStatus(at(60*time.Second), &v1.Pod{Status: *st})
 	fmt.Println(ok)
 	// Output:
 	// true Ready False 55s
 	// false
+}
+
+// DisruptionTargetStatus is the status to patch before deleting a pod for a
+// NoExecute taint, as upstream's taint eviction controller does; a second
+// call on the patched pod has nothing to write.
+func ExampleDisruptionTargetStatus() {
+	now := at(5 * time.Minute)
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1", Generation: 2},
+		Spec:       v1.PodSpec{NodeName: "b"},
+	}
+	st, ok := nodehealth.DisruptionTargetStatus(now, pod)
+	c := st.Conditions[len(st.Conditions)-1]
+	fmt.Println(ok, c.Type, c.Status, c.Reason, c.ObservedGeneration)
+	fmt.Println(c.Message)
+
+	pod.Status = *st // PatchPodStatus, then Delete
+	_, ok = nodehealth.DisruptionTargetStatus(now.Add(time.Minute), pod)
+	fmt.Println("again:", ok)
+	// Output:
+	// true DisruptionTarget True DeletionByTaintManager 2
+	// Taint manager: deleting due to NoExecute taint
+	// again: false
 }
 
 // ClassifyExistence never reads an error as "exists" or "gone", except the
@@ -167,7 +257,7 @@ func ExampleOrphanTracker() {
 		Confirmations: 3, MinNotFoundAge: time.Minute,
 		UnknownBackoff: 5 * time.Second, MaxUnknownBackoff: 5 * time.Minute,
 	})
-	node := testutil.WithReady(testutil.Node("n1", testutil.Epoch), v1.ConditionUnknown, testutil.Epoch, testutil.Epoch)
+	node := readyNode("n1", v1.ConditionUnknown)
 	throttled := errors.New("HTTP 429")
 	for _, step := range []struct {
 		at  time.Duration
@@ -179,7 +269,7 @@ func ExampleOrphanTracker() {
 		{20 * time.Second, nodehealth.ErrInstanceNotFound},
 		{60 * time.Second, nodehealth.ErrInstanceNotFound},
 	} {
-		d := orphans.Observe(testutil.At(step.at), node, nodehealth.ClassifyExistence(false, step.err))
+		d := orphans.Observe(at(step.at), node, nodehealth.ClassifyExistence(false, step.err))
 		fmt.Printf("at %v: delete=%v reason=%v next=%s\n", step.at, d.Delete, d.Reason, secs(d.NextCheck))
 	}
 	// Output:

@@ -19,7 +19,7 @@ var ErrInstanceNotFound = errors.New("nodehealth: cloud instance not found")
 // ErrParentNotFound is the error a cloud provider wraps when the group that
 // held the instance (scale set, resource group, node pool) does not exist
 // any more. A missing parent means its instances are gone: the Azure VMSS
-// bug (#95288) was this answer read as "unknown", so the node was never
+// bug (kubernetes/kubernetes#95288) was this answer read as "unknown", so the node was never
 // deleted and every retry forced another throttled List call.
 var ErrParentNotFound = errors.New("nodehealth: parent group of cloud instance not found")
 

@@ -14,7 +14,7 @@ import (
 
 // refTracker is a deliberately naive reference for Tracker: it keeps, like
 // upstream's nodeHealthData, a deep copy of the whole status and of the
-// Lease, and follows the spec's steps literally, comparing with
+// Lease, and follows upstream tryUpdateNodeHealth's steps literally, comparing with
 // apiequality.Semantic.DeepEqual. It includes our documented differences
 // from upstream (creation time clamped, time never going backwards, the
 // pods-not-ready edge kept until acknowledged, the saved Lease kept when a
@@ -100,7 +100,8 @@ func (r *refTracker) observe(now time.Time, in *v1.Node, inLease *coordinationv1
 		}
 		rec.status, rec.probe = &node.Status, now
 	}
-	if lease != nil && (savedLease == nil || savedLease.Spec.RenewTime.Before(lease.Spec.RenewTime)) {
+	if lease != nil && (savedLease == nil || (lease.Spec.RenewTime != nil && // any change of a set RenewTime
+		(savedLease.Spec.RenewTime == nil || !savedLease.Spec.RenewTime.Equal(lease.Spec.RenewTime)))) {
 		rec.lease, rec.probe = lease, now
 	}
 	res.observed, res.current = &observed, cur
@@ -278,7 +279,12 @@ func runModel(t *testing.T, src source, maxOps int) {
 				at = ref.last
 			}
 			restart{}.do(t, tr, at)
-			ref.last = at // Restore(now) is a clock reading too
+			ref.last = at               // Restore(now) is a clock reading too
+			for _, rec := range ref.m { // Restore clamps a future RenewTime to now
+				if l := rec.lease; l != nil && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(at) {
+					rec.lease = testLease(l.Name, at)
+				}
+			}
 			log = append(log, "restart")
 		}
 		nodes[name] = n
@@ -295,6 +301,9 @@ func compareRef(t *testing.T, fail func(string, ...any), got Result, want refRes
 		StatusUpdate: want.update, MarkPodsNotReady: want.pods, Stale: want.stale, Deadline: want.deadline, ReadyTransition: want.trans})
 	if gotSum != wantSum {
 		fail("Observe = %s, want %s", gotSum, wantSum)
+	}
+	if got.MarkPodsNotReady == got.PodsNotReadyEdge.IsZero() {
+		fail("MarkPodsNotReady = %v with PodsNotReadyEdge %v", got.MarkPodsNotReady, got.PodsNotReadyEdge)
 	}
 	if !apiequality.Semantic.DeepEqual(got.ObservedReady, want.observed) {
 		fail("ObservedReady = %v, want %v", got.ObservedReady, want.observed)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // OrphanPolicy says when a node whose cloud instance is reported gone may be
@@ -26,15 +27,32 @@ type OrphanPolicy struct {
 	// MaxUnknownBackoff caps the Unknown backoff; it may not be smaller than
 	// UnknownBackoff.
 	MaxUnknownBackoff time.Duration
+	// UninitializedNodeDelay is how long a node that the cloud controller
+	// has not initialized yet (no spec.providerID, and the
+	// node.cloudprovider.kubernetes.io/uninitialized NoSchedule taint) is
+	// left alone after its creation: Observe decides OrphanUninitialized
+	// without counting the cloud's answer. Upstream waits one minute
+	// (uninitializedNodeDelay in
+	// staging/src/k8s.io/cloud-provider/controllers/nodelifecycle/node_lifecycle_controller.go,
+	// MonitorNodes, v1.36.3), the default. 0 never waits: such a node is
+	// judged like any other.
+	UninitializedNodeDelay time.Duration
 }
+
+// TaintUninitialized is the key of the NoSchedule taint a kubelet started
+// with an external cloud provider carries until the cloud node controller
+// initializes the node (k8s.io/cloud-provider/api, TaintExternalCloudProvider).
+const TaintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
 
 // DefaultOrphanPolicy returns upstream-compatible values: the first NotFound
 // answer deletes (1 confirmation, no minimum age), as the cloud node
 // lifecycle controller does. Upstream retries a failing cloud every monitor
 // period (5s) forever; the default keeps that first retry (5s) but doubles
-// it up to 5m, so a broken cloud API is not hammered.
+// it up to 5m, so a broken cloud API is not hammered. An uninitialized node
+// is left alone for its first minute (UninitializedNodeDelay), as upstream.
 func DefaultOrphanPolicy() OrphanPolicy {
-	return OrphanPolicy{Confirmations: 1, UnknownBackoff: 5 * time.Second, MaxUnknownBackoff: 5 * time.Minute}
+	return OrphanPolicy{Confirmations: 1, UnknownBackoff: 5 * time.Second, MaxUnknownBackoff: 5 * time.Minute,
+		UninitializedNodeDelay: time.Minute}
 }
 
 func (p OrphanPolicy) validate() error {
@@ -48,6 +66,8 @@ func (p OrphanPolicy) validate() error {
 	case p.MaxUnknownBackoff < p.UnknownBackoff:
 		return fmt.Errorf("%w: MaxUnknownBackoff %v is less than UnknownBackoff %v",
 			ErrInvalidConfig, p.MaxUnknownBackoff, p.UnknownBackoff)
+	case p.UninitializedNodeDelay < 0:
+		return fmt.Errorf("%w: UninitializedNodeDelay %v is negative", ErrInvalidConfig, p.UninitializedNodeDelay)
 	}
 	return nil
 }
@@ -74,6 +94,11 @@ const (
 	OrphanAwaitingAge
 	// OrphanNotFound: the instance is gone, confirmed: delete the node.
 	OrphanNotFound
+	// OrphanUninitialized: skipped, the node is uninitialized (no
+	// providerID, the TaintUninitialized taint) and younger than
+	// UninitializedNodeDelay; the cloud's answer is ignored (the caller need
+	// not query the cloud) and NextCheck is when the delay ends.
+	OrphanUninitialized
 )
 
 var orphanReasonNames = [...]string{
@@ -84,6 +109,7 @@ var orphanReasonNames = [...]string{
 	OrphanAwaitingConfirmations: "AwaitingConfirmations",
 	OrphanAwaitingAge:           "AwaitingAge",
 	OrphanNotFound:              "NotFound",
+	OrphanUninitialized:         "Uninitialized",
 }
 
 // String returns the reason's name, such as "NotFound" (or "OrphanReason(n)").
@@ -109,7 +135,7 @@ type OrphanDecision struct {
 
 // OrphanTracker decides when a node whose cloud instance is reported missing
 // may be deleted (upstream's cloud node lifecycle controller, with the
-// lessons of the Azure VMSS incident #95288). Rules:
+// lessons of the Azure VMSS incident, kubernetes/kubernetes#95288). Rules:
 //
 //   - a Ready node is never deleted, and being Ready resets its count;
 //   - deletion needs Confirmations NotFound answers spanning at least
@@ -117,7 +143,16 @@ type OrphanDecision struct {
 //   - an Exists answer resets the count;
 //   - an Unknown answer neither counts nor resets, and sets NextCheck with
 //     an exponential backoff (UnknownBackoff, doubling, capped at
-//     MaxUnknownBackoff) that any Exists or NotFound answer resets.
+//     MaxUnknownBackoff) that any Exists or NotFound answer resets;
+//   - a node that is not initialized yet (no providerID and the
+//     TaintUninitialized taint) is skipped while it is younger than
+//     UninitializedNodeDelay, as upstream.
+//
+// Records belong to a node object, not a name: when the UID of the node
+// seen under a name changes (the node was deleted and created again, and
+// the Forget was missed), the old record is dropped, so a re-created node
+// never inherits its predecessor's NotFound count or backoff. (Upstream
+// keeps no state between passes, so it has nothing to inherit.)
 //
 // After a Delete decision the record stays (so a failed deletion is simply
 // decided again on the next NotFound) until Forget. Nodes that are Ready or
@@ -133,6 +168,8 @@ type OrphanTracker struct {
 }
 
 type orphanRecord struct {
+	uid           types.UID // the node object the record belongs to
+	firstSeen     time.Time // first Observe of this object (uninitialized delay fallback)
 	notFound      int
 	firstNotFound time.Time
 	unknowns      int           // Unknown answers in a row
@@ -152,7 +189,11 @@ func NewOrphanTracker(p OrphanPolicy) (*OrphanTracker, error) {
 
 // Observe records the cloud's answer e for node at now and decides. For a
 // Ready node (Ready condition True) e is ignored and the caller need not
-// query the cloud at all, as upstream. A nil or unnamed node yields
+// query the cloud at all, as upstream; the same holds for an uninitialized
+// node younger than UninitializedNodeDelay (OrphanUninitialized). Its age is
+// measured from its CreationTimestamp; when that is zero or after now (clock
+// skew), from the first Observe of the node, so a skewed timestamp cannot
+// postpone the check for longer than the delay. A nil or unnamed node yields
 // OrphanInvalidNode. An Existence value outside the three constants counts
 // as Unknown. O(1).
 func (o *OrphanTracker) Observe(now time.Time, node *v1.Node, e Existence) OrphanDecision {
@@ -175,13 +216,31 @@ func (o *OrphanTracker) Observe(now time.Time, node *v1.Node, e Existence) Orpha
 		delete(o.nodes, node.Name)
 		return OrphanDecision{Reason: OrphanNodeReady, NextCheck: now}
 	}
+	rec := o.nodes[node.Name]
+	if rec != nil && rec.uid != node.UID {
+		rec = nil // a new object under the same name: start afresh
+		delete(o.nodes, node.Name)
+	}
+	if o.p.UninitializedNodeDelay > 0 && uninitialized(node) {
+		if rec == nil {
+			rec = &orphanRecord{uid: node.UID, firstSeen: now}
+			o.nodes[node.Name] = rec
+		}
+		start := node.CreationTimestamp.Time
+		if start.IsZero() || start.After(now) {
+			start = rec.firstSeen
+		}
+		if end := start.Add(o.p.UninitializedNodeDelay); now.Before(end) {
+			rec.nextCheck = end
+			return OrphanDecision{Reason: OrphanUninitialized, NextCheck: end, NotFound: rec.notFound}
+		}
+	}
 	if e == ExistenceExists {
 		delete(o.nodes, node.Name)
 		return OrphanDecision{Reason: OrphanExists, NextCheck: now}
 	}
-	rec := o.nodes[node.Name]
 	if rec == nil {
-		rec = &orphanRecord{}
+		rec = &orphanRecord{uid: node.UID, firstSeen: now}
 		o.nodes[node.Name] = rec
 	}
 	d := OrphanDecision{NextCheck: now}
@@ -218,6 +277,25 @@ func (o *OrphanTracker) Observe(now time.Time, node *v1.Node, e Existence) Orpha
 	d.NotFound = rec.notFound
 	return d
 }
+
+// uninitialized reports whether the cloud node controller has not
+// initialized node yet, as upstream MonitorNodes tests it: no providerID and
+// a taint matching TaintUninitialized with effect NoSchedule.
+func uninitialized(node *v1.Node) bool {
+	if node.Spec.ProviderID != "" {
+		return false
+	}
+	for i := range node.Spec.Taints {
+		if node.Spec.Taints[i].MatchTaint(&uninitializedTaint) {
+			return true
+		}
+	}
+	return false
+}
+
+// uninitializedTaint is upstream's UninitializedTaint: MatchTaint compares
+// its key and effect.
+var uninitializedTaint = v1.Taint{Key: TaintUninitialized, Effect: v1.TaintEffectNoSchedule}
 
 // NextCheck returns the NextCheck of the last decision for a node that has a
 // record (a pending NotFound count or an Unknown backoff), so a caller can

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 type orphanStep struct {
@@ -55,7 +57,8 @@ var (
 )
 
 func TestOrphanDefaultPolicy(t *testing.T) {
-	want := OrphanPolicy{Confirmations: 1, UnknownBackoff: 5 * time.Second, MaxUnknownBackoff: 5 * time.Minute}
+	want := OrphanPolicy{Confirmations: 1, UnknownBackoff: 5 * time.Second, MaxUnknownBackoff: 5 * time.Minute,
+		UninitializedNodeDelay: time.Minute}
 	if got := DefaultOrphanPolicy(); got != want {
 		t.Errorf("DefaultOrphanPolicy() = %+v, want %+v", got, want)
 	}
@@ -190,6 +193,7 @@ func TestNewOrphanTrackerValidation(t *testing.T) {
 		{OrphanPolicy{Confirmations: 1, MinNotFoundAge: -1}, true},
 		{OrphanPolicy{Confirmations: 1, UnknownBackoff: -1}, true},
 		{OrphanPolicy{Confirmations: 1, UnknownBackoff: time.Minute, MaxUnknownBackoff: time.Second}, true},
+		{OrphanPolicy{Confirmations: 1, UninitializedNodeDelay: -1}, true},
 	}
 	for _, tt := range tests {
 		o, err := NewOrphanTracker(tt.p)
@@ -264,4 +268,92 @@ func TestOrphanTrackerConcurrentUse(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+}
+
+// withUID returns a copy of n with the given UID.
+func withUID(n *v1.Node, uid types.UID) *v1.Node {
+	n = n.DeepCopy()
+	n.UID = uid
+	return n
+}
+
+// A node deleted and created again under the same name (its Forget missed,
+// e.g. the delete event fell into a watch gap) must not inherit the old
+// object's NotFound answers: counted by name, its first NotFound deleted it.
+func TestOrphanRecreatedNodeStartsAfresh(t *testing.T) {
+	p := strictPol
+	p.MinNotFoundAge = 0
+	old, recreated := withUID(notReady, "uid-old"), withUID(notReady, "uid-new")
+	runOrphan(t, newOrphan(t, p), []orphanStep{
+		{0, old, notFound, "keep AwaitingConfirmations next=0s notFound=1"},
+		{5, old, notFound, "keep AwaitingConfirmations next=5s notFound=2"},
+		{10, recreated, notFound, "keep AwaitingConfirmations next=10s notFound=1"},
+		{15, recreated, notFound, "keep AwaitingConfirmations next=15s notFound=2"},
+		{20, recreated, notFound, "delete NotFound next=20s notFound=3"},
+	})
+	// The Unknown backoff is per object too.
+	o := newOrphan(t, strictPol)
+	runOrphan(t, o, []orphanStep{
+		{0, old, unknown, "keep CloudUnknown next=5s notFound=0"},
+		{5, old, unknown, "keep CloudUnknown next=15s notFound=0"},
+		{15, recreated, unknown, "keep CloudUnknown next=20s notFound=0"},
+	})
+}
+
+// uninitializedNode is a node the cloud node controller has not initialized
+// yet: no providerID, the uninitialized taint, created at created seconds.
+func uninitializedNode(created float64) *v1.Node {
+	n := mkNode("n1", created, rc(U, 0, 0))
+	n.Spec.Taints = []v1.Taint{{Key: TaintUninitialized, Value: "true", Effect: v1.TaintEffectNoSchedule}}
+	return n
+}
+
+// Upstream MonitorNodes skips a node that still has the uninitialized taint
+// and no providerID while it is younger than one minute.
+func TestOrphanUninitializedNodeDelay(t *testing.T) {
+	n := uninitializedNode(0)
+	withID := n.DeepCopy()
+	withID.Spec.ProviderID = "aws:///eu-west-1a/i-0123"
+	otherEffect := n.DeepCopy()
+	otherEffect.Spec.Taints[0].Effect = v1.TaintEffectNoExecute
+	runOrphan(t, newOrphan(t, DefaultOrphanPolicy()), []orphanStep{
+		{0, n, notFound, "keep Uninitialized next=60s notFound=0"},
+		{59, n, notFound, "keep Uninitialized next=60s notFound=0"},
+		{60, n, notFound, "delete NotFound next=60s notFound=1"},
+	})
+	for _, tt := range []struct {
+		name string
+		node *v1.Node
+	}{{"with a providerID", withID}, {"NoExecute taint of that key", otherEffect}, {"no taint", notReady}} {
+		t.Run(tt.name, func(t *testing.T) {
+			runOrphan(t, newOrphan(t, DefaultOrphanPolicy()), []orphanStep{
+				{0, tt.node, notFound, "delete NotFound next=0s notFound=1"},
+			})
+		})
+	}
+	// Zero delay: judged at once.
+	p := DefaultOrphanPolicy()
+	p.UninitializedNodeDelay = 0
+	runOrphan(t, newOrphan(t, p), []orphanStep{
+		{0, n, notFound, "delete NotFound next=0s notFound=1"},
+	})
+	// A Ready node is Ready first, as upstream.
+	ready := n.DeepCopy()
+	ready.Status.Conditions[0].Status = T
+	runOrphan(t, newOrphan(t, DefaultOrphanPolicy()), []orphanStep{
+		{0, ready, notFound, "keep NodeReady next=0s notFound=0"},
+	})
+	// A creation time in the future (clock skew) or zero counts from the
+	// first Observe: the skip lasts one delay, not until the clock catches up.
+	for _, created := range []*v1.Node{uninitializedNode(3600), func() *v1.Node {
+		z := uninitializedNode(0)
+		z.CreationTimestamp = metav1.Time{}
+		return z
+	}()} {
+		runOrphan(t, newOrphan(t, DefaultOrphanPolicy()), []orphanStep{
+			{10, created, notFound, "keep Uninitialized next=70s notFound=0"},
+			{69, created, notFound, "keep Uninitialized next=70s notFound=0"},
+			{70, created, notFound, "delete NotFound next=70s notFound=1"},
+		})
+	}
 }

@@ -38,3 +38,66 @@ func PodNotReadyStatus(now time.Time, pod *v1.Pod) (*v1.PodStatus, bool) {
 	c.LastTransitionTime = metav1.NewTime(now)
 	return st, true
 }
+
+// The DisruptionTarget condition upstream's taint eviction controller writes
+// before it deletes a pod (pkg/controller/tainteviction/taint_eviction.go,
+// addConditionAndDeletePod, v1.36.3).
+const (
+	disruptionTargetReason  = "DeletionByTaintManager"
+	disruptionTargetMessage = "Taint manager: deleting due to NoExecute taint"
+)
+
+// DisruptionTargetStatus computes the status upstream's taint eviction
+// controller writes before deleting a pod for a NoExecute taint
+// (pkg/controller/tainteviction/taint_eviction.go, addConditionAndDeletePod,
+// v1.36.3): a deep copy of the pod's status with a DisruptionTarget
+// condition, status True, reason DeletionByTaintManager, message "Taint
+// manager: deleting due to NoExecute taint" and ObservedGeneration the pod's
+// metadata.generation. The condition is appended when the pod has none, or
+// replaces the first one (as upstream UpdatePodCondition); its
+// LastTransitionTime is now, or the existing one's when that was True
+// already.
+//
+// It returns false (and nil) when there is nothing to write: a nil pod, or
+// a pod whose first DisruptionTarget condition is already exactly that
+// (True, same reason, message, ObservedGeneration, and no LastProbeTime).
+// The caller patches the returned status (upstream: PatchPodStatus), then
+// deletes the pod; on a NotFound the pod is gone. The pod is never
+// modified.
+func DisruptionTargetStatus(now time.Time, pod *v1.Pod) (*v1.PodStatus, bool) {
+	if pod == nil {
+		return nil, false
+	}
+	want := v1.PodCondition{
+		Type:               v1.DisruptionTarget,
+		Status:             v1.ConditionTrue,
+		ObservedGeneration: pod.Generation,
+		Reason:             disruptionTargetReason,
+		Message:            disruptionTargetMessage,
+		LastTransitionTime: metav1.NewTime(now),
+	}
+	i := -1
+	for j := range pod.Status.Conditions {
+		if pod.Status.Conditions[j].Type == v1.DisruptionTarget {
+			i = j
+			break
+		}
+	}
+	if i >= 0 {
+		old := &pod.Status.Conditions[i]
+		if old.Status == want.Status {
+			want.LastTransitionTime = old.LastTransitionTime
+			if old.Reason == want.Reason && old.Message == want.Message &&
+				old.ObservedGeneration == want.ObservedGeneration && old.LastProbeTime.IsZero() {
+				return nil, false
+			}
+		}
+	}
+	st := pod.Status.DeepCopy()
+	if i < 0 {
+		st.Conditions = append(st.Conditions, want)
+	} else {
+		st.Conditions[i] = want
+	}
+	return st, true
+}

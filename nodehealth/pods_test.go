@@ -10,7 +10,7 @@ import (
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
-// b.3: MarkPodsNotReady for one pod.
+// MarkPodsNotReady (pkg/controller/util/node) for one pod.
 func TestPodNotReadyStatus(t *testing.T) {
 	now := sec(100)
 	withReady := func(s v1.ConditionStatus) *v1.Pod {
@@ -72,5 +72,58 @@ func TestPodNotReadyStatusAllocations(t *testing.T) {
 	p.Status.Conditions[0].Status = v1.ConditionFalse
 	if n := testing.AllocsPerRun(100, func() { PodNotReadyStatus(sec(0), p) }); n != 0 {
 		t.Errorf("PodNotReadyStatus(already False) allocates %v times, want 0", n)
+	}
+}
+
+func TestDisruptionTargetStatus(t *testing.T) {
+	now := sec(100)
+	earlier := metav1.NewTime(sec(-30))
+	want := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, ObservedGeneration: 3,
+		Reason: "DeletionByTaintManager", Message: "Taint manager: deleting due to NoExecute taint",
+		LastTransitionTime: metav1.NewTime(now)}
+	pod := func(conds ...v1.PodCondition) *v1.Pod {
+		p := testutil.Pod("ns", "p", "n1")
+		p.Generation = 3
+		p.Status.Conditions = append([]v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}, conds...)
+		return p
+	}
+	with := func(f func(*v1.PodCondition)) v1.PodCondition {
+		c := want
+		c.LastTransitionTime = earlier
+		f(&c)
+		return c
+	}
+	keepTime := func(c v1.PodCondition) v1.PodCondition { c.LastTransitionTime = earlier; return c }
+	tests := []struct {
+		name   string
+		pod    *v1.Pod
+		wantOK bool
+		want   v1.PodCondition // at index 1
+	}{
+		{"nil pod", nil, false, v1.PodCondition{}},
+		{"no condition: appended", pod(), true, want},
+		{"identical True: nothing to write", pod(with(func(*v1.PodCondition) {})), false, v1.PodCondition{}},
+		{"False: flipped, new transition time", pod(with(func(c *v1.PodCondition) { c.Status = v1.ConditionFalse })), true, want},
+		{"True, other reason: transition time kept", pod(with(func(c *v1.PodCondition) { c.Reason = "EvictionByEvictionAPI" })), true, keepTime(want)},
+		{"True, older generation", pod(with(func(c *v1.PodCondition) { c.ObservedGeneration = 2 })), true, keepTime(want)},
+		{"True, probe time set", pod(with(func(c *v1.PodCondition) { c.LastProbeTime = earlier })), true, keepTime(want)},
+	}
+	for _, tt := range tests {
+		before := tt.pod.DeepCopy()
+		got, ok := DisruptionTargetStatus(now, tt.pod)
+		if ok != tt.wantOK || (got != nil) != ok {
+			t.Errorf("%s: DisruptionTargetStatus() = %v, %v; want ok %v", tt.name, got, ok, tt.wantOK)
+			continue
+		}
+		if !apiequality.Semantic.DeepEqual(tt.pod, before) {
+			t.Errorf("%s: DisruptionTargetStatus modified its pod", tt.name)
+		}
+		if !ok {
+			continue
+		}
+		if len(got.Conditions) != 2 || !apiequality.Semantic.DeepEqual(got.Conditions[1], tt.want) ||
+			!apiequality.Semantic.DeepEqual(got.Conditions[0], tt.pod.Status.Conditions[0]) {
+			t.Errorf("%s: DisruptionTargetStatus().Conditions =\n%+v\nwant [Ready, %+v]", tt.name, got.Conditions, tt.want)
+		}
 	}
 }

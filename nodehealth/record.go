@@ -10,15 +10,18 @@ import (
 )
 
 // Record is the persistable state of one node in a Tracker, as returned by
-// Snapshot and accepted by Restore. Upstream keeps this state in memory only,
-// so a controller restart grants every node a fresh grace period (#108268)
-// and forgets pods it still had to mark NotReady (#50067, #135205). A caller
-// that saves the Snapshot (for example in a ConfigMap, the struct has JSON
-// tags) and restores it on start keeps both.
+// Snapshot and accepted by Restore. Upstream keeps this state in memory
+// only, so a controller restart grants every node a fresh grace period
+// (kubernetes/kubernetes#108268) and forgets pods it still had to mark
+// NotReady (kubernetes/kubernetes#50067, #135205). A caller that saves the
+// Snapshot (for example in a ConfigMap, the struct has JSON tags) and
+// restores it on start keeps both. Saved instants carry no monotonic
+// reading; Restore compares them with the restoring clock by wall time.
 type Record struct {
 	// Name is the node name. Records with an empty name are skipped.
 	Name string `json:"name"`
 	// Probe is the controller-clock time of the node's last fresh signal.
+	// Restore reads a zero Probe, or one after its now, as its now.
 	Probe time.Time `json:"probe"`
 	// ReadyTransition is the controller-clock time of the last Ready
 	// transition the Tracker saw (Result.ReadyTransition).
@@ -30,9 +33,15 @@ type Record struct {
 	LeaseSeen bool `json:"leaseSeen,omitempty"`
 	// LeaseRenewTime is the saved Lease's RenewTime, nil when the saved Lease
 	// had none (or no Lease was saved). A non-nil value implies LeaseSeen.
+	// Restore clamps a value after its now to its now.
 	LeaseRenewTime *time.Time `json:"leaseRenewTime,omitempty"`
 	// PodsNotReady is the unacknowledged MarkPodsNotReady edge.
 	PodsNotReady bool `json:"podsNotReady,omitempty"`
+	// PodsNotReadyEdge identifies the pending flip
+	// (Result.PodsNotReadyEdge); zero when PodsNotReady is false. Restore
+	// reads a zero edge of a pending flip (a record written before the field
+	// existed) as the Restore instant.
+	PodsNotReadyEdge time.Time `json:"podsNotReadyEdge,omitzero"`
 }
 
 // Snapshot returns the state of every known node, sorted by name, so that a
@@ -51,12 +60,19 @@ func (t *Tracker) Snapshot() []Record {
 
 // Restore loads records saved by Snapshot, replacing the state of each node
 // it names and leaving other nodes alone (call it on an empty Tracker at
-// start-up). Probe and ReadyTransition times after now are clamped to now: a
-// saved time can only be in the future through clock skew between processes,
-// and clamping never postpones a deadline. Kubelet timestamps (heartbeat,
-// transition, RenewTime) are kept as they are, since they are only ever
-// compared for change. Records with an empty name are skipped; with
-// duplicate names the last one wins.
+// start-up). Saved times are made safe against the restoring clock:
+//
+//   - Probe and ReadyTransition after now are clamped to now: a saved time
+//     can only be in the future through clock skew between processes, and
+//     clamping never postpones a deadline. A zero Probe or ReadyTransition
+//     (a hand-written or truncated record) is read as now, so the node gets
+//     a full grace period instead of going Unknown on its first Observe.
+//   - A LeaseRenewTime after now is clamped to now, so the next real
+//     renewal is never mistaken for an older one.
+//
+// Other kubelet timestamps (heartbeat, Ready transition) are kept as they
+// are, since they are only ever compared for change. Records with an empty
+// name are skipped; with duplicate names the last one wins.
 func (t *Tracker) Restore(now time.Time, rs []Record) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -67,9 +83,15 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 			continue
 		}
 		rec := &record{
-			probe:        clampTime(r.Probe, now),
-			transition:   clampTime(r.ReadyTransition, now),
+			probe:        restoredTime(r.Probe, now),
+			transition:   restoredTime(r.ReadyTransition, now),
 			podsNotReady: r.PodsNotReady,
+		}
+		if r.PodsNotReady {
+			rec.podsEdge = r.PodsNotReadyEdge
+			if rec.podsEdge.IsZero() {
+				rec.podsEdge = now
+			}
 		}
 		if r.Ready != nil {
 			rec.ready = saveReady(r.Ready)
@@ -77,7 +99,7 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 		if r.LeaseSeen || r.LeaseRenewTime != nil {
 			rec.lease.present = true
 			if r.LeaseRenewTime != nil {
-				rec.lease.renewSet, rec.lease.renew = true, *r.LeaseRenewTime
+				rec.lease.renewSet, rec.lease.renew = true, clampTime(*r.LeaseRenewTime, now)
 			}
 		}
 		t.nodes[r.Name] = rec
@@ -89,6 +111,9 @@ func (rec *record) export(name string) Record {
 	r := Record{
 		Name: name, Probe: rec.probe, ReadyTransition: rec.transition,
 		LeaseSeen: rec.lease.present, PodsNotReady: rec.podsNotReady,
+	}
+	if rec.podsNotReady {
+		r.PodsNotReadyEdge = rec.podsEdge
 	}
 	if rec.ready.present {
 		r.Ready = &v1.NodeCondition{
@@ -102,6 +127,14 @@ func (rec *record) export(name string) Record {
 		r.LeaseRenewTime = &rt
 	}
 	return r
+}
+
+// restoredTime returns t, or now when t is zero or after now.
+func restoredTime(t, now time.Time) time.Time {
+	if t.IsZero() {
+		return now
+	}
+	return clampTime(t, now)
 }
 
 // clampTime returns t, or now when t is after now.

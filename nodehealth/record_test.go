@@ -33,7 +33,7 @@ func TestSnapshotContents(t *testing.T) {
 		{Name: "b", Probe: sec(0), ReadyTransition: sec(0), LeaseSeen: true, LeaseRenewTime: &renewB,
 			Ready: &v1.NodeCondition{Type: v1.NodeReady, Status: T,
 				LastHeartbeatTime: metav1.NewTime(sec(-5)), LastTransitionTime: metav1.NewTime(sec(-9))}},
-		{Name: "c", Probe: sec(2), ReadyTransition: sec(60), LeaseSeen: true, PodsNotReady: true,
+		{Name: "c", Probe: sec(2), ReadyTransition: sec(60), LeaseSeen: true, PodsNotReady: true, PodsNotReadyEdge: sec(60),
 			Ready: &v1.NodeCondition{Type: v1.NodeReady, Status: U,
 				LastHeartbeatTime: metav1.NewTime(sec(0)), LastTransitionTime: metav1.NewTime(sec(60))}},
 	}
@@ -160,7 +160,45 @@ func fmtRecords(rs []Record) string {
 		if r.LeaseRenewTime != nil {
 			fmt.Fprintf(&b, " renew=%s", rel(*r.LeaseRenewTime))
 		}
-		fmt.Fprintf(&b, " pods=%v\n", r.PodsNotReady)
+		fmt.Fprintf(&b, " pods=%v", r.PodsNotReady)
+		if !r.PodsNotReadyEdge.IsZero() {
+			fmt.Fprintf(&b, " edge=%s", rel(r.PodsNotReadyEdge))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// TestRestoreZeroProbeGetsGrace: a record with zero Probe and
+// ReadyTransition (hand-written, truncated) must not make the node Unknown
+// on its first Observe: the zero times are read as the Restore instant.
+func TestRestoreZeroProbeGetsGrace(t *testing.T) {
+	tr := newTracker(t)
+	tr.Restore(sec(100), []Record{{Name: "n1",
+		Ready: &v1.NodeCondition{Type: v1.NodeReady, Status: T, LastHeartbeatTime: metav1.NewTime(sec(90))}}})
+	runSteps(t, tr, []step{
+		{101, observe{readyNode("n1", T, 90, 0), nil}, "fresh grace=50s deadline=150s trans=100s ready=True->True"},
+		{150, observe{readyNode("n1", T, 90, 0), nil}, "fresh grace=50s deadline=150s trans=100s ready=True->True"},
+		{151, observe{readyNode("n1", T, 90, 0), nil}, "stale grace=50s deadline=150s trans=151s ready=True->Unknown write pods"},
+	})
+}
+
+// TestRestoreFutureRenewTimeIsClamped: a saved LeaseRenewTime in the future
+// (a kubelet clock ahead when it was saved, or a corrupt record) must not
+// make the real renewals that follow look older: the node renewing every
+// 10s stays fresh.
+func TestRestoreFutureRenewTimeIsClamped(t *testing.T) {
+	future := sec(3600)
+	tr := newTracker(t)
+	tr.Restore(sec(100), []Record{{Name: "n1", Probe: sec(95), ReadyTransition: sec(0), LeaseSeen: true, LeaseRenewTime: &future,
+		Ready: &v1.NodeCondition{Type: v1.NodeReady, Status: T, LastHeartbeatTime: metav1.NewTime(sec(0))}}})
+	if got := tr.Snapshot()[0].LeaseRenewTime; got == nil || !got.Equal(sec(100)) {
+		t.Fatalf("restored LeaseRenewTime = %v, want clamped to the Restore instant (100s)", got)
+	}
+	var steps []step
+	for at := 110.0; at <= 300; at += 10 {
+		steps = append(steps, step{at, observe{readyNode("n1", T, 0, 0), mkLease("n1", at)},
+			fmt.Sprintf("fresh grace=50s deadline=%gs trans=0s ready=True->True", at+50)})
+	}
+	runSteps(t, tr, steps)
 }

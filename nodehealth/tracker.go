@@ -34,8 +34,17 @@ type Result struct {
 	// UpdateStatus. It is set only when the Ready condition changes.
 	StatusUpdate *v1.NodeStatus
 	// MarkPodsNotReady is true from the Tracker's own Ready True→Unknown
-	// flip until AckPodsNotReady, or until the node reports Ready=True again.
+	// flip until that flip is acknowledged (AckPodsNotReadyEdge, or
+	// AckPodsNotReady), or until the node reports Ready=True again.
 	MarkPodsNotReady bool
+	// PodsNotReadyEdge identifies the flip MarkPodsNotReady stands for: the
+	// now of the Observe that wrote Ready=Unknown. It is zero when
+	// MarkPodsNotReady is false, stays the same while the flip is pending
+	// (also when the write is produced again after a failure), and differs
+	// for a later flip. Compare edges with time.Time.Equal. A caller that
+	// marks the pods asynchronously hands it back to AckPodsNotReadyEdge, so
+	// that a late acknowledgement never clears a newer flip.
+	PodsNotReadyEdge time.Time
 	// Stale is true when no fresh signal arrived for longer than
 	// GracePeriod: now is strictly after Deadline.
 	Stale bool
@@ -75,7 +84,7 @@ var staleConditionTypes = [...]v1.NodeConditionType{
 // signals, and what to write when it stopped. It models the health part of
 // upstream's node lifecycle controller (tryUpdateNodeHealth, Kubernetes
 // v1.36): one record per node name, a probe time refreshed by a heartbeat
-// change or a newer Lease, and a grace period after which the node's
+// change or a Lease renewal, and a grace period after which the node's
 // conditions are written Unknown.
 //
 // The zero value is not usable; create one with NewTracker. A Tracker is safe
@@ -95,6 +104,7 @@ type record struct {
 	ready        savedReady
 	lease        savedLease
 	podsNotReady bool
+	podsEdge     time.Time // identity of the pending flip; valid while podsNotReady
 	// synthetic is the observed Ready condition handed out while the node
 	// has none. Once published it is never modified (a new one replaces it),
 	// so Results may share it without copying or racing.
@@ -113,7 +123,7 @@ type savedReady struct {
 type savedLease struct {
 	present  bool
 	renewSet bool      // false: the saved Lease had a nil RenewTime
-	renew    time.Time // kubelet clock, compared for "newer" only
+	renew    time.Time // kubelet clock, compared for change only
 }
 
 // NewTracker returns an empty Tracker for cfg, or an error wrapping
@@ -141,9 +151,14 @@ func NewTracker(cfg Config) (*Tracker, error) {
 //     differs from the saved one in any way (even backwards) sets
 //     probe = now, and ReadyTransition = now too when LastTransitionTime also
 //     differs. An equal heartbeat changes nothing.
-//  3. A Lease seen for the first time, or whose RenewTime is strictly after
-//     the saved one, sets probe = now. An equal or older RenewTime never
-//     does; a nil RenewTime counts only on first sight. Unlike upstream, the
+//  3. A Lease seen for the first time, or whose RenewTime differs from the
+//     saved one in any way (even backwards), sets probe = now, as a
+//     heartbeat change does. An equal RenewTime never does; a nil RenewTime
+//     counts only on first sight. Unlike upstream (tryUpdateNodeHealth in
+//     pkg/controller/nodelifecycle/node_lifecycle_controller.go, v1.36.3),
+//     which counts only a strictly newer RenewTime, so one Lease renewed
+//     with a kubelet clock running ahead starves every later correct
+//     renewal until the kubelet's clock catches up. Unlike upstream, the
 //     saved Lease is kept when step 2 refreshes the probe (upstream forgets
 //     it there, so its next pass takes the same Lease for a first sight).
 //  4. The node is stale when now is strictly after probe + grace.
@@ -235,8 +250,8 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 			st := staleStatus(now, node)
 			res.StatusUpdate = st
 			res.CurrentReady = findCondition(st.Conditions, v1.NodeReady)
-			if observed.Status == v1.ConditionTrue {
-				rec.podsNotReady = true
+			if observed.Status == v1.ConditionTrue && !rec.podsNotReady {
+				rec.podsNotReady, rec.podsEdge = true, now
 			}
 			// Step 7: the caller writes it; record it as upstream does after
 			// a successful write (probe kept, lease = the observed one).
@@ -249,19 +264,44 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 		rec.podsNotReady = false // the kubelet is back and manages its pods
 	}
 	res.MarkPodsNotReady = rec.podsNotReady
+	if rec.podsNotReady {
+		res.PodsNotReadyEdge = rec.podsEdge
+	}
 	res.ReadyTransition = rec.transition
 	return res, nil
 }
 
 // AckPodsNotReady records that the caller has marked every pod of the node
 // NotReady (PodNotReadyStatus written for each), which clears
-// MarkPodsNotReady. Unknown names are ignored.
+// MarkPodsNotReady, whichever flip is pending. Use it only when the
+// acknowledgement comes before the node's next Observe (the caller marks
+// the pods inline, in the pass that read the Result); a caller that marks
+// pods asynchronously (a worker pool) must use AckPodsNotReadyEdge, or its
+// late acknowledgement of one flip clears a newer flip whose pods are then
+// never marked. Unknown names are ignored.
 func (t *Tracker) AckPodsNotReady(name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if rec := t.nodes[name]; rec != nil {
 		rec.podsNotReady = false
 	}
+}
+
+// AckPodsNotReadyEdge records that the caller has marked every pod of the
+// node NotReady for the flip edge (Result.PodsNotReadyEdge), and clears
+// MarkPodsNotReady only if that flip is still the pending one. It reports
+// whether it cleared the edge: false for an unknown node, no pending flip,
+// or a newer flip (whose pods the caller still has to mark). Safe for
+// callers that acknowledge at any time.
+func (t *Tracker) AckPodsNotReadyEdge(name string, edge time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	rec := t.nodes[name]
+	if rec == nil || !rec.podsNotReady || !rec.podsEdge.Equal(edge) {
+		return false
+	}
+	rec.podsNotReady = false
+	return true
 }
 
 // ResetProbes gives every known node a fresh grace period: probe =
@@ -307,13 +347,14 @@ func (r *record) syntheticReady(created metav1.Time) *v1.NodeCondition {
 }
 
 // renewedBy reports whether lease is a fresh signal against the saved one:
-// first sight, or a RenewTime strictly after the saved one (both set).
+// first sight, or a non-nil RenewTime different from the saved one (or the
+// first non-nil one after a nil).
 func (s savedLease) renewedBy(lease *coordinationv1.Lease) bool {
 	if !s.present {
 		return true
 	}
 	rt := lease.Spec.RenewTime
-	return s.renewSet && rt != nil && s.renew.Before(rt.Time)
+	return rt != nil && (!s.renewSet || !s.renew.Equal(rt.Time))
 }
 
 func saveReady(c *v1.NodeCondition) savedReady {

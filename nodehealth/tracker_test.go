@@ -18,9 +18,9 @@ const (
 	U = v1.ConditionUnknown
 )
 
-// a.2 step 2 "no record" and a.5: a node first seen with a Ready condition
+// tryUpdateNodeHealth, no record yet: a node first seen with a Ready condition
 // gets a full grace period from first sight, whatever its heartbeat says;
-// a.2 step 4: stale strictly after probe + grace.
+// tryUpdateNodeHealth: stale strictly after probe + grace.
 func TestObserveFirstSightWithReady(t *testing.T) {
 	n := readyNode("n1", T, -100, -200)
 	runSteps(t, newTracker(t), []step{
@@ -30,7 +30,7 @@ func TestObserveFirstSightWithReady(t *testing.T) {
 	})
 }
 
-// a.2 step 2: heartbeat and transition comparisons.
+// tryUpdateNodeHealth: heartbeat and transition comparisons.
 func TestObserveHeartbeat(t *testing.T) {
 	runSteps(t, newTracker(t), []step{
 		{0, observe{readyNode("n1", T, 0, -50), nil}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
@@ -52,7 +52,7 @@ func TestObserveHeartbeat(t *testing.T) {
 	})
 }
 
-// a.2 step 1 and a.5: a node without a Ready condition gets the startup
+// tryUpdateNodeHealth: a node without a Ready condition gets the startup
 // grace from its creation time; once written Unknown and then posting its
 // first status, it gets a fresh grace period.
 func TestObserveReadyMissing(t *testing.T) {
@@ -99,7 +99,7 @@ func TestObserveReadyMissingCacheLag(t *testing.T) {
 	})
 }
 
-// h.14 (no upstream issue): a creation timestamp in the future (clock skew)
+// Found reading tryUpdateNodeHealth (no upstream issue): a creation timestamp in the future (clock skew)
 // is clamped to now, so it cannot postpone the first deadline. Upstream
 // would wait until creation + 60s, here an hour later.
 func TestObserveFutureCreationTimestampClamped(t *testing.T) {
@@ -110,7 +110,7 @@ func TestObserveFutureCreationTimestampClamped(t *testing.T) {
 	})
 }
 
-// a.2 step 2, "saved present, current missing": upstream's reset branch is
+// tryUpdateNodeHealth, "saved present, current missing": upstream's reset branch is
 // dead code; the old probe is kept and the grace becomes the startup grace.
 func TestObserveReadyRemoved(t *testing.T) {
 	runSteps(t, newTracker(t), []step{
@@ -122,31 +122,50 @@ func TestObserveReadyRemoved(t *testing.T) {
 	})
 }
 
-// a.2 step 3: the Lease refreshes the probe only when first seen or strictly
-// newer; a nil lease changes nothing; after a write the saved lease is the
-// observed one.
+// tryUpdateNodeHealth's Lease step: the Lease refreshes the probe when first
+// seen or when its RenewTime changes, even backwards (unlike upstream, which
+// needs a strictly newer one); an equal RenewTime or a nil lease changes
+// nothing; after a write the saved lease is the observed one.
 func TestObserveLease(t *testing.T) {
 	old := readyNode("n4", T, -100, -200)
-	written := readyNode("n4", U, -100, 91)
+	written := readyNode("n4", U, -100, 136)
 	runSteps(t, newTracker(t), []step{
 		{0, observe{old, mkLease("n4", -100)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
 		{40, observe{old, mkLease("n4", 40)}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
 		{80, observe{old, mkLease("n4", 40)}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
-		{85, observe{old, mkLease("n4", 30)}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
-		{89, observe{old, nil}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
-		{91, observe{old, mkLease("n4", 40)}, "stale grace=50s deadline=90s trans=91s ready=True->Unknown write pods"},
-		{95, observe{written, mkLease("n4", 40)}, "stale grace=50s deadline=90s trans=91s ready=Unknown->Unknown pods"},
+		{85, observe{old, mkLease("n4", 30)}, "fresh grace=50s deadline=135s trans=0s ready=True->True"},
+		{89, observe{old, nil}, "fresh grace=50s deadline=135s trans=0s ready=True->True"},
+		{136, observe{old, mkLease("n4", 30)}, "stale grace=50s deadline=135s trans=136s ready=True->Unknown write pods"},
+		{140, observe{written, mkLease("n4", 30)}, "stale grace=50s deadline=135s trans=136s ready=Unknown->Unknown pods"},
 		// The kubelet renews again: fresh, but Ready stays Unknown (the
 		// controller never writes True), and the edge stays pending.
-		{100, observe{written, mkLease("n4", 100)}, "fresh grace=50s deadline=150s trans=91s ready=Unknown->Unknown pods"},
+		{150, observe{written, mkLease("n4", 150)}, "fresh grace=50s deadline=200s trans=136s ready=Unknown->Unknown pods"},
 	})
+}
+
+// A kubelet whose clock ran an hour ahead renews its Lease once; its clock
+// is corrected and it goes on renewing every 10s. Every renewal is a
+// signal, so the node stays fresh. Upstream (and this package before the
+// fix) counts only a RenewTime strictly after the saved one, ignores every
+// renewal for an hour, and writes the node Unknown at 61s.
+func TestObserveLeaseFutureRenewTimeDoesNotStarve(t *testing.T) {
+	n := readyNode("n1", T, 0, 0)
+	steps := []step{
+		{0, observe{n, mkLease("n1", 0)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+		{10, observe{n, mkLease("n1", 3610)}, "fresh grace=50s deadline=60s trans=0s ready=True->True"},
+	}
+	for at := 20.0; at <= 200; at += 10 {
+		steps = append(steps, step{at, observe{n, mkLease("n1", at)},
+			fmt.Sprintf("fresh grace=50s deadline=%gs trans=0s ready=True->True", at+50)})
+	}
+	runSteps(t, newTracker(t), steps)
 }
 
 // Unlike upstream, a heartbeat change (or a first Ready condition) does not
 // forget the saved Lease. Upstream rebuilds its record without it in those
 // branches, so on the next pass the same, unrenewed Lease is a "first
 // sight" and refreshes the probe once more (here it would give deadline=85s
-// at 35s and no write at 81s). Only a newer RenewTime is a signal (issue 3).
+// at 35s and no write at 81s). Only a changed RenewTime is a signal.
 func TestObserveHeartbeatKeepsSavedLease(t *testing.T) {
 	runSteps(t, newTracker(t), []step{
 		{0, observe{readyNode("n1", T, 0, 0), mkLease("n1", 0)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
@@ -162,8 +181,9 @@ func TestObserveHeartbeatKeepsSavedLease(t *testing.T) {
 	})
 }
 
-// a.2 step 3: a lease with a nil RenewTime counts on first sight only, and
-// then blocks later renewals (upstream's nil-safe Before returns false).
+// A lease with a nil RenewTime counts on first sight only; unlike upstream
+// (whose nil-safe MicroTime.Before returns false), it does not block the
+// renewals that follow.
 func TestObserveLeaseNilRenewTime(t *testing.T) {
 	n := readyNode("n1", T, 0, 0)
 	nilRenew := mkLease("n1", 0)
@@ -171,20 +191,18 @@ func TestObserveLeaseNilRenewTime(t *testing.T) {
 	runSteps(t, newTracker(t), []step{
 		{0, observe{n, nil}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
 		{20, observe{n, nilRenew}, "fresh grace=50s deadline=70s trans=0s ready=True->True"},
-		{40, observe{n, mkLease("n1", 40)}, "fresh grace=50s deadline=70s trans=0s ready=True->True"},
-		{50, observe{n, nilRenew}, "fresh grace=50s deadline=70s trans=0s ready=True->True"},
-		{71, observe{n, mkLease("n1", 70)}, "stale grace=50s deadline=70s trans=71s ready=True->Unknown write pods"},
-		// After the write the saved lease is the observed one, which has a
-		// RenewTime: renewals count again.
-		{72, observe{readyNode("n1", U, 0, 71), mkLease("n1", 72)}, "fresh grace=50s deadline=122s trans=71s ready=Unknown->Unknown pods"},
+		{40, observe{n, mkLease("n1", 40)}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
+		{50, observe{n, nilRenew}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
+		{91, observe{n, mkLease("n1", 40)}, "stale grace=50s deadline=90s trans=91s ready=True->Unknown write pods"},
+		{92, observe{readyNode("n1", U, 0, 91), mkLease("n1", 92)}, "fresh grace=50s deadline=142s trans=91s ready=Unknown->Unknown pods"},
 	})
 }
 
-// a.2 step 7: the record saved after a write holds the Lease passed in, so a
+// tryUpdateNodeHealth after a write: the record saved holds the Lease passed in, so a
 // write made while no Lease was observed forgets the old one, and the next
 // Lease counts as a first sight, whatever its RenewTime (upstream parity).
-// A RenewTime from a kubelet clock that ran ahead blocks refreshes until the
-// clock catches up (only "newer" counts).
+// A RenewTime from a kubelet clock that ran ahead does not block the
+// renewals that follow (any change counts).
 func TestObserveLeaseAfterWrite(t *testing.T) {
 	runSteps(t, newTracker(t), []step{
 		{0, observe{readyNode("n1", T, 0, 0), mkLease("n1", 0)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
@@ -193,12 +211,12 @@ func TestObserveLeaseAfterWrite(t *testing.T) {
 	})
 	runSteps(t, newTracker(t), []step{
 		{0, observe{readyNode("n1", T, 0, 0), mkLease("n1", 3600)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
-		{10, observe{readyNode("n1", T, 0, 0), mkLease("n1", 10)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
-		{40, observe{readyNode("n1", T, 0, 0), mkLease("n1", 40)}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+		{10, observe{readyNode("n1", T, 0, 0), mkLease("n1", 10)}, "fresh grace=50s deadline=60s trans=0s ready=True->True"},
+		{40, observe{readyNode("n1", T, 0, 0), mkLease("n1", 40)}, "fresh grace=50s deadline=90s trans=0s ready=True->True"},
 	})
 }
 
-// a.2 step 3 consequence (documented upstream): a node that never posts a
+// tryUpdateNodeHealth's Lease step (documented upstream): a node that never posts a
 // status but keeps renewing its Lease stays healthy forever and never gets
 // conditions written.
 func TestObserveLeaseOnlyNodeStaysHealthy(t *testing.T) {
@@ -213,7 +231,7 @@ func TestObserveLeaseOnlyNodeStaysHealthy(t *testing.T) {
 	runSteps(t, newTracker(t), steps)
 }
 
-// a.2 step 5: which conditions are turned Unknown, how, and in what order;
+// tryUpdateNodeHealth: which conditions are turned Unknown, how, and in what order;
 // everything else in the status is copied untouched.
 func TestObserveStaleConditions(t *testing.T) {
 	n := mkNode("n1", -1000,
@@ -268,7 +286,7 @@ func TestObserveStaleConditions(t *testing.T) {
 	}
 }
 
-// a.2 step 5 for a node that never posted anything: all four conditions
+// tryUpdateNodeHealth for a node that never posted anything: all four conditions
 // appended as NeverUpdated, heartbeat = creation time.
 func TestObserveStaleNeverPosted(t *testing.T) {
 	n := mkNode("n1", -30)
@@ -303,7 +321,7 @@ func TestObserveStaleNeverPosted(t *testing.T) {
 	}
 }
 
-// a.2 step 6: only the Ready condition decides the write, so a node already
+// tryUpdateNodeHealth: only the Ready condition decides the write, so a node already
 // Unknown gets none even with stale pressure conditions (upstream parity).
 func TestObserveAlreadyUnknownNoWrite(t *testing.T) {
 	n := mkNode("n1", 0, rc(U, 0, 0), cond(v1.NodeMemoryPressure, F, 0, 0))
@@ -583,5 +601,73 @@ func TestSyntheticReadyShared(t *testing.T) {
 	if r3.ObservedReady == r1.ObservedReady || !r1.ObservedReady.LastHeartbeatTime.Time.Equal(sec(-5)) ||
 		!r3.ObservedReady.LastHeartbeatTime.Time.Equal(sec(-6)) {
 		t.Errorf("synthetic ObservedReady after a creation-time change = %v (old %v)", r3.ObservedReady, r1.ObservedReady)
+	}
+}
+
+// An asynchronous caller acknowledges the flip it handled. The kubelet
+// comes back and the node flips again before the late acknowledgement of
+// the first flip arrives: the second flip must stay pending (with
+// AckPodsNotReady(name) it was cleared and its pods never marked).
+func TestAckPodsNotReadyEdgeKeepsNewerFlip(t *testing.T) {
+	tr := newTracker(t)
+	res, _ := tr.Observe(sec(0), readyNode("n1", T, 0, 0), nil)
+	res, _ = tr.Observe(sec(51), readyNode("n1", T, 0, 0), nil)
+	if !res.MarkPodsNotReady || !res.PodsNotReadyEdge.Equal(sec(51)) {
+		t.Fatalf("first flip: MarkPodsNotReady=%v edge=%s, want true at 51s", res.MarkPodsNotReady, rel(res.PodsNotReadyEdge))
+	}
+	first := res.PodsNotReadyEdge
+	// The write failed: the next pass produces it again, same flip.
+	res, _ = tr.Observe(sec(55), readyNode("n1", T, 0, 0), nil)
+	if res.StatusUpdate == nil || !res.PodsNotReadyEdge.Equal(first) {
+		t.Fatalf("write produced again: update=%v edge=%s, want an update and the same edge %s", res.StatusUpdate != nil, rel(res.PodsNotReadyEdge), rel(first))
+	}
+	// The kubelet is back (clears the edge), then goes silent again.
+	res, _ = tr.Observe(sec(60), readyNode("n1", T, 60, 0), nil)
+	if res.MarkPodsNotReady || !res.PodsNotReadyEdge.IsZero() {
+		t.Fatalf("kubelet back: MarkPodsNotReady=%v edge=%s, want false and zero", res.MarkPodsNotReady, rel(res.PodsNotReadyEdge))
+	}
+	res, _ = tr.Observe(sec(111), readyNode("n1", T, 60, 0), nil)
+	second := res.PodsNotReadyEdge
+	if !res.MarkPodsNotReady || !second.Equal(sec(111)) {
+		t.Fatalf("second flip: MarkPodsNotReady=%v edge=%s, want true at 111s", res.MarkPodsNotReady, rel(second))
+	}
+	// The worker that handled the first flip acknowledges late.
+	if tr.AckPodsNotReadyEdge("n1", first) {
+		t.Fatal("AckPodsNotReadyEdge(first flip) = true, want false: a newer flip is pending")
+	}
+	res, _ = tr.Observe(sec(115), readyNode("n1", U, 60, 111), nil)
+	if !res.MarkPodsNotReady || !res.PodsNotReadyEdge.Equal(second) {
+		t.Fatalf("after a stale ack: MarkPodsNotReady=%v edge=%s, want the second flip pending", res.MarkPodsNotReady, rel(res.PodsNotReadyEdge))
+	}
+	// Snapshot/Restore keeps the edge, and the right ack clears it.
+	restart{}.do(t, tr, sec(116))
+	res, _ = tr.Observe(sec(117), readyNode("n1", U, 60, 111), nil)
+	if !res.PodsNotReadyEdge.Equal(second) {
+		t.Fatalf("after restart: edge=%s, want %s", rel(res.PodsNotReadyEdge), rel(second))
+	}
+	if !tr.AckPodsNotReadyEdge("n1", second) {
+		t.Fatal("AckPodsNotReadyEdge(second flip) = false, want true")
+	}
+	if tr.AckPodsNotReadyEdge("n1", second) || tr.AckPodsNotReadyEdge("unknown", second) {
+		t.Fatal("AckPodsNotReadyEdge with nothing pending = true, want false")
+	}
+	res, _ = tr.Observe(sec(120), readyNode("n1", U, 60, 111), nil)
+	if res.MarkPodsNotReady || !res.PodsNotReadyEdge.IsZero() {
+		t.Fatalf("after the ack: MarkPodsNotReady=%v edge=%s, want false and zero", res.MarkPodsNotReady, rel(res.PodsNotReadyEdge))
+	}
+}
+
+// A record saved before PodsNotReadyEdge existed (pending flip, zero edge)
+// gets the Restore instant as its edge, so it can be acknowledged.
+func TestRestorePendingFlipWithoutEdge(t *testing.T) {
+	tr := newTracker(t)
+	tr.Restore(sec(100), []Record{{Name: "n1", Probe: sec(0), ReadyTransition: sec(51), PodsNotReady: true,
+		Ready: &v1.NodeCondition{Type: v1.NodeReady, Status: U}}})
+	res, _ := tr.Observe(sec(101), readyNode("n1", U, 0, 51), nil)
+	if !res.MarkPodsNotReady || !res.PodsNotReadyEdge.Equal(sec(100)) {
+		t.Fatalf("restored pending flip: MarkPodsNotReady=%v edge=%s, want true at 100s", res.MarkPodsNotReady, rel(res.PodsNotReadyEdge))
+	}
+	if !tr.AckPodsNotReadyEdge("n1", res.PodsNotReadyEdge) {
+		t.Fatal("AckPodsNotReadyEdge(restored edge) = false, want true")
 	}
 }

@@ -2,13 +2,14 @@ package podworker
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
-// TestCompleteResults covers the result table of spec section 1.7 and the
+// TestCompleteResults covers upstream completeWork's result table and the
 // machine-owned retries.
 func TestCompleteResults(t *testing.T) {
 	a := pod("a")
@@ -218,4 +219,99 @@ func TestEnumStrings(t *testing.T) {
 	if got, want := w.String(), "terminating ns/r (runtime-only) uid=u update=kill gen=0"; got != want {
 		t.Errorf("Work.String() = %q, want %q", got, want)
 	}
+}
+
+// An error's RetryAfter is capped at the longer of ResyncInterval and
+// BackoffPeriod, as upstream bounds its error delays (completeWork): a
+// caller passing a 5-minute CRI back-off is retried within the resync.
+func TestRetryAfterCappedAtResync(t *testing.T) {
+	a := pod("a")
+	runSteps(t, newWorkers(t), rows(started(a), []step{
+		{1 * s, upd(TypeUpdate, a), "accepted"},
+		{1 * s, next(), "sync a update"},
+		{2 * s, done("a", Result{Err: errRuntime, RetryAfter: 5 * time.Minute}), "ok"},
+		{2 * s, deadline(), "+1m2s"},
+		{62 * s, next(), "sync a sync"},
+		{63 * s, done("a", Result{Err: errRuntime, RetryAfter: 30 * time.Second}), "ok"}, // under the cap: kept
+		{63 * s, deadline(), "+1m33s"},
+	}))
+	// With a backoff longer than the resync, the backoff is the cap.
+	w, err := New(Config{ResyncInterval: 0, BackoffPeriod: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSteps(t, w, rows(started(a), []step{
+		{1 * s, upd(TypeUpdate, a), "accepted"},
+		{1 * s, next(), "sync a update"},
+		{2 * s, done("a", Result{Err: errRuntime, RetryAfter: time.Hour}), "ok"},
+		{2 * s, deadline(), "+12s"},
+	}))
+}
+
+// RetryNow retries a failed step at once, with no backoff and no jitter;
+// without an error it is ignored.
+func TestRetryNow(t *testing.T) {
+	a := pod("a")
+	cfg := DefaultConfig()
+	cfg.Jitter = func(d time.Duration) time.Duration { return 2 * d }
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runSteps(t, w, rows(started(a), []step{
+		{1 * s, upd(TypeUpdate, a), "accepted"},
+		{1 * s, next(), "sync a update"},
+		{2 * s, done("a", Result{Err: errRuntime, RetryNow: true, RetryAfter: time.Minute}), "ok"},
+		{2 * s, deadline(), "+2s"},
+		{2 * s, next(), "sync a sync"},
+		{3 * s, done("a", Result{RetryNow: true}), "ok"}, // no error: resync (jittered)
+		{3 * s, deadline(), "+2m3s"},
+	}))
+}
+
+// UpstreamJitter saturates instead of overflowing: wait.Jitter(d, 0.5) of a
+// duration above about 195 years wraps to a negative delay, which the
+// machine reads as "at once", and the pod would be resynced in a hot loop.
+func TestUpstreamJitterSaturates(t *testing.T) {
+	huge := time.Duration(math.MaxInt64 / 4 * 3) // about 219 years
+	for _, r := range []float64{0.5, 0.999} {
+		if got := UpstreamJitter(func() float64 { return r })(huge); got < huge {
+			t.Errorf("UpstreamJitter(%v)(%v) = %v, want >= the input (saturated)", r, huge, got)
+		}
+	}
+	if got := UpstreamJitter(func() float64 { return 0.999 })(math.MaxInt64); got != math.MaxInt64 {
+		t.Errorf("UpstreamJitter(MaxInt64) = %v, want MaxInt64", got)
+	}
+	for _, d := range []time.Duration{0, -time.Second} {
+		if got := UpstreamJitter(func() float64 { return 0.5 })(d); got != d {
+			t.Errorf("UpstreamJitter(%v) = %v, want it unchanged", d, got)
+		}
+	}
+	cfg := Config{ResyncInterval: huge, BackoffPeriod: 10 * time.Second, Jitter: UpstreamJitter(func() float64 { return 0.999 })}
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.UpdatePod(testutil.Epoch, UpdateOptions{Type: TypeCreate, Pod: pod("a")})
+	work, _ := w.Next(testutil.Epoch)
+	w.Complete(testutil.Epoch, work, Result{})
+	if at, ok := w.NextDeadline(); !ok || !at.After(testutil.Epoch.Add(huge-time.Second)) {
+		t.Fatalf("NextDeadline() after a sync with a %v resync = %v, %v; want at least that far ahead", huge, at, ok)
+	}
+	if _, ok := w.Next(testutil.Epoch.Add(time.Hour)); ok {
+		t.Fatal("Next() an hour later handed out the resync: the jittered delay overflowed")
+	}
+}
+
+// HasConfig is false for a static pod killed before it started: its config
+// update never ran and is dropped with the kill, as upstream.
+func TestHasConfigStaticKilledBeforeStart(t *testing.T) {
+	s1, s2 := staticPod("st", "s1"), staticPod("st", "s2")
+	runSteps(t, newWorkers(t), []step{
+		{0, upd(TypeCreate, s1), "accepted"},
+		{0, drain(), "sync s1 create"},
+		{0, upd(TypeCreate, s2), "accepted"}, // waits for s1's slot
+		{1 * s, kill(s2, nil, false), "accepted"},
+		{1 * s, known(s1, s2), "s1=sync/static s2=terminated/finished/runtime"},
+	})
 }

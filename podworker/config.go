@@ -2,6 +2,7 @@ package podworker
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -17,9 +18,10 @@ type Config struct {
 	BackoffPeriod time.Duration
 	// Jitter, when non-nil, is applied to ResyncInterval and BackoffPeriod
 	// each time one is used and returns the delay to wait (negative results
-	// count as 0). It is called without any lock held, possibly from several
-	// goroutines at once. nil means no jitter (deterministic). UpstreamJitter
-	// reproduces upstream's wait.Jitter(d, 0.5).
+	// count as 0, so a Jitter must saturate rather than overflow). It is
+	// called without any lock held, possibly from several goroutines at
+	// once. nil means no jitter (deterministic). UpstreamJitter reproduces
+	// upstream's wait.Jitter(d, 0.5), saturated.
 	Jitter func(time.Duration) time.Duration
 }
 
@@ -33,9 +35,19 @@ func DefaultConfig() Config {
 // UpstreamJitter returns a Config.Jitter that, like upstream's
 // wait.Jitter(d, 0.5), returns a delay uniform in [d, 1.5·d). rnd must return
 // values in [0, 1) and be safe for concurrent use (math/rand/v2.Float64 is).
+// Unlike upstream, whose result overflows to a negative duration (read as
+// "at once", a hot loop) for d above about 195 years, the result saturates
+// at the largest Duration; it is never less than d for d >= 0.
 func UpstreamJitter(rnd func() float64) func(time.Duration) time.Duration {
 	return func(d time.Duration) time.Duration {
-		return d + time.Duration(0.5*rnd()*float64(d))
+		extra := 0.5 * rnd() * float64(d)
+		switch {
+		case !(extra > 0): // d <= 0, rnd() == 0, or NaN
+			return d
+		case float64(d)+extra >= 1<<63: // beyond the largest Duration
+			return math.MaxInt64
+		}
+		return d + time.Duration(extra)
 	}
 }
 

@@ -81,11 +81,19 @@
 //
 // # Time
 //
-// Every time-dependent method takes now. Time going backwards counts as no
-// time elapsed: the machine keeps the latest instant it was given. A step is
+// Every time-dependent method takes now (the caller's clock.Now(), or a fake
+// clock's time). The machine stores now as given, with its monotonic clock
+// reading, derives every due time with Add and compares with Before and
+// After: when both instants carry a monotonic reading Go compares those, so
+// a step of the wall clock (NTP, a resumed VM) makes no step due early;
+// instants without one (fake clocks) compare by wall time. Time going
+// backwards counts as no time elapsed: the machine keeps the latest instant
+// it was given. A step is
 // due when its time is not after now. Delays: ResyncInterval after a
-// successful SyncWork, BackoffPeriod (or Result.RetryAfter) after an error,
-// none after a phase change; Config.Jitter may stretch them.
+// successful SyncWork, BackoffPeriod after an error (or Result.RetryAfter,
+// capped at the longer of ResyncInterval and BackoffPeriod; none with
+// Result.RetryNow), none after a phase change; Config.Jitter may stretch
+// them.
 //
 // # Concurrency
 //
@@ -97,36 +105,52 @@
 //
 // # Differences from upstream
 //
-//   - The machine owns its retries (spec 5.1): upstream only enqueues a
+// Issue and PR numbers are kubernetes/kubernetes's; functions are those of
+// pkg/kubelet/pod_workers.go at v1.36.3.
+//
+//   - The machine owns its retries: upstream (completeWork) only enqueues a
 //     delay in the kubelet work queue, which turns it into an UpdatePod only
 //     for pods still in config, so a force-deleted pod whose termination hit
 //     a runtime error stayed Terminating until the kubelet restarted
 //     (#113145, #113091). Here every failed step is retried after
 //     BackoffPeriod, orphans included, with no further UpdatePod; and an
 //     orphan is not replayed on every SyncKnownPods ahead of its backoff.
+//   - Error delays: upstream retries every failed step after its fixed
+//     backOffPeriod (1 s for "network is not ready"). Here the caller may
+//     pass Result.RetryAfter, capped at the longer of ResyncInterval and
+//     BackoffPeriod so a failing pod is retried no later than a healthy one
+//     is resynced, or Result.RetryNow. UpstreamJitter saturates where
+//     upstream's wait.Jitter overflows (delays above about 195 years).
 //   - The zero UpdateType is invalid and rejected (upstream: "sync"), so a
 //     forgotten Type is reported; machine-made retries and replays carry
 //     TypeSync, as upstream's do.
 //   - Outcomes are explicit: a Create during termination is
-//     OutcomeRestartRequested (spec 5.6, the UID reuse of #104648), a
-//     runtime-only kill of a terminated pod OutcomeIgnoredTerminated,
-//     malformed input OutcomeRejected with an error.
-//   - CancelInFlight is reported only when a step is in flight (spec 5.7).
+//     OutcomeRestartRequested (upstream UpdatePod only sets
+//     restartRequested; the UID reuse of #104648), a runtime-only kill of a
+//     terminated pod OutcomeIgnoredTerminated, malformed input
+//     OutcomeRejected with an error.
+//   - CancelInFlight is reported only when a step is in flight (upstream
+//     UpdatePod calls the cancel function whether or not a sync runs).
 //   - The grace period is always handed to the terminating step, also after
-//     a natural completion and on replays (spec 5.2). A force delete's 0
-//     counts as set: upstream read it as "unset", so a larger kill override
-//     in the same update raised the period (found by the randomized test).
-//     Negative values count as 0 and end up as 1.
-//   - The deleted and evicted flags are sticky ORs (spec 5.3, 5.4); so a pod
-//     first seen terminal and deleting (#118497) has its content removed.
+//     a natural completion and on replays (upstream completeSync and
+//     requeueLastPodUpdate replay the last update without one). A force
+//     delete's 0 counts as set: upstream's calculateEffectiveGracePeriod
+//     reads it as "unset", so a larger kill override in the same update
+//     raised the period (found by the randomized test). Negative values
+//     count as 0 and end up as 1.
+//   - The deleted and evicted flags are sticky ORs (upstream UpdatePod sets
+//     them only on the transition to terminating, and replaces the kill
+//     options of the active update), so a pod first seen terminal and
+//     deleting (#118497) has its content removed.
 //   - The static pod waiting list is exact and waiting pods do not poll:
-//     they become runnable when their turn comes (spec 5.8). A static pod
-//     killed before it started finishes with no step, and its completion is
-//     observable at once through IsPodKnownTerminated (spec 5.5), where
-//     upstream left kill-and-wait callers to time out; it also reads
-//     ShouldPodContainersBeTerminating. A never-started static pod that was
-//     seen in the runtime gets a TerminatingWork step instead, since
-//     containers with its UID run.
+//     they become runnable when their turn comes (upstream
+//     allowStaticPodStart prunes waitingToStartStaticPodsByFullname lazily
+//     and re-checks on each backoff). A static pod killed before it started
+//     finishes with no step, and its completion is observable at once
+//     through IsPodKnownTerminated, where upstream left kill-and-wait
+//     callers to time out; it also reads ShouldPodContainersBeTerminating. A
+//     never-started static pod that was seen in the runtime gets a
+//     TerminatingWork step instead, since containers with its UID run.
 //   - SyncKnownPods reports finished pods with PodWorkerSync.Finished, and a
 //     runtime-only kill for a finished pod is carried out as a leftover
 //     cleanup step while the pod stays finished (#139833: upstream reported
@@ -134,9 +158,9 @@
 //     killed).
 //   - First-sight terminal pods rely on the caller's explicit
 //     UpdateOptions.RuntimeTerminated instead of a pod-status cache lookup
-//     (spec 5.10, #105523, #117019); they still get their TerminatedWork
-//     step, except static pods, which (as upstream) can never start once
-//     termination is requested and so finish at once with no step.
+//     (#105523, #117019); they still get their TerminatedWork step, except
+//     static pods, which (as upstream) can never start once termination is
+//     requested and so finish at once with no step.
 //   - A runtime-only pod whose config pod arrives while its termination runs
 //     continues as that pod (TerminatedWork) instead of being forgotten with
 //     the update.
@@ -149,16 +173,6 @@
 // # Performance
 //
 // Next, Complete and UpdatePod are O(log n) on an indexed heap; in steady
-// state they allocate nothing (pinned by TestAllocations). Figures from
-// `go test -bench . -benchmem` (-benchtime=1s) on a shared, noisy 2-core
-// machine (AMD EPYC); expect ±30 % between runs:
-//
-//	benchmark                                   10,000 pods    150,000 pods   allocs
-//	UpdatePod + Next + Complete, steady         0.8-1.1 µs/step  2.1 µs/step   0
-//	… with churn: kills, creates, 10 % failed   1.5-1.7 µs/step  -             0 (243 B/op:
-//	  steps, SyncKnownPods every 2,000 steps                                     the map)
-//	Next, nothing due                           20-27 ns       33-43 ns       0
-//	UpdatePod                                   77-120 ns      250-470 ns     0
-//	SyncKnownPods, all pods desired and known   1.1 ms         56 ms          the result map
-//	Stats                                       0.13 ms        12.5 ms        1
+// state they allocate nothing (pinned by TestAllocations). SyncKnownPods is
+// O(n + m) and allocates its result map; Stats is O(n).
 package podworker

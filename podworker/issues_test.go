@@ -8,7 +8,7 @@ import (
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
-// Regression tests for the upstream bugs of spec section 4, named after the
+// Regression tests for known upstream bugs, named after the
 // upstream issue or pull request.
 
 // TestIssue113145ForceDeletedPodFinishesAfterRuntimeRecovers: a force-deleted
@@ -165,7 +165,7 @@ func TestIssue139833FinishedPodRuntimeLeftoverIsKilled(t *testing.T) {
 
 // TestSpec5CompletionObservableOnEveryPath: a kill's completion is visible
 // through IsPodKnownTerminated on every path, including a static pod that
-// never started (upstream leaves its completion channels open, spec 5.5).
+// never started (upstream leaves its completion channels open).
 func TestSpec5CompletionObservableOnEveryPath(t *testing.T) {
 	s1, s2 := staticPod("st", "s1"), staticPod("st", "s2")
 	w := newWorkers(t)

@@ -10,9 +10,9 @@ import (
 )
 
 // SyncKnownPods reconciles the records with desired, the pods the caller's
-// config holds (upstream SyncKnownPods after #113145, spec section 1.8), and
+// config holds (upstream SyncKnownPods after #113145), and
 // returns the remaining records. The first call also switches the queries
-// about unknown pods to their "synced" answers (section 1.10).
+// about unknown pods to their "synced" answers (see the queries).
 //
 // A record whose pod is not desired is an orphan, and a record flagged by
 // OutcomeRestartRequested is purged once finished:

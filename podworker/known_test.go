@@ -21,7 +21,7 @@ func finishedBy(p *v1.Pod) []step {
 	}
 }
 
-// TestSyncKnownPods covers the table of spec section 1.8.
+// TestSyncKnownPods covers upstream SyncKnownPods and removeTerminatedWorker.
 func TestSyncKnownPods(t *testing.T) {
 	a, b := pod("a"), pod("b")
 	st := staticPod("st", "st1")
@@ -112,7 +112,7 @@ func TestSyncKnownPods(t *testing.T) {
 	}
 }
 
-// TestQueries covers spec section 1.10: answers with a record, and without
+// TestQueries covers the PodWorkers queries: answers with a record, and without
 // one before and after the first SyncKnownPods.
 func TestQueries(t *testing.T) {
 	a := pod("a")

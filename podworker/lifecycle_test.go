@@ -12,7 +12,7 @@ import (
 
 const s = time.Second
 
-// TestStateDiagram walks every row of the state diagram of spec section 1.3.
+// TestStateDiagram walks every row of the state diagram in the package documentation.
 func TestStateDiagram(t *testing.T) {
 	a := pod("a")
 	st := staticPod("st", "st1")

@@ -98,11 +98,14 @@ func (w *Workers) fly(r *record, work Work, runtimeOnly bool) Work {
 }
 
 // Complete reports the result of a step handed out by Next and schedules
-// the pod's next step (spec section 1.7):
+// the pod's next step (upstream podWorkerLoop and completeWork in
+// pkg/kubelet/pod_workers.go):
 //
 //   - an error (context.Canceled included) keeps the state; the same step
-//     is retried at now + BackoffPeriod (or Result.RetryAfter), or a newer
-//     pending update is handed out at once;
+//     is retried at now + BackoffPeriod (or Result.RetryAfter, capped at the
+//     longer of ResyncInterval and BackoffPeriod as upstream bounds its
+//     error delays; or at once with Result.RetryNow), or a newer pending
+//     update is handed out at once;
 //   - a SyncWork step that succeeded is replayed at now + ResyncInterval,
 //     unless it reported Terminal: the pod then terminates at once;
 //   - a TerminatingWork step that succeeded makes the pod terminated and its
@@ -118,8 +121,10 @@ func (w *Workers) Complete(now time.Time, work Work, res Result) {
 	// The delay is computed before locking: Jitter is caller code.
 	var delay time.Duration
 	switch {
+	case res.Err != nil && res.RetryNow:
+		// delay 0: at once
 	case res.Err != nil && res.RetryAfter > 0:
-		delay = w.jitter(res.RetryAfter)
+		delay = w.jitter(min(res.RetryAfter, max(w.cfg.ResyncInterval, w.cfg.BackoffPeriod)))
 	case res.Err != nil:
 		delay = w.jitter(w.cfg.BackoffPeriod)
 	case !res.Terminal: // used only if the step in flight is a sync
@@ -177,7 +182,7 @@ func (w *Workers) Complete(now time.Time, work Work, res Result) {
 		}
 		// Natural completion: terminate at once. Unlike upstream, the
 		// grace period is computed from the pod now, so the terminating
-		// step always carries one (spec 5.2).
+		// step always carries one.
 		if !r.terminating {
 			r.terminating = true
 			g, _ := effectiveGrace(r.grace, r.active.pod, nil)

@@ -2,13 +2,13 @@ package podworker
 
 import "k8s.io/apimachinery/pkg/types"
 
-// The queries below answer with upstream's names and semantics (spec section
-// 1.10). For a UID without a record the answer depends on whether
+// The queries below answer with upstream's names and semantics (the
+// PodWorkers interface in pkg/kubelet/pod_workers.go). For a UID without a record the answer depends on whether
 // SyncKnownPods was called yet: before, the workers may simply not have
 // seen every pod; after, an unknown pod is one whose worker is gone. Each is
 // O(1) and allocates nothing.
 
-// query answers one of the questions of spec 1.10 for uid: known reads the
+// query answers one of the queries for uid: known reads the
 // pod's record; an unknown pod gets unknownBefore until the first
 // SyncKnownPods and unknownAfter from then on.
 func (w *Workers) query(uid types.UID, known func(*record) bool, unknownBefore, unknownAfter bool) bool {

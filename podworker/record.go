@@ -155,7 +155,8 @@ func (r *record) merge(u update) {
 	}
 }
 
-// effectiveGrace computes the grace period of spec section 1.5 from the
+// effectiveGrace computes the grace period (upstream
+// calculateEffectiveGracePeriod) from the
 // current value cur (0 = unset): the apiserver's deletion grace, then a kill
 // override, may lower it (or set it when unset); otherwise the pod spec's
 // value applies when nothing was set yet; the result is at least 1.

@@ -8,8 +8,8 @@ import (
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
-// TestStaticPods covers static pod exclusion (spec 1.6, allowStaticPodStart)
-// with the exact waiting list and self-wake of spec 5.8.
+// TestStaticPods covers static pod exclusion (upstream allowStaticPodStart)
+// with our exact waiting list and self-wake.
 func TestStaticPods(t *testing.T) {
 	s1, s2, s3 := staticPod("st", "s1"), staticPod("st", "s2"), staticPod("st", "s3")
 	other := staticPod("other", "o1")
@@ -121,7 +121,7 @@ func TestStaticPods(t *testing.T) {
 }
 
 // TestStaticWaitingListIsExact: killed and forgotten pods leave the waiting
-// list at once (spec 5.8).
+// list at once.
 func TestStaticWaitingListIsExact(t *testing.T) {
 	w := newWorkers(t)
 	now := testutil.Epoch

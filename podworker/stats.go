@@ -53,8 +53,8 @@ func (c WorkingCount) StaticLabel() string {
 	return ""
 }
 
-// Stats are the kubelet pod metrics added by upstream #113145 (spec section
-// 1.11), as values the caller publishes, plus a few machine counters.
+// Stats are the kubelet pod metrics added by upstream #113145
+// (HandlePodCleanups in pkg/kubelet/kubelet_pods.go), as values the caller publishes, plus a few machine counters.
 //
 // Upstream computes the desired, active and mirror gauges from the kubelet's
 // pod manager. The workers only know the desired set passed to the last

@@ -9,7 +9,7 @@ import (
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
-// TestStats covers the metrics of spec section 1.11.
+// TestStats covers the metrics of upstream HandlePodCleanups.
 func TestStats(t *testing.T) {
 	w := newWorkers(t)
 	now := testutil.Epoch

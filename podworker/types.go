@@ -138,8 +138,8 @@ type KillOptions struct {
 	// becomes true at once. Unlike upstream the flag is sticky: a pod that is
 	// already terminating for another reason still becomes evicted.
 	Evict bool
-	// GracePeriodOverride, when set, may shorten the grace period (spec
-	// section 1.5). Negative values count as 0; the result is never below 1.
+	// GracePeriodOverride, when set, may shorten the grace period (upstream
+	// calculateEffectiveGracePeriod). Negative values count as 0; the result is never below 1.
 	GracePeriodOverride *int64
 }
 
@@ -247,8 +247,19 @@ type Result struct {
 	// RetryAfter, when positive and Err is set, replaces BackoffPeriod for
 	// this retry (Config.Jitter still applies). Upstream retries after 1 s
 	// instead of 10 s when the error says "network is not ready"; the caller,
-	// who knows its errors, decides here.
+	// who knows its errors, decides here. It is capped at the longer of
+	// ResyncInterval and BackoffPeriod (with the defaults, the 60 s resync):
+	// upstream retries every failed step after its fixed backOffPeriod
+	// (completeWork in pkg/kubelet/pod_workers.go, v1.36.3), never later
+	// than a healthy pod's resync, and leaves longer back-offs (a 5-minute
+	// CrashLoopBackOff or image pull back-off) to the sync itself, which
+	// fails fast while they last. 0 (or negative) means BackoffPeriod.
 	RetryAfter time.Duration
+	// RetryNow, when Err is set, retries the step at once: no BackoffPeriod,
+	// no RetryAfter, no jitter (for an error the caller knows is already
+	// resolved, such as a conflict it has just refreshed). Ignored without
+	// Err. The caller owns the risk of a hot loop.
+	RetryNow bool
 }
 
 // PodWorkerSync describes one record in the SyncKnownPods result.
@@ -257,8 +268,11 @@ type PodWorkerSync struct {
 	State WorkType
 	// Orphan is true when the pod was not in the desired set.
 	Orphan bool
-	// HasConfig is true when a config Pod is known for the record (false
-	// for a runtime-only pod).
+	// HasConfig is true when the record holds a config Pod: one handed to
+	// the worker in an update that is active or pending. It is false for a
+	// runtime-only pod, and also for a static pod killed before it started,
+	// whose config update was never run and is dropped with the kill (as
+	// upstream, where such a pod has no activeUpdate).
 	HasConfig bool
 	// Static is true when that Pod is a static pod.
 	Static bool

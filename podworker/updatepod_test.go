@@ -27,7 +27,7 @@ func rows(parts ...[]step) []step {
 	return out
 }
 
-// TestUpdatePodSteps follows UpdatePod step by step (spec section 1.4).
+// TestUpdatePodSteps follows UpdatePod step by step (upstream UpdatePod).
 func TestUpdatePodSteps(t *testing.T) {
 	a := pod("a")
 	tests := []struct {
@@ -174,7 +174,7 @@ func TestUpdatePodSteps(t *testing.T) {
 	}
 }
 
-// TestEffectiveGrace covers the grace period rules of spec section 1.5.
+// TestEffectiveGrace covers the grace period rules of upstream calculateEffectiveGracePeriod.
 func TestEffectiveGrace(t *testing.T) {
 	sec := testutil.Seconds
 	withDel := func(del, spec *int64) *v1.Pod {

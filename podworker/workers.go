@@ -105,11 +105,11 @@ func normalize(o UpdateOptions) (uid types.UID, name, ns string, runtimeOnly boo
 	return uid, name, ns, runtimeOnly, nil
 }
 
-// UpdatePod delivers an update for one pod (upstream UpdatePod, spec section
-// 1.4). Only the latest update is kept. The pod starts terminating when the
+// UpdatePod delivers an update for one pod (upstream UpdatePod in
+// pkg/kubelet/pod_workers.go). Only the latest update is kept. The pod starts terminating when the
 // update carries a deletionTimestamp or a terminal phase, is a kill, or is
 // about a runtime-only pod; from then on the grace period can only go down
-// (section 1.5). The update is runnable at once (NextDeadline reports now)
+// (upstream calculateEffectiveGracePeriod). The update is runnable at once (NextDeadline reports now)
 // unless a step for the pod is in flight, in which case it is handed out as
 // soon as that step completes, or the pod is a static pod waiting for its
 // turn. The result says what happened; malformed input yields
@@ -169,7 +169,7 @@ func (w *Workers) UpdatePod(now time.Time, o UpdateOptions) UpdateResult {
 			}
 		}
 	}
-	// Sticky flags (spec 5.3, 5.4): set by any accepted update, not only at
+	// Sticky flags: set by any accepted update, not only at
 	// the transition.
 	if runtimeOnly || (pod != nil && pod.DeletionTimestamp != nil) {
 		r.deleted = true
@@ -213,7 +213,7 @@ func (w *Workers) newRecord(uid types.UID, name, ns string, static bool, o Updat
 	r.elem.Value = r
 	if o.Pod != nil {
 		r.static = static
-		// First-sight terminal pod (spec 5.10): the caller states that
+		// First-sight terminal pod: the caller states that
 		// nothing runs, so the pod starts out terminated and only its
 		// cleanup step runs.
 		if o.RuntimeTerminated && terminalPhase(o.Pod) {

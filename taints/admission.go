@@ -13,7 +13,8 @@ import (
 const DefaultTolerationSeconds = 300 * time.Second
 
 // WithDefaultTolerations returns a copy of tol with the DefaultTolerationSeconds
-// admission plugin's tolerations appended (spec f): when the pod does not
+// admission plugin's tolerations appended (upstream
+// plugin/pkg/admission/defaulttolerationseconds/admission.go, Admit): when the pod does not
 // already tolerate node.kubernetes.io/not-ready, {Key: not-ready, Operator:
 // Exists, Effect: NoExecute, TolerationSeconds: notReady}, then the same for
 // node.kubernetes.io/unreachable with unreachable. Not-ready comes first.
@@ -75,7 +76,8 @@ const (
 )
 
 // DisruptionTargetCondition returns the pod condition to set (status patch)
-// before deleting a pod for a NoExecute taint (spec e.6): type
+// before deleting a pod for a NoExecute taint (upstream
+// pkg/controller/tainteviction/taint_eviction.go, addConditionAndDeletePod): type
 // DisruptionTarget, status True, reason DeletionByTaintManager, message
 // "Taint manager: deleting due to NoExecute taint", LastTransitionTime now.
 // Upstream patches only when the pod's condition differs in status, reason

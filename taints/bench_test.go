@@ -2,6 +2,7 @@ package taints
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -9,8 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// benchSizes are (nodes, pods per node); the last is the target
-// scale of 5,000 nodes × 30 pods = 150,000 pods.
+// benchSizes are (nodes, pods per node); the last is the
+// library's reference scale of 5,000 nodes × 30 pods = 150,000 pods.
 var benchSizes = []struct{ nodes, perNode int }{{500, 30}, {5000, 30}}
 
 // benchEvictor returns an Evictor tracking nodes×perNode pods with the
@@ -156,7 +157,8 @@ func BenchmarkEvictorDueNothingDue(b *testing.B) {
 // BenchmarkEvictorSetPod: steady state re-sends an unchanged pod (informer
 // resync or a status-only update), which allocates nothing; churn flips a
 // pod's tolerations on a tainted node, which re-evaluates it and moves it
-// in the queue (RescheduleRecompute) and copies the tolerations.
+// in the queue (RescheduleRecompute) and switches its shared toleration set
+// (interned: no copy once each variant exists).
 func BenchmarkEvictorSetPod(b *testing.B) {
 	for _, sz := range benchSizes {
 		total := sz.nodes * sz.perNode
@@ -253,4 +255,85 @@ func BenchmarkForConditions(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(nodes)), "ns/node")
 	})
+}
+
+// manyTaints returns n distinct NoExecute taints (key example.com/t-i).
+func manyTaints(n int) []v1.Taint {
+	out := make([]v1.Taint, n)
+	for i := range out {
+		out[i] = ne(fmt.Sprintf("example.com/t-%d", i), "v")
+	}
+	return out
+}
+
+// BenchmarkEvictorSetNodeTaintsMany: a node with 20,000 NoExecute taints
+// (hostile or broken tooling); one node update, unchanged or with one taint
+// added, must stay O(n log n), not O(n²).
+func BenchmarkEvictorSetNodeTaintsMany(b *testing.B) {
+	const n = 20000
+	base := manyTaints(n)
+	grown := append(manyTaints(n), ne("example.com/extra"))
+	b.Run("unchanged/taints=20000", func(b *testing.B) {
+		e, _ := NewEvictor(EvictorConfig{})
+		e.SetPod(testutil.Epoch, pod("a", "n1", v1.Toleration{Operator: v1.TolerationOpExists}))
+		e.SetNodeTaints(testutil.Epoch, "n1", base)
+		now := testutil.At(time.Minute)
+		b.ReportAllocs()
+		for b.Loop() {
+			e.SetNodeTaints(now, "n1", base)
+		}
+	})
+	b.Run("changed/taints=20000", func(b *testing.B) {
+		e, _ := NewEvictor(EvictorConfig{})
+		e.SetPod(testutil.Epoch, pod("a", "n1", v1.Toleration{Operator: v1.TolerationOpExists}))
+		now := testutil.At(time.Minute)
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			if i%2 == 0 {
+				e.SetNodeTaints(now, "n1", base)
+			} else {
+				e.SetNodeTaints(now, "n1", grown)
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkEvictorAddPods: 150,000 pods with the admission-default
+// tolerations added to an empty Evictor (an informer's initial list). The
+// toleration list is interned, so a new pod costs its record and a slot of
+// the pod index; B/op divided by the pods is the allocation per pod
+// (including the index's growth), TestMemoryPerPod pins what stays live.
+func BenchmarkEvictorAddPods(b *testing.B) {
+	const n = 150000
+	pods := memPods(n)
+	b.ReportAllocs()
+	for b.Loop() {
+		e, _ := NewEvictor(EvictorConfig{})
+		for _, p := range pods {
+			e.SetPod(testutil.Epoch, p)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/pod")
+}
+
+// BenchmarkEvictorMemory reports the live heap the Evictor keeps per pod
+// (B/pod) for 150,000 pods with the admission-default tolerations; the time
+// includes two full collections per op and means nothing.
+func BenchmarkEvictorMemory(b *testing.B) {
+	const n = 150000
+	pods := memPods(n)
+	var per float64
+	for b.Loop() {
+		before := heapBytes()
+		e, _ := NewEvictor(EvictorConfig{})
+		for _, p := range pods {
+			e.SetPod(testutil.Epoch, p)
+		}
+		after := heapBytes()
+		runtime.KeepAlive(e)
+		per = float64(int64(after)-int64(before)) / n
+	}
+	b.ReportMetric(per, "B/pod")
 }

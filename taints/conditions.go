@@ -1,7 +1,6 @@
 package taints
 
 import (
-	"math/bits"
 	"strconv"
 	"time"
 
@@ -9,93 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The seven NoSchedule keys of "taint nodes by condition", as bits, in the
-// order ForConditions reports them.
-const (
-	bitNotReady uint8 = 1 << iota
-	bitUnreachable
-	bitMemoryPressure
-	bitDiskPressure
-	bitPIDPressure
-	bitNetworkUnavailable
-	bitUnschedulable
-	numConditionKeys = iota
-)
-
-// conditionKey returns the taint key of bit index i (0..6).
-func conditionKey(i int) string {
-	switch i {
-	case 0:
-		return v1.TaintNodeNotReady
-	case 1:
-		return v1.TaintNodeUnreachable
-	case 2:
-		return v1.TaintNodeMemoryPressure
-	case 3:
-		return v1.TaintNodeDiskPressure
-	case 4:
-		return v1.TaintNodePIDPressure
-	case 5:
-		return v1.TaintNodeNetworkUnavailable
-	}
-	return v1.TaintNodeUnschedulable
-}
-
-// keyBit returns the bit of a condition taint key, or 0 for any other key.
-func keyBit(key string) uint8 {
-	switch key {
-	case v1.TaintNodeNotReady:
-		return bitNotReady
-	case v1.TaintNodeUnreachable:
-		return bitUnreachable
-	case v1.TaintNodeMemoryPressure:
-		return bitMemoryPressure
-	case v1.TaintNodeDiskPressure:
-		return bitDiskPressure
-	case v1.TaintNodePIDPressure:
-		return bitPIDPressure
-	case v1.TaintNodeNetworkUnavailable:
-		return bitNetworkUnavailable
-	case v1.TaintNodeUnschedulable:
-		return bitUnschedulable
-	}
-	return 0
-}
-
-// conditionBits returns a bit identifying the condition type (0 for types
-// that map to no taint) and the taint bit wanted for status s.
-func conditionBits(t v1.NodeConditionType, s v1.ConditionStatus) (typ, want uint8) {
-	switch t {
-	case v1.NodeReady:
-		switch s {
-		case v1.ConditionFalse:
-			return 1, bitNotReady
-		case v1.ConditionUnknown:
-			return 1, bitUnreachable
-		}
-		return 1, 0
-	case v1.NodeMemoryPressure:
-		typ, want = 2, bitMemoryPressure
-	case v1.NodeDiskPressure:
-		typ, want = 4, bitDiskPressure
-	case v1.NodePIDPressure:
-		typ, want = 8, bitPIDPressure
-	case v1.NodeNetworkUnavailable:
-		typ, want = 16, bitNetworkUnavailable
-	default:
-		return 0, 0
-	}
-	if s != v1.ConditionTrue {
-		want = 0
-	}
-	return typ, want
-}
-
 // ForConditions computes the "taint nodes by condition" NoSchedule taints
-// for node (upstream doNoScheduleTaintingPass, spec b.1): Ready False →
+// for node (upstream pkg/controller/nodelifecycle/node_lifecycle_controller.go,
+// doNoScheduleTaintingPass): Ready False →
 // node.kubernetes.io/not-ready, Ready Unknown → unreachable, MemoryPressure,
 // DiskPressure, PIDPressure and NetworkUnavailable True → the matching key,
 // spec.unschedulable → unschedulable, all with effect NoSchedule.
+// ConditionTaints.For does the same with a caller-given table.
 //
 // Only NoSchedule taints with one of those seven keys count as current; the
 // diff is by key and effect (values and TimeAdded are ignored). add lists the
@@ -116,54 +35,19 @@ func conditionBits(t v1.NodeConditionType, s v1.ConditionStatus) (typ, want uint
 // Duplicate taints with the same key and effect count once; remove holds the
 // first of them, and Remove drops every duplicate.
 func ForConditions(node *v1.Node, now time.Time) (add, remove []v1.Taint) {
-	if node == nil {
-		return nil, nil
-	}
-	var seen, want uint8
-	for i := range node.Status.Conditions {
-		c := &node.Status.Conditions[i]
-		typ, w := conditionBits(c.Type, c.Status)
-		if typ == 0 || seen&typ != 0 {
-			continue
-		}
-		seen |= typ
-		want |= w
-	}
-	if node.Spec.Unschedulable {
-		want |= bitUnschedulable
-	}
-	var have uint8
-	var first [numConditionKeys]int
-	for i := range node.Spec.Taints {
-		t := &node.Spec.Taints[i]
-		if t.Effect != v1.TaintEffectNoSchedule {
-			continue
-		}
-		b := keyBit(t.Key)
-		if b == 0 || have&b != 0 {
-			continue
-		}
-		have |= b
-		first[bits.TrailingZeros8(b)] = i
-	}
-	if addBits := want &^ have; addBits != 0 {
-		add = make([]v1.Taint, 0, bits.OnesCount8(addBits))
-		for i := range numConditionKeys {
-			if addBits&(1<<i) != 0 {
-				add = append(add, v1.Taint{Key: conditionKey(i), Effect: v1.TaintEffectNoSchedule, TimeAdded: metaTime(now)})
-			}
-		}
-	}
-	if rmBits := have &^ want; rmBits != 0 {
-		remove = make([]v1.Taint, 0, bits.OnesCount8(rmBits))
-		for i := range numConditionKeys {
-			if rmBits&(1<<i) != 0 {
-				remove = append(remove, copyTaint(node.Spec.Taints[first[i]]))
-			}
-		}
-	}
-	return add, remove
+	return upstreamConditionTaints.For(node, now)
 }
+
+// upstreamConditionTaints is ForConditions' table: DefaultConditionTaints
+// plus spec.unschedulable. It is built once and never modified.
+var upstreamConditionTaints = func() *ConditionTaints {
+	c, err := NewConditionTaints(DefaultConditionTaints())
+	if err != nil {
+		panic(err) // unreachable: the default table is valid (tested)
+	}
+	c.unschedulable = c.addTaint(v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule})
+	return c
+}()
 
 // metaTime returns a fresh *metav1.Time holding t.
 func metaTime(t time.Time) *metav1.Time {
@@ -230,7 +114,9 @@ func UnreachableTaint() v1.Taint {
 }
 
 // DecideNoExecute decides, for one node in one monitor pass, what to do with
-// its NoExecute health taints (upstream processTaintBaseEviction, spec b.2),
+// its NoExecute health taints (upstream
+// pkg/controller/nodelifecycle/node_lifecycle_controller.go,
+// processTaintBaseEviction),
 // from the node's Ready condition and its current taints:
 //
 //	Ready    node already has          action            taint returned

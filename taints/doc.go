@@ -8,7 +8,9 @@
 // Kubernetes v1.36 (read at v1.36.3; matching from k8s.io/api v0.37.2):
 //
 //   - ForConditions: the node lifecycle controller's "taint nodes by
-//     condition" pass (doNoScheduleTaintingPass).
+//     condition" pass (doNoScheduleTaintingPass); ConditionTaints runs the
+//     same pass with a caller-given condition → taint table (for
+//     node-problem-detector or vendor conditions).
 //   - DecideNoExecute, SwapHealthTaint, RemoveHealthTaints: its NoExecute
 //     health taints (processTaintBaseEviction, SwapNodeControllerTaint,
 //     markNodeAsReachable), with the 1.34 rule that the decision uses the
@@ -102,6 +104,21 @@
 // past (e.g. a countdown that started at TimeAdded): the eviction is simply
 // due.
 //
+// The rule: keep the caller's now, measure with Sub and Add. The Evictor
+// stores each now as given, monotonic clock reading included, and derives
+// fire times from it with Add; it never strips the reading (Round(0),
+// Unix). Go compares two instants by their monotonic readings when both
+// have one, so with a real clock (clock.Now, time.Now) a countdown is
+// measured on the monotonic clock, as upstream's timers are, and a
+// wall-clock step (an NTP correction, a VM resume) fires nothing early: a
+// 300s toleration still runs 300s if the wall clock jumps 10 minutes
+// ahead, and so does a Retry's delay. Instants without a monotonic reading
+// (a fake or virtual clock, a taint's TimeAdded or a pod's
+// creationTimestamp under UseTaintTimeAdded, times restored from storage)
+// have only their wall clock and are measured on it; a fire time derived
+// from one is compared with now's wall clock. Fire times of the two kinds
+// are queued apart, each in its own consistent order.
+//
 // # Concurrency
 //
 // The functions are pure and safe for concurrent use. An Evictor is safe for
@@ -115,8 +132,8 @@
 //     (Retry) for as long as the pod must go, never abandoned after five
 //     attempts (#140639, PR #141568).
 //   - Empty taints cancel and never evict: the processPodOnNode
-//     fall-through that would delete at once with an empty taint list
-//     (spec e.4 step 1) does not exist.
+//     fall-through (pkg/controller/tainteviction/taint_eviction.go) that
+//     would delete at once with an empty taint list does not exist.
 //   - A recreated pod with the same name (new UID) is evicted again
 //     (#107543, #110401, #125332), and DoneEviction and RetryEviction check
 //     the UID, so a late acknowledgement for the old pod never touches the
@@ -161,31 +178,16 @@
 //   - nil pod: ignored; pod without spec.nodeName: forgotten (not bound);
 //     TolerationSeconds too large for a Duration: saturates.
 //
-// # Benchmarks
+// # Performance
 //
-// go test -bench . -benchmem (bench_test.go), Go 1.26, 2 shared cores of an
-// AMD EPYC under load from other work: indicative figures, not targets.
-//
-//	benchmark                                          ns/op     B/op  allocs
-//	Matching 5 tolerations × 3 taints
-//	  MatchingTolerations (returns a slice)          114-325      224       1
-//	  AppendMatchingTolerations (reused dst)              82        0       0
-//	  AppendMatching + MinTolerationTime                  50        0       0
-//	  Evictor's internal decision (judge)                 65        0       0
-//	Evictor, 5,000 nodes × 30 pods (150,000 pods)
-//	  taint every node + Due of all 150,000       41.6 ms/op    16 MB  10,001
-//	  Due with nothing due (any size)                     23        0       0
-//	  SetPod, unchanged pod (random access)              687        0       0
-//	  SetPod, tolerations changed (re-evaluated)         457      160       2
-//	  SetNodeTaints, NoExecute taints unchanged           41        0       0
-//	ForConditions, up-to-date node                    23/node      0       0
-//
-// Upstream GetMatchingTolerations takes about 560 ns and allocates once for
-// the same case (issue 3; its plain-loop equivalent measures 650-700 ns and 3
-// allocations here). The issue's target, at most 300 ns and no allocation,
-// is met by AppendMatchingTolerations (and by the Evictor, which uses
-// judge); MatchingTolerations returns a new slice, so it allocates it. The
-// taint-all figure is dominated by the 150,000
-// matchings and the 16 MB result slice; Due drains a fire-time bucket in
-// O(1) per eviction.
+// Matching and the Evictor's decision allocate nothing
+// (AppendMatchingTolerations, MinTolerationTime; MatchingTolerations
+// allocates its result). Per pod, the Evictor keeps a record of about 160
+// bytes and a slot of its pod index; toleration lists are shared by every
+// pod with an equal list. An unchanged SetPod or SetNodeTaints costs a
+// lookup and a comparison and allocates nothing; SetNodeTaints is
+// O(n log n) in the node's NoExecute taints; Due with nothing due is O(1)
+// and allocates nothing, and Due of k evictions allocates its result once.
+// Benchmarks are in bench_test.go (go test -bench . -benchmem); the
+// project README records their figures.
 package taints

@@ -1,7 +1,10 @@
 package taints
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,21 +63,22 @@ const (
 	stEvicted                   // Done called: not evicted again (same UID) until DeletePod
 )
 
-// podRec is what the Evictor keeps per pod.
+// podRec is what the Evictor keeps per pod: 160 bytes, plus a slot of the
+// pod index; the tolerations are shared (tolSet).
 type podRec struct {
-	key         types.NamespacedName
-	uid         types.UID
-	node        string
-	nodePrev    *podRec // neighbours in the node's pod list
-	nodeNext    *podRec
-	tolerations []v1.Toleration
-	start       time.Time // the pod's countdown start on its node
-	state       recState
-	reason      Reason
-	attempts    int
-	at          time.Time // fire time while scheduled or handed out
-	bkt         *bucket   // fire-time bucket while queued
-	prev, next  *podRec   // neighbours in the bucket
+	key        types.NamespacedName
+	uid        types.UID
+	node       *nodeState // the node the pod is bound to (attached to its list)
+	nodePrev   *podRec    // neighbours in the node's pod list
+	nodeNext   *podRec
+	tols       *tolSet   // shared with every pod with the same tolerations; nil: none
+	start      time.Time // the pod's countdown start on its node, as the caller's clock gave it
+	at         time.Time // fire time while scheduled or handed out
+	bkt        *bucket   // fire-time bucket while queued
+	prev, next *podRec   // neighbours in the bucket
+	attempts   int32
+	state      recState
+	reason     Reason
 }
 
 // nodeState is what the Evictor keeps per node: its NoExecute taints and the
@@ -82,16 +86,24 @@ type podRec struct {
 // so that removal is O(1) and the order, which decides ties among evictions
 // scheduled together, never depends on removals).
 type nodeState struct {
+	name       string
 	taints     []taintEntry
+	byIdent    []int32  // indices of taints sorted by identity (key, value)
+	one        [1]int32 // byIdent's storage when the node has one NoExecute taint
 	head, tail *podRec
 }
 
-// Evictor is the taint eviction controller (upstream taint-eviction-controller,
-// spec e.1-e.6) as a caller-driven state machine: it keeps every node's
-// NoExecute taints and the pods bound to each node, decides when each pod
-// must be deleted, and hands the deletions out with Due. It runs no
-// goroutines and reads no clock; every time-dependent method takes now, and
-// a now earlier than one already seen counts as no time elapsed.
+// Evictor is the taint eviction controller (upstream
+// pkg/controller/tainteviction/taint_eviction.go, Controller, at v1.36.3)
+// as a caller-driven state machine: it keeps every node's NoExecute taints
+// and the pods bound to each node, decides when each pod must be deleted,
+// and hands the deletions out with Due. It runs no goroutines and reads no
+// clock; every time-dependent method takes now, and a now earlier than one
+// already seen counts as no time elapsed.
+//
+// Memory: a pod costs its 160-byte record and a slot of the pod index
+// (under 200 bytes in all); toleration lists are shared between pods with
+// equal lists, and instants keep the caller's monotonic reading.
 //
 // The zero Evictor is not usable; call NewEvictor. An Evictor is safe for
 // concurrent use: one mutex guards it, and no caller code runs under it.
@@ -99,7 +111,8 @@ type Evictor struct {
 	mu    sync.Mutex
 	cfg   EvictorConfig
 	nodes map[string]*nodeState
-	pods  map[types.NamespacedName]*podRec
+	pods  podIndex // by name
+	tols  tolTable // interned toleration lists
 	queue *fireQueue
 	last  time.Time // latest now seen
 }
@@ -113,7 +126,8 @@ func NewEvictor(cfg EvictorConfig) (*Evictor, error) {
 	return &Evictor{
 		cfg:   cfg,
 		nodes: make(map[string]*nodeState),
-		pods:  make(map[types.NamespacedName]*podRec),
+		pods:  newPodIndex(),
+		tols:  newTolTable(),
 		queue: newFireQueue(),
 	}, nil
 }
@@ -133,15 +147,21 @@ func (e *Evictor) advance(now time.Time) time.Time {
 // re-evaluated at now:
 //
 //   - no NoExecute taint left: every scheduled eviction on the node is
-//     cancelled; nothing is evicted (the e.4 empty-taints fall-through,
-//     where upstream would delete at once, does not exist here);
+//     cancelled; nothing is evicted (unlike upstream processPodOnNode in
+//     pkg/controller/tainteviction/taint_eviction.go, whose empty-taints
+//     path falls through to an immediate deletion);
 //   - a taint some pod does not tolerate: that pod is due at now;
 //   - all tolerated forever: the pod's eviction is cancelled;
 //   - tolerated for a finite time: see EvictorConfig.Reschedule.
 //
 // A taint's countdown starts when SetNodeTaints first sees it (same key,
 // value and effect, present continuously since), or at its TimeAdded with
-// UseTaintTimeAdded. Taints with the same key, value and effect count once
+// UseTaintTimeAdded. Mind the default after a restart: a new Evictor (a
+// restarted controller, a new leader) sees every taint for the first time,
+// so every pending countdown starts over, as upstream's
+// (kubernetes/kubernetes#108268); set EvictorConfig.UseTaintTimeAdded to
+// count from the taint's TimeAdded instead (see the UseTaintTimeAdded
+// example). Taints with the same key, value and effect count once
 // (the first one, with its TimeAdded); taints with the same key and effect
 // but different values are kept and must each be tolerated. A TimeAdded
 // after now is ignored (the first sighting counts). Unchanged taints cost a
@@ -156,14 +176,14 @@ func (e *Evictor) SetNodeTaints(now time.Time, node string, taints []v1.Taint) {
 		if !anyNoExecute(taints) {
 			return
 		}
-		n = &nodeState{}
+		n = &nodeState{name: node}
 		e.nodes[node] = n
-	} else if sameNoExecute(n.taints, taints) {
+	} else if sameNoExecute(n, taints) {
 		return
 	}
-	n.taints = e.entries(now, n.taints, taints)
+	n.taints, n.byIdent = e.entries(now, n, taints)
 	for p := n.head; p != nil; p = p.nodeNext {
-		e.evaluate(now, p, n)
+		e.evaluate(now, p)
 	}
 	e.dropIfEmpty(node, n)
 }
@@ -181,7 +201,7 @@ func (e *Evictor) DeleteNode(node string) {
 	if n == nil {
 		return
 	}
-	n.taints = nil
+	n.taints, n.byIdent = nil, nil
 	for p := n.head; p != nil; p = p.nodeNext {
 		e.cancel(p)
 	}
@@ -204,8 +224,11 @@ func (e *Evictor) DeleteNode(node string) {
 //   - A nil pod is ignored; a pod without spec.nodeName is not bound and is
 //     forgotten like DeletePod.
 //
-// The tolerations are copied. O(1) queue work (O(log B) for a new fire
-// time) plus the matching.
+// The tolerations are copied once per distinct list and shared: every pod
+// with an equal list (same order and values; nearly every pod has the two
+// admission defaults) uses the same copy, so a new pod whose list is
+// already known allocates only its record. O(1) expected lookups, O(1)
+// queue work (O(log B) for a new fire time) plus the matching.
 func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 	if pod == nil {
 		return
@@ -214,7 +237,7 @@ func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now = e.advance(now)
-	rec := e.pods[key]
+	rec := e.pods.get(key)
 	nodeName := pod.Spec.NodeName
 	if nodeName == "" {
 		if rec != nil {
@@ -227,19 +250,21 @@ func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 		rec = nil
 	}
 	if rec == nil {
-		rec = &podRec{key: key, uid: pod.UID, tolerations: copyTolerations(pod.Spec.Tolerations), start: e.podStart(now, pod)}
-		e.pods[key] = rec
+		rec = &podRec{key: key, uid: pod.UID, tols: e.tols.acquire(pod.Spec.Tolerations), start: e.podStart(now, pod)}
+		e.pods.put(rec)
 		e.attach(rec, nodeName)
-		e.evaluate(now, rec, e.nodes[nodeName])
+		e.evaluate(now, rec)
 		return
 	}
-	moved := rec.node != nodeName
-	tolChanged := !equalTolerations(rec.tolerations, pod.Spec.Tolerations)
+	moved := rec.node.name != nodeName
+	tolChanged := !equalTolerations(rec.tols.tolerations(), pod.Spec.Tolerations)
 	if !moved && !tolChanged {
 		return
 	}
 	if tolChanged {
-		rec.tolerations = copyTolerations(pod.Spec.Tolerations)
+		old := rec.tols
+		rec.tols = e.tols.acquire(pod.Spec.Tolerations)
+		e.tols.release(old)
 	}
 	if moved {
 		e.detach(rec)
@@ -252,7 +277,7 @@ func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 		// existing one never moves under this policy anyway).
 		rec.start = now
 	}
-	e.evaluate(now, rec, e.nodes[nodeName])
+	e.evaluate(now, rec)
 }
 
 // DeletePod forgets the pod (a pod delete event): a scheduled eviction is
@@ -261,7 +286,7 @@ func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 func (e *Evictor) DeletePod(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if rec := e.pods[key]; rec != nil {
+	if rec := e.pods.get(key); rec != nil {
 		e.forget(rec)
 	}
 }
@@ -279,20 +304,19 @@ func (e *Evictor) Due(now time.Time) []Eviction {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now = e.advance(now)
-	var out []Eviction
-	for {
-		b := e.queue.peek()
-		if b == nil || b.at.After(now) {
-			return out
-		}
-		if out == nil {
-			out = make([]Eviction, 0, b.n)
-		}
-		for r := e.queue.popBucket(); r != nil; r = detached(r) {
+	bs, total := e.queue.popDue(now)
+	if total == 0 {
+		return nil
+	}
+	out := make([]Eviction, 0, total)
+	for _, b := range bs {
+		for r := b.head; r != nil; r = detached(r) {
 			r.state = stHandedOut
-			out = append(out, Eviction{Pod: r.key, UID: r.uid, Node: r.node, At: r.at, Reason: r.reason, Attempt: r.attempts + 1})
+			out = append(out, Eviction{Pod: r.key, UID: r.uid, Node: r.node.name, At: r.at, Reason: r.reason, Attempt: int(r.attempts) + 1})
 		}
 	}
+	e.queue.release()
+	return out
 }
 
 // Done reports that the handed-out eviction of key succeeded (the pod was
@@ -362,7 +386,7 @@ func (e *Evictor) RetryEviction(now time.Time, x Eviction, after time.Duration) 
 // handedOut returns key's record when its eviction is handed out (and, with
 // checkUID, the pod has uid), else nil.
 func (e *Evictor) handedOut(key types.NamespacedName, uid types.UID, checkUID bool) *podRec {
-	rec := e.pods[key]
+	rec := e.pods.get(key)
 	if rec == nil || rec.state != stHandedOut || (checkUID && rec.uid != uid) {
 		return nil
 	}
@@ -392,7 +416,7 @@ func (e *Evictor) retry(now time.Time, rec *podRec, after time.Duration) {
 func (e *Evictor) NextDeadline() (time.Time, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	b := e.queue.peek()
+	b := e.queue.peek(e.last)
 	if b == nil {
 		return time.Time{}, false
 	}
@@ -407,17 +431,19 @@ func (e *Evictor) Len() int {
 	return e.queue.len()
 }
 
-// evaluate applies the e.4 decision to one pod at now, with the fixes and
+// evaluate applies upstream's processPodOnNode decision to one pod at now,
+// with the fixes and
 // the reschedule policy. Handed-out and done evictions are left alone.
-func (e *Evictor) evaluate(now time.Time, rec *podRec, n *nodeState) {
+func (e *Evictor) evaluate(now time.Time, rec *podRec) {
 	if rec.state == stHandedOut || rec.state == stEvicted {
 		return
 	}
-	if n == nil || len(n.taints) == 0 {
+	n := rec.node
+	if len(n.taints) == 0 {
 		e.cancel(rec)
 		return
 	}
-	v := judge(n.taints, rec.tolerations, rec.start, e.cfg.ComparisonOperators)
+	v := judge(n.taints, rec.tols.tolerations(), rec.start, e.cfg.ComparisonOperators)
 	switch v.kind {
 	case vForever:
 		e.cancel(rec)
@@ -446,11 +472,7 @@ func (e *Evictor) evaluate(now time.Time, rec *podRec, n *nodeState) {
 
 // judgeRec is judge for rec on its node.
 func (e *Evictor) judgeRec(rec *podRec) verdict {
-	n := e.nodes[rec.node]
-	if n == nil {
-		return verdict{kind: vNone, taint: -1, tol: -1}
-	}
-	return judge(n.taints, rec.tolerations, rec.start, e.cfg.ComparisonOperators)
+	return judge(rec.node.taints, rec.tols.tolerations(), rec.start, e.cfg.ComparisonOperators)
 }
 
 // schedule puts rec in the queue at at. An eviction whose fire time does not
@@ -458,14 +480,14 @@ func (e *Evictor) judgeRec(rec *podRec) verdict {
 // evictions of its new fire time.
 func (e *Evictor) schedule(rec *podRec, at time.Time, reason Reason) {
 	if rec.state == stScheduled {
-		if keyOf(rec.at) == keyOf(at) {
+		if sameInstant(rec.at, at) {
 			rec.reason = reason
 			return
 		}
 		e.queue.remove(rec)
 	}
 	rec.at, rec.reason, rec.state = at, reason, stScheduled
-	e.queue.add(rec)
+	e.queue.add(rec, at)
 }
 
 // cancel takes a scheduled eviction (or retry) out of the queue.
@@ -482,17 +504,19 @@ func (e *Evictor) cancel(rec *podRec) {
 func (e *Evictor) forget(rec *podRec) {
 	e.cancel(rec)
 	e.detach(rec)
-	delete(e.pods, rec.key)
+	e.pods.remove(rec)
+	e.tols.release(rec.tols)
+	rec.tols = nil
 }
 
 // attach appends rec to node's pod list. O(1).
 func (e *Evictor) attach(rec *podRec, node string) {
 	n := e.nodes[node]
 	if n == nil {
-		n = &nodeState{}
+		n = &nodeState{name: node}
 		e.nodes[node] = n
 	}
-	rec.node, rec.nodePrev, rec.nodeNext = node, n.tail, nil
+	rec.node, rec.nodePrev, rec.nodeNext = n, n.tail, nil
 	if n.tail != nil {
 		n.tail.nodeNext = rec
 	} else {
@@ -503,7 +527,7 @@ func (e *Evictor) attach(rec *podRec, node string) {
 
 // detach removes rec from its node's pod list. O(1).
 func (e *Evictor) detach(rec *podRec) {
-	n := e.nodes[rec.node]
+	n := rec.node
 	if n == nil {
 		return
 	}
@@ -518,7 +542,7 @@ func (e *Evictor) detach(rec *podRec) {
 		n.tail = rec.nodePrev
 	}
 	rec.nodePrev, rec.nodeNext = nil, nil
-	e.dropIfEmpty(rec.node, n)
+	e.dropIfEmpty(n.name, n)
 }
 
 // dropIfEmpty forgets a node with neither taints nor pods.
@@ -539,21 +563,47 @@ func (e *Evictor) podStart(now time.Time, pod *v1.Pod) time.Time {
 	return now
 }
 
-// entries builds the node's new taint entries from in, keeping the first
-// sighting of taints already present in old.
-func (e *Evictor) entries(now time.Time, old []taintEntry, in []v1.Taint) []taintEntry {
-	var out []taintEntry
+// entries builds the node's new taint entries from in (its NoExecute
+// taints, the first of each identity, in input order), keeping the first
+// sighting of taints already present on n, and their index by identity.
+// O(n log n): a sort of in's NoExecute taints by identity finds the
+// duplicates, and each taint's earlier sighting is a binary search in n's
+// index.
+func (e *Evictor) entries(now time.Time, n *nodeState, in []v1.Taint) ([]taintEntry, []int32) {
+	var buf [16]int32
+	pos := buf[:0] // positions in in of NoExecute taints
 	for i := range in {
-		t := &in[i]
-		if t.Effect != v1.TaintEffectNoExecute || dupBefore(in, i) {
-			continue
+		if in[i].Effect == v1.TaintEffectNoExecute {
+			pos = append(pos, int32(i))
 		}
+	}
+	if len(pos) == 0 {
+		return nil, nil
+	}
+	// Sort by identity, then position: the first of each run is the one
+	// that counts.
+	slices.SortFunc(pos, func(a, b int32) int {
+		if c := compareIdentity(&in[a], &in[b]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	uniq := pos[:1]
+	for _, p := range pos[1:] {
+		if compareIdentity(&in[uniq[len(uniq)-1]], &in[p]) != 0 {
+			uniq = append(uniq, p)
+		}
+	}
+	// uniq is sorted by identity; the entries keep input order.
+	var buf2 [16]int32
+	byPos := append(buf2[:0], uniq...)
+	slices.Sort(byPos)
+	out := make([]taintEntry, len(byPos))
+	for k, p := range byPos {
+		t := &in[p]
 		seen := now
-		for k := range old {
-			if sameIdentity(&old[k].taint, t) {
-				seen = old[k].seen
-				break
-			}
+		if j := findIdentity(n.taints, n.byIdent, t); j >= 0 {
+			seen = n.taints[j].seen
 		}
 		start := seen
 		if e.cfg.UseTaintTimeAdded && t.TimeAdded != nil {
@@ -561,25 +611,45 @@ func (e *Evictor) entries(now time.Time, old []taintEntry, in []v1.Taint) []tain
 				start = ta
 			}
 		}
-		out = append(out, taintEntry{taint: copyTaint(*t), seen: seen, start: start})
+		out[k] = taintEntry{taint: copyTaint(*t), seen: seen, start: start}
 	}
-	return out
+	if len(uniq) == 1 {
+		return out, n.one[:] // n.one[0] is always 0
+	}
+	byIdent := make([]int32, len(uniq))
+	for g, p := range uniq {
+		k, _ := slices.BinarySearch(byPos, p)
+		byIdent[g] = int32(k)
+	}
+	return out, byIdent
 }
 
-// sameIdentity reports same key, value and effect: the Evictor's identity of
-// a taint (a different value may be tolerated differently).
-func sameIdentity(a, b *v1.Taint) bool {
-	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
+// compareIdentity orders NoExecute taints by the Evictor's identity: key,
+// then value (the effect is the same).
+func compareIdentity(a, b *v1.Taint) int {
+	if c := strings.Compare(a.Key, b.Key); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Value, b.Value)
 }
 
-// dupBefore reports whether in[i] repeats an earlier NoExecute taint.
-func dupBefore(in []v1.Taint, i int) bool {
-	for j := range i {
-		if in[j].Effect == v1.TaintEffectNoExecute && sameIdentity(&in[j], &in[i]) {
-			return true
+// findIdentity returns the index in entries of the taint with t's identity,
+// or -1, by binary search in byIdent (entries' indices sorted by identity).
+// O(log n), no allocation.
+func findIdentity(entries []taintEntry, byIdent []int32, t *v1.Taint) int {
+	lo, hi := 0, len(byIdent)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if compareIdentity(&entries[byIdent[mid]].taint, t) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
 		}
 	}
-	return false
+	if lo < len(byIdent) && compareIdentity(&entries[byIdent[lo]].taint, t) == 0 {
+		return int(byIdent[lo])
+	}
+	return -1
 }
 
 // anyNoExecute reports whether in holds a NoExecute taint.
@@ -593,18 +663,26 @@ func anyNoExecute(in []v1.Taint) bool {
 }
 
 // sameNoExecute reports whether the NoExecute taints of in (deduplicated as
-// entries does) equal stored, in order, TimeAdded included. No allocation.
-func sameNoExecute(stored []taintEntry, in []v1.Taint) bool {
+// entries does) equal n's, in order, TimeAdded included. No allocation;
+// O(n) when in repeats n's taints in order, O(n log n) at worst: a taint
+// that does not match the next stored one is a duplicate only if its
+// identity is among the stored taints already matched (a binary search).
+func sameNoExecute(n *nodeState, in []v1.Taint) bool {
+	stored := n.taints
 	k := 0
 	for i := range in {
 		t := &in[i]
-		if t.Effect != v1.TaintEffectNoExecute || dupBefore(in, i) {
+		if t.Effect != v1.TaintEffectNoExecute {
 			continue
 		}
-		if k >= len(stored) || !sameTaint(&stored[k].taint, t) {
-			return false
+		if k < len(stored) && sameTaint(&stored[k].taint, t) {
+			k++
+			continue
 		}
-		k++
+		if j := findIdentity(stored, n.byIdent, t); j >= 0 && j < k {
+			continue // repeats an earlier taint: counted once
+		}
+		return false
 	}
 	return k == len(stored)
 }

@@ -25,7 +25,7 @@ func TestNewEvictorValidates(t *testing.T) {
 	}
 }
 
-// TestEvictorBasics covers e.4: not tolerated → at once; finite → start + d
+// TestEvictorBasics covers upstream processPodOnNode: not tolerated → at once; finite → start + d
 // (exactly, inclusive); forever → never; several taints → the earliest
 // expiry; each eviction handed out once.
 func TestEvictorBasics(t *testing.T) {

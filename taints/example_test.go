@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/kubelifecycle/lifecycle/internal/testutil"
-	"github.com/kubelifecycle/lifecycle/taints"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubelifecycle/lifecycle/taints"
 )
 
 // The caller drives the Evictor: informer events go in, due evictions come
@@ -19,16 +21,21 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	t0 := testutil.Epoch
-	web := testutil.Pod("default", "web", "node-1")
-	web.Spec.Tolerations = taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)
-	agent := testutil.Pod("kube-system", "agent", "node-1")
-	agent.Spec.Tolerations = []v1.Toleration{{Operator: v1.TolerationOpExists}} // a DaemonSet-like pod
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	web := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-web"},
+		Spec: v1.PodSpec{NodeName: "node-1",
+			Tolerations: taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)},
+	}
+	agent := &v1.Pod{ // a DaemonSet-like pod
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "agent", UID: "uid-agent"},
+		Spec:       v1.PodSpec{NodeName: "node-1", Tolerations: []v1.Toleration{{Operator: v1.TolerationOpExists}}},
+	}
 	ev.SetPod(t0, web)
 	ev.SetPod(t0, agent)
 
 	// The node lifecycle controller taints node-1; the informer tells us.
-	node := testutil.Node("node-1", t0)
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", UID: "uid-node-1"}}
 	node, _ = taints.SwapHealthTaint(node, taints.UnreachableTaint(), t0)
 	ev.SetNodeTaints(t0, node.Name, node.Spec.Taints)
 
@@ -54,8 +61,11 @@ func Example() {
 // five quick attempts, #140639).
 func ExampleEvictor_Retry() {
 	ev, _ := taints.NewEvictor(taints.EvictorConfig{})
-	t0 := testutil.Epoch
-	ev.SetPod(t0, testutil.Pod("default", "guarded", "node-1"))
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ev.SetPod(t0, &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "guarded", UID: "uid-guarded"},
+		Spec:       v1.PodSpec{NodeName: "node-1"},
+	})
 	ev.SetNodeTaints(t0, "node-1", []v1.Taint{taints.NotReadyTaint()})
 	for now, failures := t0, 2; ; {
 		for _, x := range ev.Due(now) {
@@ -85,9 +95,11 @@ func ExampleEvictor_Retry() {
 // acknowledgement does not touch the new pod's eviction.
 func ExampleEvictor_DoneEviction() {
 	ev, _ := taints.NewEvictor(taints.EvictorConfig{})
-	t0 := testutil.Epoch
-	old := testutil.Pod("default", "web-0", "node-1")
-	old.UID = "uid-1"
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	old := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-0", UID: "uid-1"},
+		Spec:       v1.PodSpec{NodeName: "node-1"},
+	}
 	ev.SetPod(t0, old)
 	ev.SetNodeTaints(t0, "node-1", []v1.Taint{taints.NotReadyTaint()})
 	first := ev.Due(t0)[0] // worker A deletes the old pod...
@@ -107,13 +119,19 @@ func ExampleEvictor_DoneEviction() {
 }
 
 func ExampleForConditions() {
-	now := testutil.At(time.Minute)
-	node := testutil.WithReady(testutil.Node("node-1", testutil.Epoch), v1.ConditionUnknown, testutil.Epoch, now)
-	node = testutil.WithCondition(node, testutil.NodeCondition(v1.NodeDiskPressure, v1.ConditionTrue, now, now))
-	node = testutil.WithTaints(node,
-		v1.Taint{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule},    // stale
-		v1.Taint{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoExecute},     // not ours to touch here
-		v1.Taint{Key: "example.com/dedicated", Effect: v1.TaintEffectNoSchedule}) // foreign
+	now := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+	node := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+		Spec: v1.NodeSpec{Taints: []v1.Taint{
+			{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule},    // stale
+			{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoExecute},     // not ours to touch here
+			{Key: "example.com/dedicated", Effect: v1.TaintEffectNoSchedule}, // foreign
+		}},
+		Status: v1.NodeStatus{Conditions: []v1.NodeCondition{
+			{Type: v1.NodeReady, Status: v1.ConditionUnknown},
+			{Type: v1.NodeDiskPressure, Status: v1.ConditionTrue},
+		}},
+	}
 
 	add, remove := taints.ForConditions(node, now)
 	for _, t := range add {
@@ -129,9 +147,9 @@ func ExampleForConditions() {
 }
 
 func ExampleDecideNoExecute() {
-	now := testutil.At(time.Minute)
-	unknown := testutil.NodeCondition(v1.NodeReady, v1.ConditionUnknown, testutil.Epoch, now)
-	node := testutil.Node("node-1", testutil.Epoch)
+	now := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
+	unknown := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionUnknown}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
 
 	// First pass with Ready Unknown: queue the node for rate-limited tainting.
 	action, taint := taints.DecideNoExecute(&unknown, node.Spec.Taints)
@@ -141,14 +159,14 @@ func ExampleDecideNoExecute() {
 	node, _ = taints.SwapHealthTaint(node, taint, now)
 
 	// The kubelet comes back reporting Ready False: swap at once.
-	notReady := testutil.NodeCondition(v1.NodeReady, v1.ConditionFalse, now, now)
+	notReady := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionFalse}
 	action, taint = taints.DecideNoExecute(&notReady, node.Spec.Taints)
 	fmt.Println(action, taint.ToString())
 	node, _ = taints.SwapHealthTaint(node, taint, now)
 	fmt.Println(node.Spec.Taints[0].ToString())
 
 	// Ready again: remove the health taints.
-	ready := testutil.NodeCondition(v1.NodeReady, v1.ConditionTrue, now, now)
+	ready := v1.NodeCondition{Type: v1.NodeReady, Status: v1.ConditionTrue}
 	action, _ = taints.DecideNoExecute(&ready, node.Spec.Taints)
 	node, changed := taints.RemoveHealthTaints(node)
 	fmt.Println(action, changed, len(node.Spec.Taints))
@@ -165,8 +183,8 @@ func ExampleMatchingTolerations() {
 		{Key: "example.com/maintenance", Effect: v1.TaintEffectNoExecute},
 	}
 	tolerations := []v1.Toleration{
-		{Key: "example.com/maintenance", Operator: v1.TolerationOpExists, TolerationSeconds: testutil.Seconds(3600)},
-		{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: testutil.Seconds(300)},
+		{Key: "example.com/maintenance", Operator: v1.TolerationOpExists, TolerationSeconds: ptr.To[int64](3600)},
+		{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
 		{Operator: v1.TolerationOpExists}, // never reached: the first match wins
 	}
 	all, used := taints.MatchingTolerations(nodeTaints, tolerations)
@@ -196,9 +214,11 @@ func ExampleWithDefaultTolerations() {
 
 func ExampleEvictor_Explain() {
 	ev, _ := taints.NewEvictor(taints.EvictorConfig{})
-	t0 := testutil.Epoch
-	p := testutil.Pod("default", "db-0", "node-1")
-	p.Spec.Tolerations = taints.WithDefaultTolerations(nil, 300*time.Second, 600*time.Second)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db-0", UID: "uid-db-0"},
+		Spec:       v1.PodSpec{NodeName: "node-1", Tolerations: taints.WithDefaultTolerations(nil, 300*time.Second, 600*time.Second)},
+	}
 	ev.SetPod(t0, p)
 	ev.SetNodeTaints(t0, "node-1", []v1.Taint{taints.UnreachableTaint(), taints.NotReadyTaint()})
 	fmt.Println(ev.Explain(t0.Add(time.Minute), types.NamespacedName{Namespace: "default", Name: "db-0"}))
@@ -213,9 +233,11 @@ func ExampleEvictor_Explain() {
 func ExampleReschedulePolicy() {
 	for _, policy := range []taints.ReschedulePolicy{taints.RescheduleNever, taints.RescheduleEarlier} {
 		ev, _ := taints.NewEvictor(taints.EvictorConfig{Reschedule: policy})
-		t0 := testutil.Epoch
-		p := testutil.Pod("default", "a", "node-1")
-		p.Spec.Tolerations = taints.WithDefaultTolerations(nil, time.Hour, time.Hour)
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		p := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a", UID: "uid-a"},
+			Spec:       v1.PodSpec{NodeName: "node-1", Tolerations: taints.WithDefaultTolerations(nil, time.Hour, time.Hour)},
+		}
 		ev.SetPod(t0, p)
 		ev.SetNodeTaints(t0, "node-1", []v1.Taint{taints.UnreachableTaint()})
 		p = p.DeepCopy()
@@ -227,4 +249,85 @@ func ExampleReschedulePolicy() {
 	// Output:
 	// Never 1h0m0s
 	// Earlier 5m0s
+}
+
+// The countdown of a NoExecute taint starts when the Evictor first sees the
+// taint, as upstream's. After a controller restart (or a leader change) a
+// new Evictor sees every taint for the first time, so every pending
+// eviction starts over (kubernetes/kubernetes#108268). UseTaintTimeAdded
+// counts from the taint's TimeAdded (and each pod's creationTimestamp)
+// instead, so the restart changes nothing.
+func ExampleEvictorConfig_useTaintTimeAdded() {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tainted := t0.Add(time.Minute) // the node lifecycle controller taints node-1
+	taint := v1.Taint{Key: v1.TaintNodeUnreachable, Effect: v1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: tainted}}
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-web", CreationTimestamp: metav1.Time{Time: t0}},
+		Spec: v1.PodSpec{NodeName: "node-1",
+			Tolerations: taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)},
+	}
+	restart := tainted.Add(4 * time.Minute) // our controller restarts, 4 minutes into the 5
+
+	for _, cfg := range []taints.EvictorConfig{{}, {UseTaintTimeAdded: true}} {
+		ev, _ := taints.NewEvictor(cfg) // the new process: it has never seen the taint
+		ev.SetPod(restart, pod)
+		ev.SetNodeTaints(restart, "node-1", []v1.Taint{taint})
+		at, _ := ev.NextDeadline()
+		fmt.Printf("UseTaintTimeAdded=%v: evicted %v after the taint\n", cfg.UseTaintTimeAdded, at.Sub(tainted))
+	}
+	// Output:
+	// UseTaintTimeAdded=false: evicted 9m0s after the taint
+	// UseTaintTimeAdded=true: evicted 5m0s after the taint
+}
+
+// ConditionTaints is ForConditions with your own table: here
+// node-problem-detector's KernelDeadlock and ReadonlyFilesystem conditions
+// taint the node NoSchedule. The table manages only its own taints, so it
+// runs beside ForConditions (upstream's table) on the same node.
+func ExampleConditionTaints() {
+	table, err := taints.NewConditionTaints([]taints.ConditionTaint{
+		{Type: "KernelDeadlock", Status: v1.ConditionTrue,
+			Taint: v1.Taint{Key: "example.com/kernel-deadlock", Effect: v1.TaintEffectNoSchedule}},
+		{Type: "ReadonlyFilesystem", Status: v1.ConditionTrue,
+			Taint: v1.Taint{Key: "example.com/readonly-filesystem", Effect: v1.TaintEffectNoSchedule}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	node := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+		Spec:       v1.NodeSpec{Taints: []v1.Taint{{Key: "example.com/dedicated", Effect: v1.TaintEffectNoSchedule}}},
+		Status: v1.NodeStatus{Conditions: []v1.NodeCondition{
+			{Type: v1.NodeReady, Status: v1.ConditionTrue},
+			{Type: "KernelDeadlock", Status: v1.ConditionTrue},
+			{Type: "ReadonlyFilesystem", Status: v1.ConditionFalse},
+		}},
+	}
+	add, remove := table.For(node, now)
+	for _, t := range add {
+		node, _ = taints.AddOrUpdate(node, t, now)
+	}
+	for _, t := range remove {
+		node, _ = taints.Remove(node, t)
+	}
+	for _, t := range node.Spec.Taints {
+		fmt.Println(t.ToString())
+	}
+
+	// The kernel recovers: the taint goes; nothing else is touched.
+	node.Status.Conditions[1].Status = v1.ConditionFalse
+	add, remove = table.For(node, now.Add(time.Hour))
+	fmt.Println(len(add), remove[0].ToString())
+
+	// A bad row is named.
+	_, err = taints.NewConditionTaints([]taints.ConditionTaint{
+		{Type: "KernelDeadlock", Status: "true", Taint: v1.Taint{Key: "example.com/kernel-deadlock", Effect: v1.TaintEffectNoSchedule}},
+	})
+	fmt.Println(err)
+	// Output:
+	// example.com/dedicated:NoSchedule
+	// example.com/kernel-deadlock:NoSchedule
+	// 0 example.com/kernel-deadlock:NoSchedule
+	// taints: invalid condition taint table: row 0 (KernelDeadlock=true → example.com/kernel-deadlock:NoSchedule): status "true" is not True, False or Unknown
 }

@@ -97,17 +97,17 @@ func (e *Evictor) Explain(now time.Time, key types.NamespacedName) Explanation {
 	if now.Before(e.last) {
 		now = e.last
 	}
-	rec := e.pods[key]
+	rec := e.pods.get(key)
 	if rec == nil {
 		return Explanation{State: EvictionNotTracked, Pod: key}
 	}
-	x := Explanation{Pod: key, UID: rec.uid, Node: rec.node, Attempts: rec.attempts}
+	x := Explanation{Pod: key, UID: rec.uid, Node: rec.node.name, Attempts: int(rec.attempts)}
 	v := e.judgeRec(rec)
 	if v.taint >= 0 {
-		t := copyTaint(e.nodes[rec.node].taints[v.taint].taint)
+		t := copyTaint(rec.node.taints[v.taint].taint)
 		x.Taint = &t
 		if v.tol >= 0 {
-			x.Toleration = rec.tolerations[v.tol].DeepCopy()
+			x.Toleration = rec.tols.list[v.tol].DeepCopy()
 			if v.kind == vAt {
 				x.Start = v.start
 			}

@@ -100,7 +100,7 @@ func FuzzMatchingTolerations(f *testing.F) {
 			}
 		}
 
-		// judge with equal starts is upstream's e.4: not all tolerated →
+		// judge with equal starts is upstream's processPodOnNode: not all tolerated →
 		// now; else now + MinTolerationTime, or forever.
 		entries := make([]taintEntry, len(taints))
 		for i := range taints {

@@ -2,6 +2,7 @@ package taints
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -255,7 +256,7 @@ func (e *Evictor) check() string {
 	inQueue, bad := 0, ""
 	e.queue.each(func(b *bucket, r *podRec) {
 		inQueue++
-		if r.state != stScheduled || e.pods[r.key] != r || r.bkt != b || keyOf(r.at) != b.key || !b.at.Equal(r.at) {
+		if r.state != stScheduled || e.pods.get(r.key) != r || r.bkt != b || laneOf(r.at) != b.lane || r.at.After(b.at) || (b.lane == laneMono && !r.at.Equal(b.at)) {
 			bad = fmt.Sprintf("%s queued in bucket %s with state %d at %s", r.key, rel(b.at), r.state, rel(r.at))
 		}
 	})
@@ -265,33 +266,55 @@ func (e *Evictor) check() string {
 	if inQueue != e.queue.len() {
 		return fmt.Sprintf("queue counts %d, holds %d", e.queue.len(), inQueue)
 	}
-	if len(e.queue.buckets) != e.queue.heap.Len() {
-		return fmt.Sprintf("%d buckets, %d in heap", len(e.queue.buckets), e.queue.heap.Len())
-	}
-	for k, b := range e.queue.buckets {
-		cnt := 0
-		for r := b.head; r != nil; r = r.next {
-			cnt++
+	for li := range e.queue.lanes {
+		l := &e.queue.lanes[li]
+		if len(l.buckets) != l.heap.Len() {
+			return fmt.Sprintf("lane %d: %d buckets, %d in heap", li, len(l.buckets), l.heap.Len())
 		}
-		if b.key != k || b.head == nil || !b.elem.InHeap() || cnt != b.n {
-			return fmt.Sprintf("bucket %s inconsistent", rel(b.at))
+		for k, b := range l.buckets {
+			cnt := 0
+			for r := b.head; r != nil; r = r.next {
+				cnt++
+			}
+			if b.key != k || int(b.lane) != li || laneOf(b.at) != b.lane || b.head == nil || !b.elem.InHeap() || cnt != b.n {
+				return fmt.Sprintf("bucket %s inconsistent", rel(b.at))
+			}
 		}
 	}
 	scheduled := 0
-	for k, r := range e.pods {
-		if r.key != k {
-			return fmt.Sprintf("pod %s stored under %s", r.key, k)
-		}
-		if r.state == stScheduled {
+	e.pods.each(func(r *podRec) {
+		k := r.key
+		switch {
+		case bad != "":
+		case e.pods.get(k) != r:
+			bad = fmt.Sprintf("pod %s not found under its key", k)
+		case r.state == stScheduled:
 			scheduled++
 			if r.bkt == nil {
-				return fmt.Sprintf("%s scheduled but not queued", k)
+				bad = fmt.Sprintf("%s scheduled but not queued", k)
 			}
-		} else if r.bkt != nil || r.prev != nil || r.next != nil {
-			return fmt.Sprintf("%s queued with state %d", k, r.state)
+		case r.bkt != nil || r.prev != nil || r.next != nil:
+			bad = fmt.Sprintf("%s queued with state %d", k, r.state)
 		}
-		if n := e.nodes[r.node]; n == nil {
-			return fmt.Sprintf("%s on unknown node %q", k, r.node)
+		if bad == "" && (r.node == nil || e.nodes[r.node.name] != r.node) {
+			bad = fmt.Sprintf("%s on unknown node", k)
+		}
+		if bad == "" && r.tols != nil && (r.tols.refs <= 0 || !slices.Contains(tolSetsOf(e), r.tols)) {
+			bad = fmt.Sprintf("%s has a released toleration set", k)
+		}
+	})
+	if bad != "" {
+		return bad
+	}
+	refs := map[*tolSet]int{}
+	e.pods.each(func(r *podRec) {
+		if r.tols != nil {
+			refs[r.tols]++
+		}
+	})
+	for _, ts := range tolSetsOf(e) {
+		if refs[ts] != ts.refs {
+			return fmt.Sprintf("toleration set %v: %d users, counts %d", ts.list, refs[ts], ts.refs)
 		}
 	}
 	if scheduled != inQueue {
@@ -304,7 +327,7 @@ func (e *Evictor) check() string {
 		}
 		var prev *podRec
 		for p := n.head; p != nil; p = p.nodeNext {
-			if p.nodePrev != prev || p.node != name || e.pods[p.key] != p {
+			if p.nodePrev != prev || p.node != n || n.name != name || e.pods.get(p.key) != p {
 				return fmt.Sprintf("node %q pod %s inconsistent", name, p.key)
 			}
 			onNodes++
@@ -319,8 +342,22 @@ func (e *Evictor) check() string {
 			}
 		}
 	}
-	if onNodes != len(e.pods) {
-		return fmt.Sprintf("%d pods on nodes, %d tracked", onNodes, len(e.pods))
+	if onNodes != e.pods.len() {
+		return fmt.Sprintf("%d pods on nodes, %d tracked", onNodes, e.pods.len())
 	}
 	return ""
+}
+
+// tolSetsOf lists every interned toleration set.
+func tolSetsOf(e *Evictor) []*tolSet {
+	var out []*tolSet
+	for h, s := range e.tols.sets {
+		for ; s != nil; s = s.next {
+			if s.hash != h {
+				panic("toleration set in the wrong hash chain")
+			}
+			out = append(out, s)
+		}
+	}
+	return out
 }

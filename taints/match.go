@@ -153,7 +153,9 @@ type taintEntry struct {
 	start time.Time // countdown start: seen, or TimeAdded under UseTaintTimeAdded
 }
 
-// judge applies e.4 steps 2-6 with per-taint countdown starts. For each taint
+// judge applies upstream processPodOnNode's decision
+// (pkg/controller/tainteviction/taint_eviction.go: GetMatchingTolerations,
+// getMinTolerationTime) with per-taint countdown starts. For each taint
 // the first tolerating toleration (pod order) is used; a taint without one
 // decides vNow. A used toleration with TolerationSeconds expires at
 // max(taint start, podStart) + seconds (<= 0 seconds: at that start); nil

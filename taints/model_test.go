@@ -155,6 +155,12 @@ func (r *refEvictor) setNodeTaints(now time.Time, node string, in []v1.Taint) {
 	}
 }
 
+// sameIdentity reports same key, value and effect: the Evictor's identity of
+// a taint (a different value may be tolerated differently).
+func sameIdentity(a, b *v1.Taint) bool {
+	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
+}
+
 func equalOrder(old []taintEntry, kept []v1.Taint) bool {
 	for i := range kept {
 		if !sameTaint(&old[i].taint, &kept[i]) {
@@ -368,12 +374,18 @@ func modelTolerations(i int) []v1.Toleration {
 // the input is exhausted) to an Evictor and to the reference, and compares
 // them after every operation.
 func runModel(t *testing.T, cfg EvictorConfig, next func() (int, bool)) {
+	runModelAt(t, testutil.Epoch, cfg, next)
+}
+
+// runModelAt is runModel with the clock starting at base (whose wall clock
+// must read testutil.Epoch; base may carry a monotonic reading).
+func runModelAt(t *testing.T, base time.Time, cfg EvictorConfig, next func() (int, bool)) {
 	e, err := NewEvictor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := newRef(cfg)
-	now := testutil.Epoch
+	now := base
 	var log []string
 	fail := func(format string, args ...any) {
 		t.Helper()
@@ -495,6 +507,23 @@ func TestEvictorMatchesModel(t *testing.T) {
 		for seed := range uint64(25) {
 			rng := rand.New(rand.NewPCG(seed, uint64(c)))
 			runModel(t, cfg, func() (int, bool) { return rng.IntN(1 << 16), true })
+		}
+	}
+}
+
+// TestEvictorMatchesModelMonotonic runs the model with a real clock's
+// instants (a monotonic reading, wall clock at the epoch): fire times
+// derived from now go to the monotonic lane, those from TimeAdded and
+// creationTimestamp (wall only) to the wall lane, and with no wall-clock
+// step the decisions are the fake clock's.
+func TestEvictorMatchesModelMonotonic(t *testing.T) {
+	n := time.Now()
+	base := testutil.StepWallClock(n, testutil.Epoch.Sub(n.Round(0)))
+	for c := range 12 {
+		cfg := EvictorConfig{Reschedule: ReschedulePolicy(c % 3), UseTaintTimeAdded: c/3%2 == 1, ComparisonOperators: c/6 == 1}
+		for seed := range uint64(10) {
+			rng := rand.New(rand.NewPCG(seed, uint64(c)))
+			runModelAt(t, base, cfg, func() (int, bool) { return rng.IntN(1 << 16), true })
 		}
 	}
 }

@@ -14,34 +14,46 @@ import (
 // current fire time, and draining k due evictions from b buckets costs
 // O(b log B + k) instead of O(k log n).
 //
+// Fire times are kept as the caller's instants (derived from its now with
+// Add), never stripped of their monotonic reading. Go compares two instants
+// by their monotonic readings when both have one and by their wall clocks
+// otherwise, and the two orders disagree after a wall-clock step, so the
+// queue has two lanes: one for fire times with a monotonic reading (derived
+// from a real clock's now) and one for those without (a fake clock's, or a
+// taint's TimeAdded). Within a lane every comparison uses the same reading,
+// so the heap's order is consistent; due-ness is decided per lane with
+// !at.After(now). A bucket is found by its offset from the lane's base
+// instant (at.Sub(base), again monotonic in the monotonic lane), the base
+// being the first fire time queued in the lane since it was last empty.
+//
 // Complexity: add O(log B) (O(1) when the bucket exists), remove O(1)
 // (O(log B) when it empties the bucket), peek O(1); B ≤ n is the number of
 // distinct fire times. A fireQueue is not safe for concurrent use; the
 // Evictor's mutex guards it.
 type fireQueue struct {
+	lanes [2]lane   // laneMono, laneWall
+	free  []*bucket // emptied buckets kept for reuse, so steady churn allocates nothing
+	n     int       // scheduled evictions
+	drain []*bucket // scratch for Due: the due buckets, in order
+}
+
+const (
+	laneMono = 0 // fire times with a monotonic reading
+	laneWall = 1 // fire times without one
+)
+
+// lane is the heap and index of the buckets of one kind of instant.
+type lane struct {
 	heap    *heap.Heap[*bucket]
-	buckets map[bucketKey]*bucket
-	free    []*bucket // emptied buckets kept for reuse, so steady churn allocates nothing
-	n       int       // scheduled evictions
-}
-
-// bucketKey identifies an instant, whatever the time.Time's location or
-// monotonic reading.
-type bucketKey struct {
-	sec  int64
-	nsec int32
-}
-
-func keyOf(t time.Time) bucketKey { return bucketKey{sec: t.Unix(), nsec: int32(t.Nanosecond())} }
-
-func (k bucketKey) less(o bucketKey) bool {
-	return k.sec < o.sec || (k.sec == o.sec && k.nsec < o.nsec)
+	buckets map[time.Duration]*bucket // by at.Sub(base)
+	base    time.Time
 }
 
 // bucket is every scheduled eviction with one fire time, in FIFO order.
 type bucket struct {
-	key        bucketKey
-	at         time.Time // the fire time, without monotonic reading
+	lane       uint8
+	key        time.Duration // at.Sub(lane base)
+	at         time.Time     // the fire time, as the caller's clock gave it
 	head, tail *podRec
 	n          int // evictions in the bucket
 	elem       heap.Elem[*bucket]
@@ -50,20 +62,53 @@ type bucket struct {
 // maxFreeBuckets bounds the free list.
 const maxFreeBuckets = 1024
 
-func newFireQueue() *fireQueue {
-	return &fireQueue{
-		heap:    heap.New(func(a, b **bucket) bool { return (*a).key.less((*b).key) }),
-		buckets: make(map[bucketKey]*bucket),
+// hasMonotonic reports whether t carries a monotonic clock reading: Round(0)
+// strips the reading and changes nothing else, so the two values differ
+// exactly when t has one. This compares representations on purpose; instants
+// are compared with Before, After and Equal everywhere else.
+func hasMonotonic(t time.Time) bool { return t != t.Round(0) }
+
+// laneOf returns the lane for fire time t.
+func laneOf(t time.Time) uint8 {
+	if hasMonotonic(t) {
+		return laneMono
 	}
+	return laneWall
+}
+
+// sameInstant reports whether a and b are the same fire time: the same lane
+// and Equal (monotonic readings in the monotonic lane).
+func sameInstant(a, b time.Time) bool { return laneOf(a) == laneOf(b) && a.Equal(b) }
+
+func bucketLess(a, b **bucket) bool { return (*a).at.Before((*b).at) }
+
+func newFireQueue() *fireQueue {
+	q := &fireQueue{}
+	for i := range q.lanes {
+		q.lanes[i] = lane{heap: heap.New(bucketLess), buckets: make(map[time.Duration]*bucket)}
+	}
+	return q
 }
 
 // len returns the number of scheduled evictions. O(1).
 func (q *fireQueue) len() int { return q.n }
 
-// add appends rec (not queued) to the bucket of rec.at.
-func (q *fireQueue) add(rec *podRec) {
-	k := keyOf(rec.at)
-	b := q.buckets[k]
+// add appends rec (not queued) to the bucket of fire time at.
+//
+// Offsets in the monotonic lane are exact (monotonic readings are int64
+// nanoseconds since the process started). In the wall lane they saturate
+// about 292 years from the base, so two fire times that far out (a hostile
+// TimeAdded, a TolerationSeconds of centuries) can share a bucket; the
+// bucket then keeps the later fire time, so nothing is handed out early,
+// and each eviction keeps its own At.
+func (q *fireQueue) add(rec *podRec, at time.Time) {
+	li := laneOf(at)
+	l := &q.lanes[li]
+	if len(l.buckets) == 0 {
+		l.base = at
+	}
+	k := at.Sub(l.base)
+	b := l.buckets[k]
 	if b == nil {
 		if n := len(q.free); n > 0 {
 			b = q.free[n-1]
@@ -73,9 +118,12 @@ func (q *fireQueue) add(rec *podRec) {
 			b = &bucket{}
 			b.elem.Value = b
 		}
-		b.key, b.at = k, rec.at.Round(0)
-		q.buckets[k] = b
-		q.heap.PushElem(&b.elem)
+		b.lane, b.key, b.at = li, k, at
+		l.buckets[k] = b
+		l.heap.PushElem(&b.elem)
+	} else if at.After(b.at) { // a saturated offset: see above
+		b.at = at
+		l.heap.Fix(&b.elem)
 	}
 	rec.bkt, rec.prev, rec.next = b, b.tail, nil
 	if b.tail != nil {
@@ -114,41 +162,87 @@ func (q *fireQueue) remove(rec *podRec) {
 
 // drop forgets an empty (or drained) bucket.
 func (q *fireQueue) drop(b *bucket) {
-	q.heap.Remove(&b.elem)
-	delete(q.buckets, b.key)
+	l := &q.lanes[b.lane]
+	l.heap.Remove(&b.elem)
+	delete(l.buckets, b.key)
 	b.head, b.tail, b.at, b.n = nil, nil, time.Time{}, 0
 	if len(q.free) < maxFreeBuckets {
 		q.free = append(q.free, b)
 	}
 }
 
-// peek returns the earliest bucket, or nil. O(1).
-func (q *fireQueue) peek() *bucket {
-	if top := q.heap.Peek(); top != nil {
-		return top.Value
+// peek returns the earliest bucket, or nil. Between the heads of the two
+// lanes it picks the one closer to ref (the Evictor's latest now), each
+// measured with Sub on its own reading, so that the choice follows the
+// caller's clock whatever the wall clock did. O(1).
+func (q *fireQueue) peek(ref time.Time) *bucket {
+	var m, w *bucket
+	if top := q.lanes[laneMono].heap.Peek(); top != nil {
+		m = top.Value
 	}
-	return nil
+	if top := q.lanes[laneWall].heap.Peek(); top != nil {
+		w = top.Value
+	}
+	switch {
+	case m == nil:
+		return w
+	case w == nil:
+		return m
+	case w.at.Sub(ref) < m.at.Sub(ref):
+		return w
+	}
+	return m
 }
 
-// popBucket removes the earliest bucket and returns its evictions as a list
-// linked by next, in order; the caller must unlink each with detached. The
-// count of scheduled evictions drops at once.
-func (q *fireQueue) popBucket() *podRec {
-	b := q.peek()
-	if b == nil {
-		return nil
+// popDue removes every bucket whose fire time is not after now into q.drain
+// (reused), in fire-time order, and returns them with the number of
+// evictions they hold. When both lanes have a due head, the one further
+// past now (each measured with Sub on its own reading) goes first. The
+// caller takes each bucket's list (linked by next, in order, unlinked with
+// detached) and then calls release.
+func (q *fireQueue) popDue(now time.Time) ([]*bucket, int) {
+	total := 0
+	q.drain = q.drain[:0]
+	for {
+		var b *bucket
+		for i := range q.lanes {
+			top := q.lanes[i].heap.Peek()
+			if top == nil || top.Value.at.After(now) {
+				continue
+			}
+			if b == nil || top.Value.at.Sub(now) < b.at.Sub(now) {
+				b = top.Value
+			}
+		}
+		if b == nil {
+			return q.drain, total
+		}
+		l := &q.lanes[b.lane]
+		l.heap.Remove(&b.elem)
+		delete(l.buckets, b.key)
+		for r := b.head; r != nil; r = r.next {
+			r.bkt = nil
+		}
+		q.n -= b.n
+		total += b.n
+		q.drain = append(q.drain, b)
 	}
-	head := b.head
-	for r := head; r != nil; r = r.next {
-		r.bkt = nil
+}
+
+// release returns the buckets of the last popDue to the free list.
+func (q *fireQueue) release() {
+	for i, b := range q.drain {
+		b.head, b.tail, b.at, b.n = nil, nil, time.Time{}, 0
+		if len(q.free) < maxFreeBuckets {
+			q.free = append(q.free, b)
+		}
+		q.drain[i] = nil
 	}
-	q.n -= b.n
-	q.drop(b)
-	return head
+	q.drain = q.drain[:0]
 }
 
 // detached clears r's list links and returns the next eviction of a list
-// returned by popBucket.
+// returned by popDue.
 func detached(r *podRec) *podRec {
 	next := r.next
 	r.prev, r.next = nil, nil
@@ -157,9 +251,11 @@ func detached(r *podRec) *podRec {
 
 // each calls fn for every queued eviction (tests).
 func (q *fireQueue) each(fn func(*bucket, *podRec)) {
-	q.heap.Each(func(e *heap.Elem[*bucket]) {
-		for r := e.Value.head; r != nil; r = r.next {
-			fn(e.Value, r)
-		}
-	})
+	for i := range q.lanes {
+		q.lanes[i].heap.Each(func(e *heap.Elem[*bucket]) {
+			for r := e.Value.head; r != nil; r = r.next {
+				fn(e.Value, r)
+			}
+		})
+	}
 }

@@ -199,7 +199,7 @@ func TestIssue108268RestartKeepsCountdown(t *testing.T) {
 	})
 }
 
-// Spec e.4 step 1 (no upstream issue): processPodOnNode with an empty taint
+// No upstream issue: processPodOnNode (taint_eviction.go) with an empty taint
 // list cancels but falls through to "all tolerated, no toleration used",
 // minimum 0, and deletes the pod at once. Empty taints must only cancel.
 func TestEmptyTaintsFallThroughNeverEvicts(t *testing.T) {

@@ -62,6 +62,10 @@
 //
 //	tracker, err := zonestate.NewTracker(zonestate.DefaultPolicy())
 //	...
+//	queues, err := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
+//		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: 1})
+//	})
+//	...
 //	zones := map[string][]*v1.NodeCondition{}
 //	for _, node := range nodes {
 //		res, err := health.Observe(now, node, leases[node.Name])
@@ -76,41 +80,58 @@
 //	}
 //	d := tracker.Update(zones)
 //	if d.EnteredFullDisruption {
-//		// remove not-ready/unreachable NoExecute taints from every node,
-//		// then q.Clear() and q.SetRate(now, 0) on every zone queue
+//		// remove the not-ready/unreachable NoExecute taints from every node
 //	}
 //	if d.ExitedFullDisruption {
 //		health.ResetProbes(now)
 //	}
-//	for _, z := range d.Zones {
-//		q := queues[z.Key]
-//		if q == nil { // new zone: create its tainting queue at its rate
-//			q, _ = evictionqueue.New[string](now, evictionqueue.Config{QPS: z.QPS, Burst: 1})
-//			queues[z.Key] = q
-//		} else if z.RateChanged {
-//			q.SetRate(now, z.QPS) // keeps the drain rule on rate changes
-//		}
+//	// Create new zones' queues at their rate, apply changed rates, and on
+//	// entering full disruption empty and stop every queue:
+//	if err := queues.Apply(now, d); err != nil {
+//		log(err) // each error names its zone; the other zones were applied
 //	}
-//	// d.Removed: see below. Size and NotReady feed the zone metrics
-//	// (zone_size, zone_health = 100*(Size-NotReady)/Size, unhealthy_nodes_in_zone).
+//	// Size and NotReady feed the zone metrics (zone_size,
+//	// zone_health = 100*(Size-NotReady)/Size, unhealthy_nodes_in_zone).
+//
+// The tainting loop then queues each unhealthy node in its zone's queue
+// (queues.Ensure(now, zone, qps) for a zone without a decision, such as one
+// of excluded nodes only), sleeps until queues.NextDeadline() and calls Try
+// on each queue (queues.Each visits them in zone order). Queues works with
+// any queue that has SetRate, Clear, NextDeadline and Len, such as
+// *evictionqueue.Queue; see ExampleQueues.
+//
+// A caller whose health signal is not the Ready condition (a custom
+// condition, an external probe) counts its nodes per zone and calls
+// UpdateCounts instead of Update: same states, rates and mode.
 //
 // # Removed zones
 //
 // A zone absent from an Update (all its nodes excluded, deleted, or failed
 // to update this pass) is forgotten and listed in Decision.Removed. We
-// recommend keeping the zone's tainting queue rather than dropping it:
-// upstream creates a new queue when such a zone reappears, which discards
-// the pending nodes and the limiter state (spec h.14), and with permanently
-// excluded nodes that happens every pass. A zone that comes back starts from
-// StateInitial with RateChanged set, so a kept queue gets the current rate.
+// recommend keeping the zone's tainting queue while it holds nodes (Queues
+// does): upstream creates a new queue when such a zone reappears, which
+// discards the pending nodes and the limiter state, and with permanently
+// excluded nodes that happens every pass (found reading
+// addPodEvictorForNewZone and handleDisruption in
+// pkg/controller/nodelifecycle/node_lifecycle_controller.go, v1.36.3; no
+// upstream issue). A zone that comes back starts from StateInitial with
+// RateChanged set, so a kept queue gets the current rate.
 //
 // # Time and concurrency
 //
-// Nothing here depends on time: decisions depend only on the Ready
-// conditions of the pass, and the caller's loop supplies the cadence. Rates
-// are applied through the caller's queues, which take now. A Tracker is safe
-// for concurrent use (one mutex); it runs no callbacks and starts no
-// goroutines. Compute and Key are pure functions.
+// The Tracker does not depend on time: decisions depend only on the health
+// of the pass, and the caller's loop supplies the cadence. Queues.Apply and
+// Queues.Ensure take now and hand it, unchanged, to the queues' SetRate and
+// to the constructor: keep the caller's now as given (clock.Now(), with its
+// monotonic reading) so that the queues measure intervals on the monotonic
+// clock and a wall-clock step (NTP, a resumed VM) fires nothing early; fake
+// clocks, whose instants have no monotonic reading, compare by wall time.
+// Queues.NextDeadline returns the queues' own instants unchanged.
+//
+// A Tracker is safe for concurrent use (one mutex); it runs no callbacks and
+// starts no goroutines. A Queues is safe for concurrent use too (see
+// Queues for which of its methods may run user code). Compute, Classify and
+// Key are pure functions.
 //
 // # Differences from upstream
 //
@@ -118,7 +139,7 @@
 //     removed and reported, in sorted order. Upstream deletes them inside the
 //     loop that computes allWasFullyDisrupted and breaks at the first non-Full
 //     zone, so which stale zones survive depends on map iteration order
-//     (spec h.14; no upstream issue).
+//     (found reading handleDisruption; no upstream issue).
 //   - Rates: unlike upstream, each zone's QPS is recomputed on every Update
 //     and RateChanged reports a difference from the last decided rate (and a
 //     zone's first decision). Upstream only sets a limiter when the zone's
@@ -138,26 +159,18 @@
 //     true both now and before, and does nothing either.
 //   - FullDisruptionQPS (opt-in, nil = upstream): a separate rate, 0 to
 //     pause, for a fully disrupted zone next to healthy ones, as asked in
-//     kubernetes #70501, #110114 and #131182 (enhancements #5226, #5263).
+//     kubernetes/kubernetes#70501, #110114 and #131182
+//     (kubernetes/enhancements#5226, #5263).
 //
 // Compute keeps upstream's float32 ratio on purpose, for bit-for-bit parity;
 // for whole-percent thresholds and zones of up to 10,000 nodes it decides as
 // exact arithmetic would (see Compute).
 //
-// # Benchmarks
+// # Cost
 //
-// go test -bench . -benchmem on a shared, noisy 2-core AMD EPYC VM (figures
-// are indicative):
-//
-//	Benchmark                                   ns/op           B/op  allocs/op
-//	Compute, 5,000 nodes                        3,700-6,200        0          0
-//	Update, 3 zones x 5,000 nodes, steady       10,600-20,900    176          1
-//	Update, 3 zones x 5,000 nodes, churn        7,000-20,800     176          1
-//	Update, 100 zones x 50 nodes, steady        27,000-57,600  6,144          1
-//
-// (ranges: two runs at different load.)
-//
-// Target (issue 2): Update for 3 zones x 5,000 nodes <= 100 µs; Compute
-// allocates nothing. The one allocation of Update is the returned Zones
-// slice.
+// Compute is O(N) for N conditions and allocates nothing. Update is
+// O(N + Z log Z) for Z zones; its one allocation in the steady state is the
+// returned Zones slice (pinned by TestUpdateSteadyStateAllocs).
+// UpdateCounts is O(Z log Z). Queues.NextDeadline and Queues.Len are O(Z)
+// and allocate nothing.
 package zonestate

@@ -3,12 +3,33 @@ package zonestate_test
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubelifecycle/lifecycle/internal/testutil"
+	"github.com/kubelifecycle/lifecycle/evictionqueue"
 	"github.com/kubelifecycle/lifecycle/zonestate"
 )
+
+// epoch is the fixed instant the examples start from.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// node returns a node in the given region and zone (GA topology labels),
+// with a Ready condition of the given status ("" for none).
+func node(name, region, zone string, ready v1.ConditionStatus) *v1.Node {
+	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+	if region != "" {
+		n.Labels[v1.LabelTopologyRegion] = region
+	}
+	if zone != "" {
+		n.Labels[v1.LabelTopologyZone] = zone
+	}
+	if ready != "" {
+		n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: ready}}
+	}
+	return n
+}
 
 // readyOf returns the node's Ready condition, or nil when it has none.
 func readyOf(n *v1.Node) *v1.NodeCondition {
@@ -60,13 +81,13 @@ func printDecision(d zonestate.Decision) {
 // deprecated beta labels winning over the GA ones, and "" for a node without
 // topology labels.
 func ExampleKey() {
-	n := testutil.WithZone(testutil.Node("n1", testutil.Epoch), "eu-west-1", "eu-west-1a")
+	n := node("n1", "eu-west-1", "eu-west-1a", v1.ConditionTrue)
 	fmt.Printf("%q\n", zonestate.Key(n))
 
 	n.Labels[v1.LabelFailureDomainBetaZone] = "legacy"
 	fmt.Printf("%q\n", zonestate.Key(n))
 
-	fmt.Printf("%q\n", zonestate.Key(testutil.Node("bare", testutil.Epoch)))
+	fmt.Printf("%q\n", zonestate.Key(node("bare", "", "", v1.ConditionTrue)))
 	// Output:
 	// "eu-west-1:\x00:eu-west-1a"
 	// "eu-west-1:\x00:legacy"
@@ -210,22 +231,22 @@ func Example() {
 		}
 	}
 
-	at := testutil.Epoch
-	node := func(name, zone string) *v1.Node {
-		return testutil.WithZone(testutil.Node(name, at), "eu", zone)
-	}
-	a1, a2, b1, b2 := node("a1", "a"), node("a2", "a"), node("b1", "b"), node("b2", "b")
+	a1, a2 := node("a1", "eu", "a", ""), node("a2", "eu", "a", "")
+	b1, b2 := node("b1", "eu", "b", ""), node("b2", "eu", "b", "")
 	all := []*v1.Node{a1, a2, b1, b2}
+	setReady := func(n *v1.Node, s v1.ConditionStatus) {
+		n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: s}}
+	}
 
 	pass("pass 1: kubelets have not reported yet", all)
 
 	for _, n := range all {
-		testutil.WithReady(n, v1.ConditionTrue, at, at)
+		setReady(n, v1.ConditionTrue)
 	}
 	pass("pass 2: every node Ready", all)
 
-	testutil.WithReady(b1, v1.ConditionUnknown, at, at)
-	testutil.WithReady(b2, v1.ConditionUnknown, at, at)
+	setReady(b1, v1.ConditionUnknown)
+	setReady(b2, v1.ConditionUnknown)
 	pass("pass 3: zone b goes dark", all)
 
 	pass("pass 4: zone b is deleted", []*v1.Node{a1, a2})
@@ -242,4 +263,137 @@ func Example() {
 	//   eu/b is FullDisruption: tainting rate 0.1
 	// pass 4: zone b is deleted
 	//   eu/b has no counted node: keep its queue for when it comes back
+}
+
+// Queues keeps one evictionqueue per zone in step with the Tracker: Apply
+// creates a new zone's queue at its rate, re-rates changed zones, and on
+// entering full disruption empties and stops every queue. NextDeadline is
+// when the tainting loop next has work, over every zone.
+func ExampleQueues() {
+	tr, _ := zonestate.NewTracker(zonestate.DefaultPolicy())
+	qs, err := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
+		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: 1})
+	})
+	if err != nil {
+		panic(err)
+	}
+	a, b := "eu:\x00:a", "eu:\x00:b"
+	now := epoch
+	pass := func(name string, zones map[string][]*v1.NodeCondition) {
+		d := tr.Update(zones)
+		if err := qs.Apply(now, d); err != nil {
+			fmt.Println("apply:", err)
+		}
+		fmt.Printf("%s (full disruption: %v)\n", name, d.InFullDisruption)
+		qs.Each(func(zone string, q *evictionqueue.Queue[string]) bool {
+			fmt.Printf("  %s: rate %v, %d queued\n", show(zone), q.Rate(), q.Len())
+			return true
+		})
+		if at, ok := qs.NextDeadline(); ok {
+			fmt.Printf("  next tainting work at +%v\n", at.Sub(epoch))
+		} else {
+			fmt.Println("  no tainting work")
+		}
+	}
+
+	pass("healthy", map[string][]*v1.NodeCondition{a: statuses(T, T), b: statuses(T, T)})
+
+	// b1 stopped reporting: queue it for a NoExecute taint in its zone.
+	qb, _ := qs.Get(b)
+	qb.Add(now, "b1", "")
+	qb.Add(now, "b2", "")
+	qb.Try(now, func(it evictionqueue.Item[string]) (bool, time.Duration) { return true, 0 }) // b1 tainted
+	pass("b1 tainted, b2 waits for a token", map[string][]*v1.NodeCondition{a: statuses(T, T), b: statuses(U, U)})
+
+	now = now.Add(5 * time.Second)
+	pass("every zone dark", map[string][]*v1.NodeCondition{a: statuses(U, U), b: statuses(U, U)})
+
+	now = now.Add(5 * time.Second)
+	pass("zone a is back", map[string][]*v1.NodeCondition{a: statuses(T, T), b: statuses(U, U)})
+	// Output:
+	// healthy (full disruption: false)
+	//   eu/a: rate 0.1, 0 queued
+	//   eu/b: rate 0.1, 0 queued
+	//   no tainting work
+	// b1 tainted, b2 waits for a token (full disruption: false)
+	//   eu/a: rate 0.1, 0 queued
+	//   eu/b: rate 0.1, 1 queued
+	//   next tainting work at +10s
+	// every zone dark (full disruption: true)
+	//   eu/a: rate 0, 0 queued
+	//   eu/b: rate 0, 0 queued
+	//   no tainting work
+	// zone a is back (full disruption: false)
+	//   eu/a: rate 0.1, 0 queued
+	//   eu/b: rate 0.1, 0 queued
+	//   no tainting work
+}
+
+// UpdateCounts feeds the Tracker from a health signal other than the Ready
+// condition, here a custom node condition counted by the caller: the same
+// states, rates and full disruption mode as Update.
+func ExampleTracker_UpdateCounts() {
+	tr, _ := zonestate.NewTracker(zonestate.DefaultPolicy())
+	nodes := []*v1.Node{
+		node("a1", "eu", "a", v1.ConditionTrue), node("a2", "eu", "a", v1.ConditionTrue),
+		node("b1", "eu", "b", v1.ConditionTrue), node("b2", "eu", "b", v1.ConditionTrue),
+		node("b3", "eu", "b", v1.ConditionTrue), node("b4", "eu", "b", v1.ConditionTrue),
+	}
+	// The caller's signal: a node-problem-detector condition on three nodes.
+	for _, n := range nodes[3:] {
+		n.Status.Conditions = append(n.Status.Conditions,
+			v1.NodeCondition{Type: "KernelDeadlock", Status: v1.ConditionTrue})
+	}
+	healthy := func(n *v1.Node) bool {
+		for _, c := range n.Status.Conditions {
+			if c.Type == "KernelDeadlock" && c.Status == v1.ConditionTrue {
+				return false
+			}
+		}
+		return true
+	}
+
+	counts := map[string]zonestate.ZoneHealth{}
+	for _, n := range nodes {
+		h := counts[zonestate.Key(n)]
+		h.Size++
+		if !healthy(n) {
+			h.Unhealthy++
+		}
+		counts[zonestate.Key(n)] = h
+	}
+	printDecision(tr.UpdateCounts(counts))
+	// Output:
+	//   eu/a: 0/2 not ready, Initial -> Normal, qps 0.1 (changed true)
+	//   eu/b: 3/4 not ready, Initial -> PartialDisruption, qps 0 (changed true)
+	//   entered=false exited=false in=false
+}
+
+// A zone that disappears from a pass keeps its queue while nodes wait in it
+// (upstream would replace it with an empty queue when the zone comes back);
+// once empty, the queue is dropped.
+func ExampleQueues_removedZone() {
+	tr, _ := zonestate.NewTracker(zonestate.DefaultPolicy())
+	qs, _ := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
+		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: 1})
+	})
+	a, b := "eu:\x00:a", "eu:\x00:b"
+	now := epoch
+	_ = qs.Apply(now, tr.Update(map[string][]*v1.NodeCondition{a: statuses(T), b: statuses(T, U)}))
+	qb, _ := qs.Get(b)
+	qb.Add(now, "b1", "")
+	qb.Add(now, "b2", "")
+	qb.Try(now, func(evictionqueue.Item[string]) (bool, time.Duration) { return true, 0 }) // b1 tainted, b2 waits
+
+	// Zone b's nodes all fail their health update this pass: b is Removed.
+	_ = qs.Apply(now, tr.Update(map[string][]*v1.NodeCondition{a: statuses(T)}))
+	fmt.Println("zones:", len(qs.Zones()), "queued:", qs.Len())
+
+	now = now.Add(10 * time.Second)
+	qb.Try(now, func(evictionqueue.Item[string]) (bool, time.Duration) { return true, 0 }) // b2 tainted
+	_ = qs.Apply(now, tr.Update(map[string][]*v1.NodeCondition{a: statuses(T)}))
+	fmt.Println("zones:", len(qs.Zones()), "queued:", qs.Len())
+	// Output:
+	// zones: 2 queued: 1
+	// zones: 1 queued: 0
 }

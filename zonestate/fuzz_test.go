@@ -8,7 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// FuzzKey checks Key against the label rules of spec c.1 for any label
+// FuzzKey checks Key against the label rules of upstream GetZoneKey (k8s.io/component-helpers/node/topology) for any label
 // values and any subset of the four labels present.
 func FuzzKey(f *testing.F) {
 	f.Add("z-beta", "z-ga", "r-beta", "r-ga", uint8(0xf))

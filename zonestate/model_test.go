@@ -9,7 +9,7 @@ import (
 )
 
 // model is a naive reference for Tracker: the rules of Update's doc and
-// DESIGN.md restated with plain maps, linear passes and sort.Strings.
+// the package documentation restated with plain maps, linear passes and sort.Strings.
 type model struct {
 	p      Policy
 	states map[string]State

@@ -40,10 +40,10 @@ type Policy struct {
 	// FullDisruptionQPS, when non-nil, is the rate of a FullDisruption zone
 	// while at least one other zone is not fully disrupted; 0 pauses such
 	// zones. nil keeps upstream behaviour: such a zone is tainted at
-	// EvictionQPS so its workload moves to the healthy zones (kubernetes
-	// #70501, #110114, #131182). It never applies in full disruption mode,
-	// where every rate is 0. When non-nil it must be finite and >= 0.
-	// NewTracker copies the pointed-to value.
+	// EvictionQPS so its workload moves to the healthy zones
+	// (kubernetes/kubernetes#70501, #110114, #131182). It never applies in
+	// full disruption mode, where every rate is 0. When non-nil it must be
+	// finite and >= 0. NewTracker copies the pointed-to value.
 	FullDisruptionQPS *float64
 }
 

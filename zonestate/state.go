@@ -71,19 +71,47 @@ func (s State) String() string {
 //
 // Compute allocates nothing and runs in O(len(ready)).
 func Compute(ready []*v1.NodeCondition, unhealthyThreshold float64) (notReady int, s State) {
+	notReady = countNotReady(ready)
+	return notReady, classify(len(ready), notReady, unhealthyThreshold)
+}
+
+// Classify is Compute on counts: the state of a zone of h.Size counted
+// nodes of which h.Unhealthy are not healthy, for a health signal other than
+// the Ready condition. Counts are clamped as Tracker.UpdateCounts does
+// (Size < 0 counts as 0, Unhealthy is clamped to [0, Size]); a zone of no
+// nodes is StateNormal. Classify allocates nothing.
+func Classify(h ZoneHealth, unhealthyThreshold float64) State {
+	h = h.clamped()
+	return classify(h.Size, h.Unhealthy, unhealthyThreshold)
+}
+
+// clamped returns h with Size >= 0 and Unhealthy in [0, Size].
+func (h ZoneHealth) clamped() ZoneHealth {
+	h.Size = max(h.Size, 0)
+	h.Unhealthy = min(max(h.Unhealthy, 0), h.Size)
+	return h
+}
+
+// countNotReady counts the conditions that are nil or not True.
+func countNotReady(ready []*v1.NodeCondition) int {
 	readyCount := 0
 	for _, c := range ready {
 		if c != nil && c.Status == v1.ConditionTrue {
 			readyCount++
 		}
 	}
-	notReady = len(ready) - readyCount
+	return len(ready) - readyCount
+}
+
+// classify is upstream ComputeZoneState on counts, with its float32 ratio.
+func classify(size, notReady int, unhealthyThreshold float64) State {
+	readyCount := size - notReady
 	switch {
 	case readyCount == 0 && notReady > 0:
-		return notReady, StateFullDisruption
+		return StateFullDisruption
 	case notReady > 2 && float32(notReady)/float32(notReady+readyCount) >= float32(unhealthyThreshold):
-		return notReady, StatePartialDisruption
+		return StatePartialDisruption
 	default:
-		return notReady, StateNormal
+		return StateNormal
 	}
 }

@@ -97,7 +97,7 @@ func TestComputeWholePercentMatchesExact(t *testing.T) {
 	}
 }
 
-// referenceCompute restates spec c.2 with a different counting loop.
+// referenceCompute restates upstream ComputeZoneState with a different counting loop.
 func referenceCompute(ready []*v1.NodeCondition, threshold float64) (int, State) {
 	var r, nr int
 	for i := range ready {

@@ -130,12 +130,60 @@ type ZoneDecision struct {
 // Update does not retain or modify zones. It costs O(N + Z log Z) for N
 // conditions in Z zones, and allocates only the returned slices.
 func (t *Tracker) Update(zones map[string][]*v1.NodeCondition) Decision {
+	return update(t, zones, hasConditions, conditionCounts)
+}
+
+// ZoneHealth is one zone's health from a signal of the caller's choosing (a
+// custom node condition, a probe, an external inventory) for
+// Tracker.UpdateCounts: Size counted nodes, of which Unhealthy are not
+// healthy (what Compute calls not ready).
+type ZoneHealth struct {
+	// Size is the number of counted nodes in the zone. A zone with Size <= 0
+	// counts as absent, as an empty condition slice does for Update.
+	Size int
+	// Unhealthy is how many of the Size nodes are not healthy. It is
+	// clamped to [0, Size].
+	Unhealthy int
+}
+
+// UpdateCounts is Update for a caller whose health signal is not the Ready
+// condition: zone key → node counts. It shares Update's state machine,
+// stored zones and full disruption mode (the two may even be mixed from
+// pass to pass), and classifies each zone as Compute would classify Size
+// conditions of which Unhealthy are not True (see Classify). Out-of-range
+// counts are clamped, never an error: a zone with Size <= 0 is absent, and
+// Unhealthy is clamped to [0, Size]. ZoneDecision.NotReady reports the
+// clamped Unhealthy.
+//
+// UpdateCounts does not retain or modify zones. It costs O(Z log Z) for Z
+// zones, and allocates only the returned slices.
+func (t *Tracker) UpdateCounts(zones map[string]ZoneHealth) Decision {
+	return update(t, zones, hasCounts, healthCounts)
+}
+
+func hasConditions(c []*v1.NodeCondition) bool { return len(c) > 0 }
+
+func conditionCounts(c []*v1.NodeCondition) (size, notReady int) {
+	return len(c), countNotReady(c)
+}
+
+func hasCounts(h ZoneHealth) bool { return h.Size > 0 }
+
+func healthCounts(h ZoneHealth) (size, notReady int) {
+	h = h.clamped()
+	return h.Size, h.Unhealthy
+}
+
+// update is the state machine behind Update and UpdateCounts: present says
+// whether a zone takes part in the pass, counts gives its size and the
+// number of its nodes that are not ready.
+func update[V any](t *Tracker, zones map[string]V, present func(V) bool, counts func(V) (size, notReady int)) Decision {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 
 	var d Decision
 	for k := range t.zones {
-		if len(zones[k]) == 0 {
+		if v, ok := zones[k]; !ok || !present(v) {
 			d.Removed = append(d.Removed, k)
 		}
 	}
@@ -145,8 +193,8 @@ func (t *Tracker) Update(zones map[string][]*v1.NodeCondition) Decision {
 	}
 
 	keys := t.keys[:0]
-	for k, conds := range zones {
-		if len(conds) > 0 {
+	for k, v := range zones {
+		if present(v) {
 			keys = append(keys, k)
 		}
 	}
@@ -162,8 +210,8 @@ func (t *Tracker) Update(zones map[string][]*v1.NodeCondition) Decision {
 	d.Zones = make([]ZoneDecision, len(keys))
 	allFull, anyNew := true, false
 	for i, k := range keys {
-		conds := zones[k]
-		notReady, s := Compute(conds, t.threshold)
+		size, notReady := counts(zones[k])
+		s := classify(size, notReady, t.threshold)
 		prev := StateInitial
 		if r, ok := t.zones[k]; ok {
 			prev = r.state
@@ -173,7 +221,7 @@ func (t *Tracker) Update(zones map[string][]*v1.NodeCondition) Decision {
 		if s != StateFullDisruption {
 			allFull = false
 		}
-		d.Zones[i] = ZoneDecision{Key: k, Size: len(conds), NotReady: notReady, Previous: prev, State: s}
+		d.Zones[i] = ZoneDecision{Key: k, Size: size, NotReady: notReady, Previous: prev, State: s}
 	}
 
 	d.EnteredFullDisruption = allFull && !(t.full && !anyNew)

@@ -205,7 +205,7 @@ func TestUpdateSteps(t *testing.T) {
 
 // TestStaleZonesAllRemoved: upstream deletes stale zones inside the loop
 // that computes allWasFullyDisrupted and stops at the first zone that is
-// not Full, so which stale zones survive depends on map order (spec h.14).
+// not Full, so which stale zones survive depends on map order (upstream handleDisruption).
 // Every stale zone goes, reported in sorted order.
 func TestStaleZonesAllRemoved(t *testing.T) {
 	all := zonesT{"d": conds("T"), "a": conds("T"), "c": conds("T"), "b": conds("U"), "e": conds("T")}
@@ -217,7 +217,7 @@ func TestStaleZonesAllRemoved(t *testing.T) {
 			Zones:   []ZoneDecision{zd("c", 1, 0, N, N, 0.1, false)},
 			Removed: []string{"a", "b", "d", "e"}}},
 		// A removed zone that comes back starts from Initial with RateChanged,
-		// so a caller that kept its queue (spec h.14) applies the rate again.
+		// so a caller that kept its queue (see the package doc, Removed zones) applies the rate again.
 		{zonesT{"a": conds("T"), "c": conds("T")}, Decision{Zones: []ZoneDecision{
 			zd("a", 1, 0, I, N, 0.1, true), zd("c", 1, 0, N, N, 0.1, false)}}},
 	})

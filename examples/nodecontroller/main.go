@@ -1,15 +1,26 @@
 // Command nodecontroller runs a node lifecycle controller built from the
-// lifecycle packages (examples/nodecontroller/controller) against the
-// cluster of -kubeconfig, on the real clock, until interrupted. It logs
-// every decision with klog and records the Kubernetes Events upstream's
-// controllers record (NodeNotReady, TaintManagerEviction, ...).
+// lifecycle packages (examples/nodecontroller/controller) on the real
+// clock, until interrupted: in a pod with the in-cluster configuration (its
+// ServiceAccount), or against the cluster of -kubeconfig. It logs every
+// decision with klog, records the Kubernetes Events upstream's controllers
+// record (NodeNotReady, TaintManagerEviction, ...), and serves /healthz,
+// /readyz and /metrics over plain HTTP on -bind-address:-port.
+//
+// With -leader-elect (the default) replicas elect a leader on a
+// coordination.k8s.io Lease (-leader-elect-resource-namespace/-name), as
+// kube-controller-manager does: only the leader runs the controller and
+// writes; a replica that loses the lease stops every write at once and
+// exits, to start again as a standby. A new leader continues where the old
+// one stopped: in this mode the node health snapshot ConfigMap and
+// -use-taint-time-added are on by default.
 //
 // Run it only where kube-controller-manager's own node-lifecycle-controller
 // and taint-eviction-controller are off (for example
 // --controllers=*,-node-lifecycle-controller,-taint-eviction-controller, or
 // a bare kube-apiserver), or the two will fight over the same taints.
+// deploy/ has the image and manifests (kubectl apply -k).
 //
-//	go run ./examples/nodecontroller -kubeconfig ~/.kube/config -v=2
+//	go run ./examples/nodecontroller -kubeconfig ~/.kube/config -leader-elect=false -v=2
 //	go run ./examples/nodecontroller -h
 package main
 
@@ -20,23 +31,42 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/controller"
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/metrics"
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+)
+
+// Event source components, upstream's: the node lifecycle controller
+// records as node-controller, the taint eviction controller as
+// taint-eviction-controller.
+const (
+	nodeComponent     = "node-controller"
+	evictionComponent = "taint-eviction-controller"
 )
 
 // options are the command-line flags.
@@ -49,6 +79,16 @@ type options struct {
 	legacy             bool
 	snapshotCM         string // namespace/name
 	podEvictionTimeout time.Duration
+
+	leaderElect                  bool
+	leaseDuration, renewDeadline time.Duration
+	retryPeriod                  time.Duration
+	leNamespace, leName          string
+
+	bindAddress string
+	port        int
+
+	set map[string]bool // flags given on the command line
 }
 
 // newFlagSet defines the flags on a new FlagSet, with the upstream defaults.
@@ -57,7 +97,7 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs := flag.NewFlagSet("nodecontroller", flag.ContinueOnError)
 	fs.SetOutput(out)
 	m := &o.cfg.Monitor
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run against (required)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run against; empty: the in-cluster configuration (the pod's ServiceAccount), else the usual loading rules ($KUBECONFIG, ~/.kube/config)")
 	fs.Float64Var(&o.qps, "kube-api-qps", 20, "client QPS to the API server")
 	fs.IntVar(&o.burst, "kube-api-burst", 30, "client burst to the API server")
 	fs.DurationVar(&m.Health.GracePeriod, "node-monitor-grace-period", m.Health.GracePeriod, "silence after which a node is marked Unknown")
@@ -72,15 +112,61 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.IntVar(&m.Workers, "monitor-workers", m.Workers, "nodes processed at once in a monitor pass")
 	fs.IntVar(&o.cfg.Workers, "workers", o.cfg.Workers, "workqueue workers forwarding node and pod events")
 	fs.DurationVar(&m.EvictionRetry, "eviction-retry", m.EvictionRetry, "delay before a failed pod deletion is retried (never abandoned)")
-	fs.BoolVar(&m.Evictor.UseTaintTimeAdded, "use-taint-time-added", false, "count toleration time from the taint's timeAdded, so a restart does not restart countdowns (#108268)")
+	fs.BoolVar(&m.Evictor.UseTaintTimeAdded, "use-taint-time-added", false, "count toleration time from the taint's timeAdded, so a restart or a new leader does not restart countdowns (#108268); default: the value of -leader-elect")
 	fs.BoolVar(&o.legacy, "legacy-node-eviction", false, "pre-1.27 mode: no NoExecute taints, evict every pod of a node not ready for -pod-eviction-timeout")
 	fs.DurationVar(&o.podEvictionTimeout, "pod-eviction-timeout", monitor.LegacyPodEvictionTimeout, "legacy mode only: how long a node must be not ready before its pods are deleted")
-	fs.StringVar(&o.snapshotCM, "snapshot-configmap", "", "namespace/name of a ConfigMap where node health is saved across restarts (empty: nothing saved, upstream)")
+	fs.StringVar(&o.snapshotCM, "snapshot-configmap", "", "namespace/name of a ConfigMap where node health is saved across restarts and leader changes; empty: nothing saved (upstream); default with -leader-elect: <leader-elect-resource-namespace>/<leader-elect-resource-name>-snapshot")
 	fs.DurationVar(&o.cfg.SnapshotPeriod, "snapshot-period", o.cfg.SnapshotPeriod, "how often the snapshot is saved")
 	fs.StringVar(&o.cfg.NodeSelector, "node-selector", "", "label selector of the nodes to manage (empty: all)")
 	fs.StringVar(&o.cfg.LeaseNamespace, "lease-namespace", o.cfg.LeaseNamespace, "namespace of the node Leases")
 	fs.DurationVar(&o.cfg.Resync, "resync", 0, "informer resync period (0: none)")
+
+	// Leader election: kube-controller-manager's flags and defaults.
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among the replicas on a coordination.k8s.io Lease; only the leader writes")
+	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "how long a standby waits after the last renewal before taking the lease over")
+	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up leading (less than the lease duration)")
+	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "how long a replica waits between attempts to acquire or renew the lease")
+	fs.StringVar(&o.leNamespace, "leader-elect-resource-namespace", metav1.NamespaceSystem, "namespace of the leader election Lease")
+	fs.StringVar(&o.leName, "leader-elect-resource-name", controller.Name, "name of the leader election Lease")
+
+	fs.StringVar(&o.bindAddress, "bind-address", "0.0.0.0", "address of the /healthz, /readyz and /metrics endpoints")
+	fs.IntVar(&o.port, "port", 10258, "port of the /healthz, /readyz and /metrics endpoints, served over plain HTTP (no TLS, no authentication: unlike kube-controller-manager's --secure-port); 0: no endpoints")
 	return fs, o
+}
+
+// complete applies the defaults that depend on other flags, after parsing:
+// with leader election, the snapshot ConfigMap and -use-taint-time-added
+// are on unless given.
+func (o *options) complete(fs *flag.FlagSet) {
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if !o.leaderElect {
+		return
+	}
+	if !o.set["snapshot-configmap"] {
+		o.snapshotCM = o.leNamespace + "/" + o.leName + "-snapshot"
+	}
+	if !o.set["use-taint-time-added"] {
+		o.cfg.Monitor.Evictor.UseTaintTimeAdded = true
+	}
+}
+
+// validate checks the flags config does not.
+func (o *options) validate() error {
+	if o.leaderElect {
+		switch {
+		case o.leNamespace == "" || o.leName == "":
+			return errors.New("-leader-elect-resource-namespace and -leader-elect-resource-name must not be empty")
+		case o.leaseDuration <= o.renewDeadline:
+			return fmt.Errorf("-leader-elect-lease-duration %v must be greater than -leader-elect-renew-deadline %v", o.leaseDuration, o.renewDeadline)
+		case o.renewDeadline <= o.retryPeriod || o.retryPeriod <= 0:
+			return fmt.Errorf("-leader-elect-renew-deadline %v must be greater than -leader-elect-retry-period %v, which must be positive", o.renewDeadline, o.retryPeriod)
+		}
+	}
+	if o.port < 0 || o.port > 65535 {
+		return fmt.Errorf("-port %d: want 0 to 65535", o.port)
+	}
+	return nil
 }
 
 // config completes the controller configuration from the flags; client is
@@ -109,6 +195,7 @@ func (o *options) config(client kubernetes.Interface) (controller.Config, error)
 		cfg.Snapshots = store
 	}
 	cfg.OnEvent = logEvent
+	cfg.SkipFinalSnapshot = o.leaderElect
 	return cfg, nil
 }
 
@@ -139,6 +226,7 @@ func main() {
 		}
 		os.Exit(2)
 	}
+	o.complete(fs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
@@ -149,13 +237,38 @@ func main() {
 	klog.Flush()
 }
 
-// run connects to the cluster of o.kubeconfig and runs the controller on
-// the real clock until ctx is done.
-func run(ctx context.Context, o *options) error {
-	if o.kubeconfig == "" {
-		return errors.New("-kubeconfig is required (see -h)")
+// inClusterConfig is rest.InClusterConfig; tests replace it.
+var inClusterConfig = rest.InClusterConfig
+
+// restConfig returns the client configuration: from kubeconfig when it is
+// not empty; else the in-cluster one (the pod's ServiceAccount), falling
+// back to clientcmd's default loading rules ($KUBECONFIG, ~/.kube/config)
+// outside a pod.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	rc, err := inClusterConfig()
+	if err == nil {
+		return rc, nil
+	}
+	rc, lerr := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+	if lerr != nil {
+		return nil, fmt.Errorf("no -kubeconfig, not in a cluster (%w), and no usable default kubeconfig: %w", err, lerr)
+	}
+	return rc, nil
+}
+
+// run connects to the cluster and runs the controller on the real clock
+// until ctx is done: at once without leader election, else while this
+// replica leads. It returns an error when leadership is lost (the process
+// exits and restarts as a standby, as kube-controller-manager does).
+func run(ctx context.Context, o *options) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -165,6 +278,12 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	return runWith(ctx, o, client, clock.RealClock{})
+}
+
+// runWith is run on a given client and clock (tests pass a fake clientset
+// and a fake clock; leader election always uses the real clock).
+func runWith(ctx context.Context, o *options, client kubernetes.Interface, clk clock.WithTicker) error {
 	cfg, err := o.config(client)
 	if err != nil {
 		return err
@@ -173,10 +292,209 @@ func run(ctx context.Context, o *options) error {
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	cfg.Recorder = events.NewRecorder(scheme.Scheme, v1.EventSource{Component: controller.Name})
-	c, err := controller.New(client, clock.RealClock{}, cfg)
+	cfg.Recorder = events.NewRecorder(scheme.Scheme, v1.EventSource{Component: nodeComponent})
+	cfg.EvictionRecorder = events.NewRecorder(scheme.Scheme, v1.EventSource{Component: evictionComponent})
+
+	m := metrics.New(clk)
+	wire(&cfg, m)
+	r := &runner{metrics: m, legacy: cfg.Monitor.PodEvictionTimeout > 0,
+		newController: func() (*controller.Controller, error) { return controller.New(client, clk, cfg) }}
+
+	var healthz *leaderelection.HealthzAdaptor
+	var le *leaderelection.LeaderElector
+	if o.leaderElect {
+		healthz = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second) // kube-controller-manager's
+		le, err = newLeaderElector(client, o, events.NewRecorder(scheme.Scheme, v1.EventSource{Component: controller.Name}), r, healthz)
+		if err != nil {
+			return err
+		}
+	}
+	if o.port != 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(o.bindAddress, strconv.Itoa(o.port)))
+		if err != nil {
+			return err
+		}
+		srv := &http.Server{Handler: newMux(m, healthz, r.ready), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				klog.ErrorS(err, "Serving the endpoints")
+			}
+		}()
+		defer srv.Close()
+		klog.InfoS("Serving /healthz, /readyz and /metrics over plain HTTP", "address", ln.Addr().String())
+	}
+	if le == nil {
+		return r.lead(ctx)
+	}
+	le.Run(ctx)
+	if ctx.Err() == nil {
+		return errors.New("leader election lost")
+	}
+	return r.err()
+}
+
+// wire sends the controller's events and monitor passes to the log and the
+// metrics.
+func wire(cfg *controller.Config, m *metrics.Metrics) {
+	log := cfg.OnEvent
+	cfg.OnEvent = func(e monitor.Event) {
+		if log != nil {
+			log(e)
+		}
+		m.OnEvent(e)
+	}
+	cfg.OnMonitorPass = m.ObserveMonitorPass
+}
+
+// newLeaderElector returns the elector of a Lease lock named by the
+// -leader-elect-* flags, with identity hostname_uuid (kube-controller-
+// manager's), calling r's callbacks.
+func newLeaderElector(client kubernetes.Interface, o *options, rec record.EventRecorder, r *runner, healthz *leaderelection.HealthzAdaptor) (*leaderelection.LeaderElector, error) {
+	host, err := os.Hostname()
 	if err != nil {
+		return nil, err
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: o.leNamespace, Name: o.leName},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID()), EventRecorder: rec},
+	}
+	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:          lock,
+		LeaseDuration: o.leaseDuration,
+		RenewDeadline: o.renewDeadline,
+		RetryPeriod:   o.retryPeriod,
+		Callbacks:     r.callbacks(),
+		WatchDog:      healthz,
+		Name:          o.leName,
+	})
+}
+
+// runner runs the controller while this replica leads: a new Controller
+// for each term (a Controller runs once), stopped with all its writes when
+// the term ends.
+type runner struct {
+	newController func() (*controller.Controller, error)
+	metrics       *metrics.Metrics
+	legacy        bool
+
+	mu      sync.Mutex
+	ctrl    *controller.Controller // while leading
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the term's Run returned
+	lastErr error
+}
+
+// lead runs a new controller until ctx is done and returns Run's error.
+func (r *runner) lead(ctx context.Context) error {
+	c, err := r.newController()
+	if err != nil {
+		r.setErr(err)
 		return err
 	}
-	return c.Run(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	r.mu.Lock()
+	r.ctrl, r.cancel, r.done = c, cancel, done
+	r.mu.Unlock()
+	r.metrics.Attach(c.Monitor(), r.legacy)
+	r.metrics.SetLeader(true)
+	defer func() {
+		r.metrics.SetLeader(false)
+		r.metrics.Attach(nil, false)
+		r.mu.Lock()
+		r.ctrl = nil
+		r.mu.Unlock()
+		close(done)
+	}()
+	err = c.Run(ctx)
+	r.setErr(err)
+	return err
+}
+
+// stop cancels the running term, if any, and waits until its controller
+// has stopped: when it returns, this replica writes nothing more.
+func (r *runner) stop() {
+	r.mu.Lock()
+	cancel, done := r.cancel, r.done
+	r.cancel, r.done = nil, nil
+	r.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	<-done
+}
+
+func (r *runner) setErr(err error) {
+	if err != nil {
+		r.mu.Lock()
+		r.lastErr = err
+		r.mu.Unlock()
+	}
+}
+
+func (r *runner) err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastErr
+}
+
+// callbacks start a term when this replica starts leading and stop it (all
+// writes at once) when it stops.
+func (r *runner) callbacks() leaderelection.LeaderCallbacks {
+	return leaderelection.LeaderCallbacks{
+		OnStartedLeading: func(ctx context.Context) {
+			klog.FromContext(ctx).Info("Started leading")
+			if err := r.lead(ctx); err != nil {
+				klog.FromContext(ctx).Error(err, "Controller stopped")
+			}
+		},
+		OnStoppedLeading: func() {
+			klog.InfoS("Stopped leading: stopping every write")
+			r.stop()
+		},
+		OnNewLeader: func(id string) { klog.InfoS("Leader", "identity", id) },
+	}
+}
+
+// ready is the readiness check: a standby is ready (to take over); the
+// leader once its informer caches have synced.
+func (r *runner) ready() error {
+	r.mu.Lock()
+	c := r.ctrl
+	r.mu.Unlock()
+	if c != nil && !c.HasSynced() {
+		return errors.New("informer caches not synced")
+	}
+	return nil
+}
+
+// newMux serves /healthz (the process is up and, with leader election, the
+// leader renews its lease: leaderelection.HealthzAdaptor, as
+// kube-controller-manager), /readyz (ready) and /metrics (m's registry).
+func newMux(m *metrics.Metrics, healthz *leaderelection.HealthzAdaptor, ready func() error) *http.ServeMux {
+	check := func(fn func(*http.Request) error) http.HandlerFunc {
+		return func(w http.ResponseWriter, req *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			if err := fn(req); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			io.WriteString(w, "ok")
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", check(func(req *http.Request) error {
+		if healthz != nil {
+			if err := healthz.Check(req); err != nil {
+				return fmt.Errorf("%s: %w", healthz.Name(), err)
+			}
+		}
+		return nil
+	}))
+	mux.Handle("/readyz", check(func(*http.Request) error { return ready() }))
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	return mux
 }

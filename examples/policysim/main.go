@@ -1,21 +1,33 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"time"
+
+	"github.com/kubelifecycle/lifecycle/examples/policysim/sim"
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, err)
-		}
-		os.Exit(2)
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, err)
 	}
+	os.Exit(exitCode(err))
+}
+
+// exitCode is the process's exit status for run's error: 0 for success and
+// for a requested help (-h, as Go's commands do), 2 otherwise.
+func exitCode(err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
 }
 
 // run parses args and does what they say, writing to stdout (reports) and
@@ -25,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	file := fs.String("scenario", "", "run the scenario in this YAML `file`")
 	list := fs.Bool("list", false, "list the embedded scenarios and exit")
-	name := fs.String("run", "", "run the embedded scenario `name` (default "+DefaultScenario+")")
+	name := fs.String("run", "", "run the embedded scenario `name` (default "+sim.DefaultScenario+")")
 	show := fs.Bool("show", false, "print the scenario's YAML (embedded: as shipped) and exit")
 	format := fs.String("format", "text", "output `format`: text or json")
 	svg := fs.String("svg", "", "also draw the timeline as SVG into `file`")
@@ -34,11 +46,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	compare := fs.Bool("compare", false, "run taint-based and legacy eviction and print their key numbers side by side")
 	summaryOnly := fs.Bool("summary", false, "text format: print the summary without the timeline")
 	tick := fs.Bool("tick", false, "run the taint pass at every 100ms tick instead of only when it has work (same results, slower)")
+	sweep := fs.String("sweep", "", "run the scenario once per value, in parallel, and print a table: `FIELD=v1,v2,...` (e.g. nodeEvictionRate=0.05,0.1,0.2 or defaultUnreachableTolerationSeconds=60,300)")
+	maxPasses := fs.Int64("max-node-passes", sim.DefaultMaxNodePasses, "refuse scenarios needing more than `n` node passes (nodes × (monitor passes + Lease renewals + status posts))")
+	maxPods := fs.Int64("max-pods", sim.DefaultMaxPods, "refuse scenarios with more than `n` pods")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: policysim [flags]\n\nSimulates node outages in virtual time through the node lifecycle controller's decision loop.\n\nFlags:\n")
 		fs.PrintDefaults()
-		fmt.Fprint(stderr, "\n"+schemaHelp)
+		fmt.Fprint(stderr, "\n"+sim.SchemaHelp)
 	}
+	ctx := context.Background()
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,14 +68,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("policysim: -pod-eviction-timeout must be positive, got %v", *timeout)
 	}
 	if *list {
-		for _, n := range EmbeddedNames() {
-			sc, err := LoadEmbedded(n)
+		for _, n := range sim.EmbeddedNames() {
+			sc, err := sim.LoadEmbedded(n)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "%-20s %s\n", n, sc.Description)
 		}
 		return nil
+	}
+	if *sweep != "" && (*compare || *svg != "") {
+		return errors.New("policysim: -sweep prints a table; use it without -compare and -svg")
 	}
 	if *compare && *svg != "" {
 		return errors.New("policysim: -svg draws one run; use it without -compare")
@@ -68,23 +87,25 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return errors.New("policysim: use -scenario or -run, not both")
 	}
 	var (
-		sc  *Scenario
+		sc  *sim.Scenario
 		src []byte
 		err error
 	)
 	switch {
 	case *file != "":
-		if src, err = os.ReadFile(*file); err != nil {
-			return fmt.Errorf("policysim: %w", err)
+		f, ferr := os.Open(*file)
+		if ferr != nil {
+			return fmt.Errorf("policysim: %w", ferr)
 		}
-		sc, err = LoadScenario(*file, src)
+		sc, src, err = sim.ReadScenario(*file, f)
+		f.Close()
 	default:
 		n := *name
 		if n == "" {
-			n = DefaultScenario
+			n = sim.DefaultScenario
 		}
-		if sc, err = LoadEmbedded(n); err == nil {
-			src, err = EmbeddedSource(n)
+		if sc, err = sim.LoadEmbedded(n); err == nil {
+			src, err = sim.EmbeddedSource(n)
 		}
 	}
 	if err != nil {
@@ -95,15 +116,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	opt := Options{Tick: *tick}
+	opt := sim.Options{Tick: *tick, Budget: sim.Budget{NodePasses: *maxPasses, Pods: *maxPods}}
 	if *legacy {
 		opt.PodEvictionTimeout = *timeout
 	}
+	if *sweep != "" {
+		return runSweep(ctx, sc, opt, *sweep, *format, stdout)
+	}
 	if *compare {
-		return runCompare(sc, opt, *timeout, *format, stdout)
+		return runCompare(ctx, sc, opt, *timeout, *format, stdout)
 	}
 	start := time.Now()
-	res, err := Run(sc, opt)
+	res, err := sim.RunOptions(ctx, sc, opt)
 	if err != nil {
 		return err
 	}
@@ -114,45 +138,77 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *format == "json" {
-		return WriteJSON(stdout, res, elapsed)
+		return sim.WriteJSON(stdout, res, elapsed)
 	}
-	if err := WriteText(stdout, res, *summaryOnly); err != nil {
+	if err := sim.WriteText(stdout, res, *summaryOnly); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "\nsimulated %s in %d ms of real time\n", Dur(sc.Duration.D()), elapsed.Milliseconds())
+	_, err = fmt.Fprintf(stdout, "\nsimulated %s in %d ms of real time\n", sim.Dur(sc.Duration.D()), elapsed.Milliseconds())
 	return err
 }
 
-func runCompare(sc *Scenario, opt Options, timeout time.Duration, format string, stdout io.Writer) error {
+func runCompare(ctx context.Context, sc *sim.Scenario, opt sim.Options, timeout time.Duration, format string, stdout io.Writer) error {
 	start := time.Now()
 	opt.PodEvictionTimeout = 0
-	taint, err := Run(sc, opt)
+	taint, err := sim.RunOptions(ctx, sc, opt)
 	if err != nil {
 		return err
 	}
 	opt.PodEvictionTimeout = timeout
-	legacy, err := Run(sc, opt)
+	legacy, err := sim.RunOptions(ctx, sc, opt)
 	if err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
 	if format == "json" {
-		out := map[string]JSONReport{"taint": NewJSONReport(taint), "legacy": NewJSONReport(legacy)}
-		return writeJSONValue(stdout, out)
+		out := map[string]sim.JSONReport{"taint": sim.NewJSONReport(taint), "legacy": sim.NewJSONReport(legacy)}
+		return sim.WriteJSONValue(stdout, out)
 	}
-	if err := WriteComparison(stdout, taint, legacy); err != nil {
+	if err := sim.WriteComparison(stdout, taint, legacy); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "\nsimulated %s twice in %d ms of real time\n", Dur(sc.Duration.D()), elapsed.Milliseconds())
+	_, err = fmt.Fprintf(stdout, "\nsimulated %s twice in %d ms of real time\n", sim.Dur(sc.Duration.D()), elapsed.Milliseconds())
 	return err
 }
 
-func writeSVGFile(path string, res *Result) error {
+func runSweep(ctx context.Context, sc *sim.Scenario, opt sim.Options, spec, format string, stdout io.Writer) error {
+	field, values, err := sim.ParseSweep(spec)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	runs, err := sim.Sweep(ctx, sc, field, values, opt, 0)
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	if format == "json" {
+		type run struct {
+			Value   string      `json:"value"`
+			Summary sim.Summary `json:"summary"`
+		}
+		out := struct {
+			Field string `json:"field"`
+			Runs  []run  `json:"runs"`
+		}{Field: field}
+		for _, r := range runs {
+			out.Runs = append(out.Runs, run{r.Value, r.Result.Summary})
+		}
+		return sim.WriteJSONValue(stdout, out)
+	}
+	if err := sim.WriteSweep(stdout, field, runs); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "\nsimulated %s %d times in %d ms of real time (%d CPUs)\n", sim.Dur(sc.Duration.D()), len(runs), elapsed.Milliseconds(), runtime.NumCPU())
+	return err
+}
+
+func writeSVGFile(path string, res *sim.Result) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("policysim: %w", err)
 	}
-	if err := WriteSVG(f, res); err != nil {
+	if err := sim.WriteSVG(f, res); err != nil {
 		f.Close()
 		return fmt.Errorf("policysim: writing %s: %w", path, err)
 	}

@@ -35,11 +35,30 @@ const BuildHint = "build them once with examples/e2e/hack/build.sh (8-16 min on 
 // kube-apiserver or etcd binary is missing.
 var ErrBinariesNotFound = errors.New("cluster: kube-apiserver/etcd binaries not found")
 
-// Binaries are the paths of the two server executables.
+// ErrControllerManagerNotFound is returned (wrapped) by
+// [Binaries.RequireControllerManager] when kube-controller-manager is
+// missing: the tests that need it (parity with upstream) skip or fail, the
+// others still run.
+var ErrControllerManagerNotFound = errors.New("cluster: kube-controller-manager binary not found")
+
+// Binaries are the paths of the server executables.
 type Binaries struct {
 	Dir           string
 	KubeAPIServer string
 	Etcd          string
+	// ControllerManager is kube-controller-manager, or "" when it is not in
+	// Dir (only the parity tests need it; see [Binaries.RequireControllerManager]).
+	ControllerManager string
+}
+
+// RequireControllerManager returns the kube-controller-manager path, or an
+// error wrapping [ErrControllerManagerNotFound] that says how to build it.
+func (b Binaries) RequireControllerManager() (string, error) {
+	if b.ControllerManager == "" || !isExecutable(b.ControllerManager) {
+		return "", fmt.Errorf("%w: no executable %s; %s", ErrControllerManagerNotFound,
+			filepath.Join(b.Dir, "kube-controller-manager"), BuildHint)
+	}
+	return b.ControllerManager, nil
 }
 
 // DefaultBinDir returns the cache directory hack/build.sh writes to:
@@ -55,6 +74,8 @@ func DefaultBinDir() (string, error) {
 // FindBinaries locates kube-apiserver and etcd in $LIFECYCLE_E2E_BIN, or
 // else in [DefaultBinDir]. A missing binary gives an error wrapping
 // [ErrBinariesNotFound] whose text says how to build them.
+// kube-controller-manager is optional: ControllerManager is set only when it
+// is there.
 func FindBinaries() (Binaries, error) {
 	dir := os.Getenv(EnvBinDir)
 	if dir == "" {
@@ -73,6 +94,9 @@ func FindBinaries() (Binaries, error) {
 		if !isExecutable(p) {
 			return Binaries{}, fmt.Errorf("%w: no executable %s; %s", ErrBinariesNotFound, p, BuildHint)
 		}
+	}
+	if kcm := filepath.Join(dir, "kube-controller-manager"); isExecutable(kcm) {
+		b.ControllerManager = kcm
 	}
 	return b, nil
 }

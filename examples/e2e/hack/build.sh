@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# build.sh — build kube-apiserver and etcd for the e2e tests, cached by version.
+# build.sh — build kube-apiserver, kube-controller-manager and etcd for the
+# e2e tests, cached by version.
 #
 # The versions come from examples/e2e/testbin/go.mod (k8s.io/kubernetes and
 # go.etcd.io/etcd/server/v3). The binaries go to
@@ -30,7 +31,7 @@ EV=$(modver go.etcd.io/etcd/server/v3)
 BIN=${LIFECYCLE_E2E_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/lifecycle-e2e/k8s-$KV-etcd-$EV}
 mkdir -p "$BIN"
 
-have() { [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/etcd" ]; }
+have() { [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/etcd" ] && [ -x "$BIN/kube-controller-manager" ]; }
 if [ "$force" = 0 ] && have; then
   echo "build.sh: cached kube-apiserver $KV and etcd $EV in $BIN" >&2
   echo "$BIN"
@@ -62,22 +63,27 @@ V=k8s.io/component-base/version
 KAS_LDFLAGS="-s -w -X $V.gitVersion=$KV -X $V.gitMajor=1 -X $V.gitMinor=$minor -X $V.gitTreeState=clean"
 
 start=$(date +%s)
-echo "build.sh: building kube-apiserver $KV and etcd $EV into $BIN (cold: 8-16 min)" >&2
+echo "build.sh: building kube-apiserver and kube-controller-manager $KV and etcd $EV into $BIN (cold: 8-20 min; only missing binaries are built)" >&2
 cd "$TOOLS"
 t go mod download
 # Build to temporary names and rename, so an interrupted build never leaves a
-# binary that looks cached.
+# binary that looks cached. A binary already in the cache (a cache made before
+# kube-controller-manager was added) is kept.
 rm -f "$BIN"/.tmp-*
-t go build -trimpath -ldflags "$KAS_LDFLAGS" -o "$BIN/.tmp-kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-t go build -trimpath -ldflags "-s -w" -o "$BIN/.tmp-etcd" go.etcd.io/etcd/server/v3
-
-got_kv=$("$BIN/.tmp-kube-apiserver" --version | sed -n 1p)
-got_ev=$("$BIN/.tmp-etcd" --version | sed -n 1p)
-echo "build.sh: $got_kv; $got_ev" >&2
-[ "$got_kv" = "Kubernetes $KV" ] || { echo "build.sh: unexpected kube-apiserver version: $got_kv" >&2; exit 1; }
-case "$got_ev" in *"${EV#v}"*) ;; *) echo "build.sh: unexpected etcd version: $got_ev" >&2; exit 1 ;; esac
-
-mv -f "$BIN/.tmp-etcd" "$BIN/etcd"
-mv -f "$BIN/.tmp-kube-apiserver" "$BIN/kube-apiserver"
+for cmd in kube-apiserver kube-controller-manager; do
+  [ "$force" = 0 ] && [ -x "$BIN/$cmd" ] && continue
+  t go build -trimpath -ldflags "$KAS_LDFLAGS" -o "$BIN/.tmp-$cmd" "k8s.io/kubernetes/cmd/$cmd"
+  got=$("$BIN/.tmp-$cmd" --version | sed -n 1p)
+  echo "build.sh: $cmd: $got" >&2
+  [ "$got" = "Kubernetes $KV" ] || { echo "build.sh: unexpected $cmd version: $got" >&2; exit 1; }
+  mv -f "$BIN/.tmp-$cmd" "$BIN/$cmd"
+done
+if [ "$force" = 1 ] || [ ! -x "$BIN/etcd" ]; then
+  t go build -trimpath -ldflags "-s -w" -o "$BIN/.tmp-etcd" go.etcd.io/etcd/server/v3
+  got_ev=$("$BIN/.tmp-etcd" --version | sed -n 1p)
+  echo "build.sh: etcd: $got_ev" >&2
+  case "$got_ev" in *"${EV#v}"*) ;; *) echo "build.sh: unexpected etcd version: $got_ev" >&2; exit 1 ;; esac
+  mv -f "$BIN/.tmp-etcd" "$BIN/etcd"
+fi
 echo "[build] $(( $(date +%s) - start ))s: total cold build" >&2
 echo "$BIN"

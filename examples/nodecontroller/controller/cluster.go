@@ -18,6 +18,7 @@ import (
 	coordlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
@@ -45,6 +46,7 @@ type cluster struct {
 	pods     corelisters.PodLister
 	podIndex cache.Indexer
 	backoff  wait.Backoff
+	recorder record.EventRecorder // nil: no Events
 
 	mu       sync.Mutex
 	failures map[item]uint64
@@ -196,7 +198,10 @@ func taintPatch(rv string, taints []v1.Taint) ([]byte, error) {
 
 // UpdatePodStatus writes status with UpdateStatus on a shallow copy of the
 // cached pod (resourceVersion included: a conflict fails the write and the
-// Monitor tries again later).
+// Monitor tries again later). A write that turns the pod's Ready condition
+// False records upstream's per-pod Warning NodeNotReady "Node is not ready"
+// (MarkPodsNotReady in pkg/controller/util/node/controller_utils.go, which
+// records it after the write unless the pod is gone).
 func (c *cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.PodStatus) error {
 	p := *pod
 	p.Status = *status
@@ -204,7 +209,21 @@ func (c *cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.P
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.failed(item{kind: kindPod, namespace: pod.Namespace, name: pod.Name})
 	}
+	if c.recorder != nil && !apierrors.IsNotFound(err) &&
+		podReady(&pod.Status) != v1.ConditionFalse && podReady(status) == v1.ConditionFalse {
+		c.recorder.Event(pod, v1.EventTypeWarning, ReasonNodeNotReady, "Node is not ready")
+	}
 	return err
+}
+
+// podReady is the status of the Ready condition, "" when there is none.
+func podReady(st *v1.PodStatus) v1.ConditionStatus {
+	for _, c := range st.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status
+		}
+	}
+	return ""
 }
 
 // EvictPod adds cond to the pod's status with a strategic-merge patch of the
@@ -227,7 +246,12 @@ func (c *cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid ty
 			return uidConflict(key, uid, pod.UID)
 		}
 		if !hasPodCondition(pod, cond) {
-			patch, err := conditionPatch(pod.UID, cond)
+			// observedGeneration is the pod's generation, as upstream's
+			// addConditionAndDeletePod sets it
+			// (apipod.CalculatePodConditionObservedGeneration).
+			withGen := *cond
+			withGen.ObservedGeneration = pod.Generation
+			patch, err := conditionPatch(pod.UID, &withGen)
 			if err != nil {
 				return err
 			}

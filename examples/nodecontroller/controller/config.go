@@ -54,10 +54,26 @@ type Config struct {
 	// Snapshots persists the node health state so that a restart keeps the
 	// grace-period countdowns and the pods-not-ready edges
 	// (nodehealth.Tracker.Snapshot and Restore). nil means NoSnapshots.
+	// Only the records of nodes that exist are restored and saved. A
+	// snapshot that cannot be read does not stop the controller: it starts
+	// without it (upstream behaviour), logs an error and records a Warning
+	// Event (ReasonSnapshotUnreadable) through Recorder.
 	Snapshots SnapshotStore
 	// SnapshotPeriod is how often Run saves a snapshot, after a monitor
 	// pass; 0 means after every pass. Run also saves one when it stops.
 	SnapshotPeriod time.Duration
+
+	// SkipFinalSnapshot, when true, keeps Run from saving a snapshot when
+	// it stops. Set it when ctx ending may mean another replica writes
+	// already (leader election: the lease was lost or released), so that
+	// this one writes nothing after that; the periodic saves remain.
+	SkipFinalSnapshot bool
+
+	// OnMonitorPass, if not nil, is called after every monitor pass (Run's
+	// and MonitorPass') with the pass' duration on the controller's clock
+	// and the nodes the informer cache holds then (shared: read only). The
+	// metrics of examples/nodecontroller/metrics use it.
+	OnMonitorPass func(took time.Duration, nodes []*v1.Node)
 
 	// OnEvent, if not nil, receives every monitor.Event, synchronously, from
 	// the goroutine that made the decision: it must be quick and safe for
@@ -71,6 +87,11 @@ type Config struct {
 	// record.NewFakeRecorder. It is called like OnEvent, and client-go's
 	// recorders never block.
 	Recorder record.EventRecorder
+	// EvictionRecorder, if not nil, records the Events of the taint
+	// eviction side (TaintManagerEviction), which upstream records with
+	// source component taint-eviction-controller, while Recorder's are
+	// node-controller's. nil means Recorder.
+	EvictionRecorder record.EventRecorder
 }
 
 // DefaultConfig returns the upstream defaults: monitor.DefaultConfig(), the

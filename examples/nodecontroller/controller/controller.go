@@ -8,9 +8,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -47,6 +50,9 @@ type Controller struct {
 	startErr  error
 	stopMu    sync.Mutex
 	stopInf   context.CancelFunc // stops the informers started by Start
+
+	knownMu sync.Mutex
+	known   map[string]types.UID // nodes seen by the monitor passes (RegisteredNode, RemovingNode)
 
 	snapMu   sync.Mutex
 	lastSnap time.Time // clock time of the last saved snapshot
@@ -105,6 +111,7 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		pods:     pods.Lister(),
 		podIndex: pods.Informer().GetIndexer(),
 		backoff:  cfg.ConflictBackoff,
+		recorder: cfg.Recorder,
 		failures: make(map[item]uint64),
 	}
 	mon, err := monitor.New(cfg.Monitor, c.cluster, c.emit)
@@ -132,10 +139,40 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 
 // stripManagedFields drops managed fields from cached objects: the
 // controller never reads them, and they are often the largest part of an
-// object (kube-controller-manager does the same).
+// object (kube-controller-manager does the same). It never changes its
+// argument: the object a transform receives may be shared with the client
+// that decoded it (client-go's fake clientset hands a watcher the object it
+// keeps), so it returns a shallow copy without managed fields (the copy
+// shares the rest, which nobody writes) and the object itself when there is
+// nothing to strip.
 func stripManagedFields(obj any) (any, error) {
-	if a, err := meta.Accessor(obj); err == nil && a.GetManagedFields() != nil {
-		a.SetManagedFields(nil)
+	switch o := obj.(type) {
+	case *v1.Node:
+		if o.ManagedFields != nil {
+			c := *o
+			c.ManagedFields = nil
+			return &c, nil
+		}
+	case *v1.Pod:
+		if o.ManagedFields != nil {
+			c := *o
+			c.ManagedFields = nil
+			return &c, nil
+		}
+	case *coordinationv1.Lease:
+		if o.ManagedFields != nil {
+			c := *o
+			c.ManagedFields = nil
+			return &c, nil
+		}
+	case runtime.Object:
+		if a, err := meta.Accessor(o); err == nil && a.GetManagedFields() != nil {
+			c := o.DeepCopyObject()
+			if ca, err := meta.Accessor(c); err == nil {
+				ca.SetManagedFields(nil)
+				return c, nil
+			}
+		}
 	}
 	return obj, nil
 }
@@ -155,7 +192,8 @@ var ErrNotSynced = errors.New("nodecontroller: informer caches did not sync")
 
 // Start starts the informers (they stop when ctx is done), waits for their
 // caches to sync, and restores the node health snapshot from
-// Config.Snapshots. Only the first call does anything; later calls return
+// Config.Snapshots (see restore: a snapshot that cannot be read is logged
+// and skipped, it does not stop the controller). Only the first call does anything; later calls return
 // its result. Run calls it; tests call it and then drive the controller
 // with ProcessEvents, MonitorPass and TaintPass, and call Shutdown at the end.
 func (c *Controller) Start(ctx context.Context) error {
@@ -171,17 +209,19 @@ func (c *Controller) Start(ctx context.Context) error {
 			c.startErr = ErrNotSynced
 			return
 		}
-		rs, err := c.cfg.Snapshots.Load(ctx)
-		if err != nil {
-			c.startErr = err
-			return
-		}
-		if len(rs) > 0 {
-			c.mon.Health().Restore(c.clock.Now(), rs)
-			klog.FromContext(ctx).Info("Restored node health snapshot", "nodes", len(rs))
-		}
+		c.restore(ctx)
 	})
 	return c.startErr
+}
+
+// HasSynced reports whether Start has synced the informer caches.
+func (c *Controller) HasSynced() bool {
+	for _, s := range c.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
 }
 
 // Shutdown stops the workqueue and the informers and waits for the
@@ -202,9 +242,10 @@ func (c *Controller) Shutdown() {
 // Config.Workers queue workers forwarding events to the Monitor, a monitor
 // pass every Monitor.MonitorPeriod (the first at once) and a tainting and
 // eviction pass every Monitor.TaintPeriod, earlier when the Monitor's next
-// deadline or a new decision calls for it. It saves a last snapshot on the
-// way out (with a 10s timeout). It returns ErrNotSynced or the snapshot load
-// error when it cannot start, nil after a normal shutdown.
+// deadline or a new decision calls for it. When ctx is done every loop
+// stops and in-flight writes are cancelled with it; then, unless
+// Config.SkipFinalSnapshot, Run saves a last snapshot (with a 10s timeout). It returns ErrNotSynced when it cannot
+// start, nil after a normal shutdown.
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
 	logger := klog.FromContext(ctx).WithValues("controller", Name)
@@ -227,6 +268,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
+	if c.cfg.SkipFinalSnapshot {
+		logger.Info("Shutting down controller")
+		return nil
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := c.SaveSnapshot(sctx); err != nil {
@@ -240,7 +285,11 @@ func (c *Controller) Run(ctx context.Context) error {
 // a snapshot if Config.SnapshotPeriod has passed since the last one.
 func (c *Controller) MonitorPass(ctx context.Context) {
 	now := c.clock.Now()
+	c.recordNodeSetChanges()
 	c.mon.MonitorPass(ctx, now)
+	if c.cfg.OnMonitorPass != nil {
+		c.cfg.OnMonitorPass(c.clock.Since(now), c.cluster.ListNodes())
+	}
 	c.wake()
 	c.maybeSnapshot(ctx, now)
 }
@@ -253,13 +302,61 @@ func (c *Controller) TaintPass(ctx context.Context) {
 	c.mon.EvictionPass(ctx, c.clock.Now()) // not now: the tainting pass may have taken a while
 }
 
-// SaveSnapshot saves the node health records to Config.Snapshots now.
+// ReasonSnapshotUnreadable is the reason of the Warning Event recorded on
+// the snapshot's object (the ConfigMap of a ConfigMapStore) when the
+// snapshot cannot be read and the controller starts without it.
+const ReasonSnapshotUnreadable = "SnapshotUnreadable"
+
+// restore loads the snapshot and restores the records of the nodes the
+// cache holds. Records of nodes that no longer exist are dropped (they
+// would otherwise stay in the Tracker and be saved again forever). A
+// snapshot that cannot be read is logged as an error and recorded as a
+// Warning Event on the store's object (when the store has one, an
+// ObjectReference method, as ConfigMapStore does), and the controller
+// starts without it: every node gets a fresh grace period, as upstream
+// always does.
+func (c *Controller) restore(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	rs, err := c.cfg.Snapshots.Load(ctx)
+	if err != nil {
+		logger.Error(err, "Cannot read the node health snapshot, starting without it: every node gets a fresh grace period")
+		if ref, ok := c.cfg.Snapshots.(interface{ ObjectReference() *v1.ObjectReference }); ok && c.cfg.Recorder != nil {
+			c.cfg.Recorder.Eventf(ref.ObjectReference(), v1.EventTypeWarning, ReasonSnapshotUnreadable,
+				"Cannot read the node health snapshot, starting without it: %v", err)
+		}
+		return
+	}
+	kept := rs[:0]
+	for _, r := range rs {
+		if c.cluster.GetNode(r.Name) != nil {
+			kept = append(kept, r)
+		}
+	}
+	if dropped := len(rs) - len(kept); dropped > 0 {
+		logger.Info("Dropped the snapshot records of nodes that no longer exist", "records", dropped)
+	}
+	if len(kept) > 0 {
+		c.mon.Health().Restore(c.clock.Now(), kept)
+		logger.Info("Restored node health snapshot", "nodes", len(kept))
+	}
+}
+
+// SaveSnapshot saves the node health records to Config.Snapshots now: those
+// of the nodes the cache holds (a record of a node deleted since is not
+// saved).
 func (c *Controller) SaveSnapshot(ctx context.Context) error {
 	if _, none := c.cfg.Snapshots.(NoSnapshots); none {
 		return nil
 	}
 	now := c.clock.Now()
-	err := c.cfg.Snapshots.Save(ctx, c.mon.Health().Snapshot())
+	rs := c.mon.Health().Snapshot()
+	kept := rs[:0]
+	for _, r := range rs {
+		if c.cluster.GetNode(r.Name) != nil {
+			kept = append(kept, r)
+		}
+	}
+	err := c.cfg.Snapshots.Save(ctx, kept)
 	if err == nil {
 		c.snapMu.Lock()
 		c.lastSnap, c.snapped = now, true

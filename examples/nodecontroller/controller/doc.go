@@ -59,11 +59,17 @@
 // # Kubernetes Events
 //
 // With Config.Recorder set, the decisions upstream reports as Kubernetes
-// Events are recorded with upstream's reasons and messages: NodeNotReady on
-// a node written Unknown, TaintManagerEviction on a pod deleted for a
-// NoExecute taint, and in legacy mode DeletingAllPods and
+// Events are recorded with upstream's reasons, types and messages:
+// RegisteredNode and RemovingNode when a monitor pass first sees a node or
+// no longer sees it, NodeNotReady on a node written Unknown and a Warning
+// NodeNotReady on each pod marked Ready=False, TaintManagerEviction on a pod
+// deleted for a NoExecute taint (through Config.EvictionRecorder when set:
+// upstream records it as taint-eviction-controller, the rest as
+// node-controller), and in legacy mode DeletingAllPods and
 // NodeControllerEviction. The rest (zone states, taints, failed writes) goes
-// to Config.OnEvent only, as upstream only logs it.
+// to Config.OnEvent only, as upstream only logs it. Not recorded:
+// TaintManagerEviction "Cancelling deletion", which needs the Monitor to
+// report a cancelled eviction.
 //
 // # Restarts
 //
@@ -71,7 +77,10 @@
 // a fresh grace period and restarts every toleration countdown (#108268).
 // Two opt-in Config settings keep them: Snapshots (a SnapshotStore, e.g.
 // NewConfigMapStore) saves nodehealth's records every SnapshotPeriod and on
-// shutdown and restores them at start; Monitor.Evictor.UseTaintTimeAdded
+// shutdown (unless SkipFinalSnapshot) and restores them at start (only
+// those of nodes that exist; a snapshot that cannot be read is skipped with
+// an error log and a Warning Event, and bounded: ConfigMapStore.MaxRecords
+// and MaxBytes); Monitor.Evictor.UseTaintTimeAdded
 // counts tolerations from the taints' timeAdded. Nodes keep their NoExecute
 // taints across a restart (monitor does not remove them on first sight).
 //

@@ -1,9 +1,11 @@
 package controller
 
 import (
+	"fmt"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 )
@@ -14,7 +16,9 @@ import (
 // working.
 const (
 	// ReasonNodeNotReady is recorded on a Node whose Ready condition the
-	// controller wrote Unknown ("Node <name> status is now: NodeNotReady").
+	// controller wrote Unknown ("Node <name> status is now: NodeNotReady"),
+	// and as a Warning on each Pod it marks Ready=False ("Node is not
+	// ready").
 	ReasonNodeNotReady = "NodeNotReady"
 	// ReasonTaintManagerEviction is recorded on a Pod deleted because of a
 	// NoExecute taint it does not tolerate (any longer).
@@ -22,6 +26,14 @@ const (
 	// ReasonNodeControllerEviction is recorded, in legacy mode, on a Pod
 	// deleted because its node was not ready for the pod eviction timeout.
 	ReasonNodeControllerEviction = "NodeControllerEviction"
+	// ReasonRegisteredNode is recorded on a Node the first monitor pass
+	// that sees it ("Node <name> event: Registered Node <name> in
+	// Controller").
+	ReasonRegisteredNode = "RegisteredNode"
+	// ReasonRemovingNode is recorded on a Node the first monitor pass that
+	// no longer sees it ("Node <name> event: Removing Node <name> from
+	// Controller").
+	ReasonRemovingNode = "RemovingNode"
 	// ReasonDeletingAllPods is recorded, in legacy mode, on a Node whose pods
 	// are about to be deleted.
 	ReasonDeletingAllPods = "DeletingAllPods"
@@ -29,10 +41,11 @@ const (
 
 // recordEvent records the Kubernetes Event upstream records for e, if any.
 // Zone and disruption-mode changes, taint changes and failed writes have no
-// upstream Event: they are only logged (Config.OnEvent). Upstream's
-// per-pod "Node is not ready" warning and its "Cancelling deletion" event
-// are not recorded: the monitor reports the first per node and never emits
-// the second.
+// upstream Event: they are only logged (Config.OnEvent). The per-pod
+// "Node is not ready" warning is recorded by the pod status write
+// (cluster.UpdatePodStatus), RegisteredNode and RemovingNode by
+// MonitorPass. Upstream's "Cancelling deletion" TaintManagerEviction event
+// is not recorded: the monitor does not report a cancelled eviction.
 func (c *Controller) recordEvent(e monitor.Event) {
 	r := c.cfg.Recorder
 	switch e.Kind {
@@ -48,6 +61,9 @@ func (c *Controller) recordEvent(e monitor.Event) {
 			r.Eventf(ref, v1.EventTypeNormal, ReasonNodeControllerEviction,
 				"Marking for deletion Pod %s from Node %s", name, e.Node)
 			return
+		}
+		if c.cfg.EvictionRecorder != nil {
+			r = c.cfg.EvictionRecorder
 		}
 		r.Eventf(ref, v1.EventTypeNormal, ReasonTaintManagerEviction,
 			"Marking for deletion Pod %s", e.Pod)
@@ -73,4 +89,40 @@ func podRef(key string) (*v1.ObjectReference, string) {
 		ns, name = "", key
 	}
 	return &v1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name}, name
+}
+
+// recordNodeSetChanges records RegisteredNode for every cached node the
+// previous monitor passes did not see and RemovingNode for every one they
+// saw that is gone, as upstream's monitorNodeHealth does with classifyNodes
+// (pkg/controller/nodelifecycle/node_lifecycle_controller.go), through
+// controllerutil.RecordNodeEvent ("Node %s event: %s").
+func (c *Controller) recordNodeSetChanges() {
+	if c.cfg.Recorder == nil {
+		return
+	}
+	nodes := c.cluster.ListNodes()
+	c.knownMu.Lock()
+	defer c.knownMu.Unlock()
+	if c.known == nil {
+		c.known = make(map[string]types.UID, len(nodes))
+	}
+	listed := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		listed[n.Name] = true
+		if _, ok := c.known[n.Name]; !ok {
+			c.known[n.Name] = n.UID
+			c.recordNodeEvent(n.Name, n.UID, ReasonRegisteredNode, fmt.Sprintf("Registered Node %v in Controller", n.Name))
+		}
+	}
+	for name, uid := range c.known {
+		if !listed[name] {
+			delete(c.known, name)
+			c.recordNodeEvent(name, uid, ReasonRemovingNode, fmt.Sprintf("Removing Node %v from Controller", name))
+		}
+	}
+}
+
+func (c *Controller) recordNodeEvent(name string, uid types.UID, reason, event string) {
+	ref := &v1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: name, UID: uid}
+	c.cfg.Recorder.Eventf(ref, v1.EventTypeNormal, reason, "Node %s event: %s", name, event)
 }

@@ -40,22 +40,63 @@ func (NoSnapshots) Save(context.Context, []nodehealth.Record) error { return nil
 // 1.5 MB of JSON) well under the 1 MiB object size limit.
 const SnapshotKey = "nodehealth.json.gz"
 
+// Limits on a snapshot ConfigMapStore reads, so that a corrupt or hostile
+// ConfigMap (a small gzip stream can expand to gigabytes) cannot exhaust the
+// controller's memory. They are ten times what the largest supported
+// cluster (5,000 nodes, about 300 bytes of JSON each) needs.
+const (
+	// DefaultSnapshotMaxRecords is ConfigMapStore.MaxRecords' default.
+	DefaultSnapshotMaxRecords = 50_000
+	// DefaultSnapshotMaxBytes is ConfigMapStore.MaxBytes' default: the
+	// decompressed JSON size.
+	DefaultSnapshotMaxBytes = 32 << 20
+)
+
+// ErrSnapshotLimit is wrapped by the errors of a snapshot that exceeds
+// ConfigMapStore.MaxRecords or MaxBytes.
+var ErrSnapshotLimit = errors.New("snapshot exceeds a limit")
+
 // ConfigMapStore is a SnapshotStore backed by one ConfigMap, created on the
 // first Save. Save reads the ConfigMap and writes it back with its
 // resourceVersion, so a concurrent writer makes it fail with a conflict
-// rather than be overwritten.
+// rather than be overwritten. Load decodes the snapshot as a stream and
+// stops with an error at MaxRecords records or MaxBytes decompressed bytes.
 type ConfigMapStore struct {
+	// MaxRecords is the most records Load accepts and Save writes; 0 means
+	// DefaultSnapshotMaxRecords.
+	MaxRecords int
+	// MaxBytes is the most decompressed JSON bytes Load reads; 0 means
+	// DefaultSnapshotMaxBytes.
+	MaxBytes int64
+
 	client          kubernetes.Interface
 	namespace, name string
 }
 
 // NewConfigMapStore returns a store that keeps the snapshot in the ConfigMap
-// namespace/name.
+// namespace/name, with the default limits.
 func NewConfigMapStore(client kubernetes.Interface, namespace, name string) (*ConfigMapStore, error) {
 	if client == nil || namespace == "" || name == "" {
 		return nil, fmt.Errorf("%w: ConfigMapStore needs a client, a namespace and a name", ErrInvalidConfig)
 	}
 	return &ConfigMapStore{client: client, namespace: namespace, name: name}, nil
+}
+
+// ObjectReference references the ConfigMap, for the Warning Event the
+// controller records on it when the snapshot cannot be read.
+func (s *ConfigMapStore) ObjectReference() *v1.ObjectReference {
+	return &v1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: s.namespace, Name: s.name}
+}
+
+func (s *ConfigMapStore) limits() (records int, bytes int64) {
+	records, bytes = s.MaxRecords, s.MaxBytes
+	if records <= 0 {
+		records = DefaultSnapshotMaxRecords
+	}
+	if bytes <= 0 {
+		bytes = DefaultSnapshotMaxBytes
+	}
+	return records, bytes
 }
 
 // Load reads the records; a missing ConfigMap or key is no records.
@@ -71,15 +112,20 @@ func (s *ConfigMapStore) Load(ctx context.Context) ([]nodehealth.Record, error) 
 	if !ok {
 		return nil, nil
 	}
-	rs, err := decodeRecords(data)
+	maxRecords, maxBytes := s.limits()
+	rs, err := decodeRecords(data, maxRecords, maxBytes)
 	if err != nil {
-		return nil, fmt.Errorf("nodecontroller: load snapshot %s/%s: %w", s.namespace, s.name, err)
+		return nil, fmt.Errorf("nodecontroller: load snapshot %s/%s key %s: %w", s.namespace, s.name, SnapshotKey, err)
 	}
 	return rs, nil
 }
 
 // Save writes the records, creating the ConfigMap when it does not exist.
 func (s *ConfigMapStore) Save(ctx context.Context, records []nodehealth.Record) error {
+	if maxRecords, _ := s.limits(); len(records) > maxRecords {
+		return fmt.Errorf("nodecontroller: save snapshot %s/%s: %w: %d records, more than MaxRecords = %d",
+			s.namespace, s.name, ErrSnapshotLimit, len(records), maxRecords)
+	}
 	data, err := encodeRecords(records)
 	if err != nil {
 		return fmt.Errorf("nodecontroller: save snapshot: %w", err)
@@ -118,18 +164,75 @@ func encodeRecords(rs []nodehealth.Record) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func decodeRecords(data []byte) ([]nodehealth.Record, error) {
+// decodeRecords decodes the gzip-compressed JSON array of records one
+// record at a time, reading at most maxBytes decompressed bytes and
+// accepting at most maxRecords records, so that memory stays bounded
+// whatever the input.
+func decodeRecords(data []byte, maxRecords int, maxBytes int64) ([]nodehealth.Record, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("corrupt snapshot: %w", err)
 	}
-	raw, err := io.ReadAll(io.LimitReader(zr, 64<<20))
+	defer zr.Close()
+	dec := json.NewDecoder(&capReader{r: zr, left: maxBytes, limit: maxBytes})
+	tok, err := dec.Token()
 	if err != nil {
-		return nil, err
+		return nil, corrupt(err)
+	}
+	if tok == nil { // null: an empty snapshot
+		return nil, nil
+	}
+	if tok != json.Delim('[') {
+		return nil, fmt.Errorf("corrupt snapshot: want a JSON array of records, got %v", tok)
 	}
 	var rs []nodehealth.Record
-	if err := json.Unmarshal(raw, &rs); err != nil {
-		return nil, errors.Join(errors.New("corrupt snapshot"), err)
+	for dec.More() {
+		if len(rs) == maxRecords {
+			return nil, fmt.Errorf("%w: more than MaxRecords = %d records", ErrSnapshotLimit, maxRecords)
+		}
+		var r nodehealth.Record
+		if err := dec.Decode(&r); err != nil {
+			return nil, corrupt(err)
+		}
+		rs = append(rs, r)
+	}
+	if _, err := dec.Token(); err != nil { // the closing ]
+		return nil, corrupt(err)
 	}
 	return rs, nil
+}
+
+func corrupt(err error) error {
+	if errors.Is(err, ErrSnapshotLimit) {
+		return err
+	}
+	return fmt.Errorf("corrupt snapshot: %w", err)
+}
+
+// capReader reads from r and fails with an error wrapping ErrSnapshotLimit
+// once more than limit bytes were read (io.LimitReader would end the stream
+// quietly, and the decoder would report a truncated value instead).
+type capReader struct {
+	r           io.Reader
+	left, limit int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		var one [1]byte
+		n, err := io.ReadFull(c.r, one[:])
+		if n > 0 {
+			return 0, fmt.Errorf("%w: more than MaxBytes = %d decompressed bytes", ErrSnapshotLimit, c.limit)
+		}
+		if err == nil || err == io.ErrUnexpectedEOF {
+			err = io.EOF
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }

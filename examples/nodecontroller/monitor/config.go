@@ -40,7 +40,8 @@ type Config struct {
 	WriteRetry time.Duration
 	// EvictionRetry is how long a failed pod deletion waits before the
 	// Evictor hands it out again. Unlike upstream (5 tries 10ms apart, then
-	// abandoned, #140639) it is retried until it succeeds or is cancelled.
+	// abandoned, kubernetes/kubernetes#140639) it is retried until it
+	// succeeds or is cancelled.
 	EvictionRetry time.Duration
 
 	// PodEvictionTimeout > 0 selects the pre-1.27 eviction mode

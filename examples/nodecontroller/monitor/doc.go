@@ -2,8 +2,15 @@
 // assembled from the lifecycle packages and independent of client-go. It is
 // shared by the two programs that run it: examples/nodecontroller runs it
 // against an API server through informers and a clientset, and
-// examples/policysim runs it against a virtual cluster on a virtual clock, so
-// the simulator's timeline is the controller's own behaviour.
+// examples/policysim runs it against a virtual cluster on a virtual clock
+// (monitortest.Cluster), so the simulator's timeline is the controller's own
+// behaviour.
+//
+// It models kube-controller-manager's node lifecycle controller at v1.36.3:
+// pkg/controller/nodelifecycle/node_lifecycle_controller.go (monitorNodeHealth,
+// processTaintBaseEviction, doNoExecuteTaintingPass, handleDisruption,
+// doNodeProcessingPassWorker) and the taint eviction controller in
+// pkg/controller/tainteviction.
 //
 // # The loop
 //
@@ -16,61 +23,88 @@
 //	m.PodChanged(ctx, now, pod)     // Evictor pods, Ready=False on a not-ready node
 //	m.PodDeleted(key)
 //	// every Config.MonitorPeriod (5s):
-//	m.MonitorPass(ctx, now)         // nodehealth → status writes, pods not ready,
-//	                                // NoExecute decision → zone queues; zonestate → rates
+//	m.MonitorPass(ctx, now)         // nodehealth → status writes, NoExecute decision;
+//	                                // zonestate → rates, zone queues; pods not ready
 //	// every Config.TaintPeriod (100ms), or at m.NextDeadline():
 //	m.TaintPass(ctx, now)           // evictionqueue.Try → NoExecute taint writes
 //	m.EvictionPass(ctx, now)        // taints.Evictor.Due → DisruptionTarget + delete
 //
-// Per node, one MonitorPass does what upstream monitorNodeHealth does (spec
-// a.3 and b.2): nodehealth.Tracker.Observe; write the Unknown status if
-// there is one (on failure the node is skipped this pass and not counted in
-// its zone, as upstream); taints.DecideNoExecute on the Ready condition after
-// the update (1.34+): queue the node in its zone, swap not-ready and
-// unreachable at once, or remove both and dequeue; mark the node's pods
-// Ready=False on the tracker's own True→Unknown edge, acknowledging the edge
-// only when every pod was handled. Then zonestate.Tracker.Update sets each
-// zone queue's rate and handles full disruption mode: on entering, every
-// health taint is removed and every queue emptied (rates are 0); on exiting,
-// every node gets a fresh grace period.
+// One MonitorPass does what upstream monitorNodeHealth does, in three steps.
+// Per node: nodehealth.Tracker.Observe; write the Unknown status if there is
+// one (on failure the node is skipped this pass and not counted in its zone,
+// as upstream); then the eviction mode decides. In the taint-based mode
+// (tainting.go) taints.DecideNoExecute on the Ready condition after the
+// update (1.34+, kubernetes/kubernetes#120816) queues the node in its zone,
+// swaps not-ready and unreachable at once, or removes both and dequeues.
+// Then, once for the pass, zonestate.Tracker.Update decides every zone's
+// state and zonestate.Queues applies it to the zone queues: rates, and on
+// entering full disruption every queue emptied and stopped and every health
+// taint removed; on exiting, every node gets a fresh grace period. The nodes
+// the pass queued enter their queues only now. Last, the pods of every node
+// that went from Ready to Unknown in this pass are marked Ready=False
+// (MarkPodsNotReady), and the flip is acknowledged only when every pod was
+// handled (nodehealth.Tracker.AckPodsNotReadyEdge).
 //
 // # Differences from upstream
 //
 //   - A node already waiting in its zone queue keeps its place; upstream
 //     removes and re-adds it on every pass, reshuffling the waiting order.
-//   - A zone queue survives the zone disappearing for a pass (upstream drops
-//     the queue and its limiter, h.14).
+//   - A zone queue that still holds nodes survives its zone disappearing
+//     (zonestate.Queues); upstream replaces the queue and its limiter when
+//     the zone comes back, losing what waited in it.
+//   - A tainting pass never sees a node queued by the monitor pass still
+//     running: the pass's nodes enter their queues with its zone decision, so
+//     a cluster entering full disruption taints none of them, even for a
+//     moment. Upstream's doNoExecuteTaintingPass may taint one before
+//     handleDisruption runs.
 //   - Nodes seen for the first time (after a restart) keep their NoExecute
 //     health taints; upstream removes them and re-adds them through the
-//     rate-limited queue, restarting every eviction countdown (#108268).
+//     rate-limited queue, restarting every eviction countdown
+//     (kubernetes/kubernetes#108268).
 //   - Failed pod deletions are retried every Config.EvictionRetry instead of
-//     being abandoned after 5 quick tries (#140639), and deletions carry a UID
+//     being abandoned after 5 quick tries (kubernetes/kubernetes#140639),
+//     and deletions carry a UID
 //     precondition, so a re-created pod of the same name is not deleted for
 //     its predecessor's decision.
-//   - The pods-not-ready edge is acknowledged only after every pod was
+//   - The pods-not-ready flip is acknowledged only after every pod was
 //     handled, so a failed write or a restart (with nodehealth's
-//     Snapshot/Restore) does not lose it (#50067, #135205).
+//     Snapshot/Restore) does not lose it (kubernetes/kubernetes#50067,
+//     kubernetes/kubernetes#135205).
 //
 // # Legacy mode
 //
 // With Config.PodEvictionTimeout > 0 the Monitor models the eviction mode
 // removed in Kubernetes 1.27 (--enable-taint-manager=false with
-// --pod-eviction-timeout, default 5m): no NoExecute taints and no Evictor; a
-// node whose Ready has been False for the timeout since its transition, or
-// Unknown for the timeout since its last heartbeat, is queued in its zone
-// (per-node status unmarked → to be evicted → evicted), and when the zone's
-// rate lets it through every pod on it that is not terminating and not a
-// DaemonSet pod is deleted. examples/policysim uses it for comparison.
+// --pod-eviction-timeout, default 5m; legacy.go, after
+// node_lifecycle_controller.go at v1.26, processNoTaintBaseEviction): no
+// NoExecute taints and no Evictor; a node whose Ready has been False for the
+// timeout since its transition, or Unknown for the timeout since its last
+// heartbeat, is queued in its zone (per-node status unmarked → to be evicted
+// → evicted), and when the zone's rate lets it through every pod on it gets
+// the status reason NodeLost and every one that is not terminating and not a
+// DaemonSet pod is deleted (pkg/controller/util/node/controller_utils.go,
+// DeletePods). examples/policysim uses it for comparison.
 //
 // # Concurrency
 //
 // A Monitor is safe for concurrent use. MonitorPass processes nodes, and
 // EvictionPass pods, on Config.Workers goroutines (upstream: 8); with 1
-// worker a pass is deterministic. A TaintPass waits for a running
-// MonitorPass (and the reverse), so the tainting queues never let a node
-// through in the middle of the full-disruption cleanup. Events are delivered synchronously; the callback must be
-// safe for concurrent use when Workers > 1. No lock is held while the Monitor
-// calls the Cluster or the callback, so both may call back into it (an
-// in-memory Cluster forwards its own writes to NodeChanged and PodChanged as
-// an informer would).
+// worker a pass is deterministic. A TaintPass waits only while a MonitorPass
+// applies its zone decision (and the reverse): the nodes a pass queues reach
+// their zone queues with that decision, so the tainting queues never let a
+// node through in the middle of the full-disruption cleanup, while TaintPass
+// and EvictionPass keep running during the rest of the pass, pod marking
+// included (one write per pod, hours for a large outage behind a throttled
+// client). Events are delivered synchronously; the callback must be safe for
+// concurrent use when Workers > 1. No lock is held while the Monitor calls
+// the Cluster or the callback, so both may call back into it (an in-memory
+// Cluster forwards its own writes to NodeChanged and PodChanged as an
+// informer would).
+//
+// # Cost
+//
+// A steady pass (every node healthy, nothing to write) allocates nothing per
+// node or pod: each node's zone key and exclusion label are cached until the
+// node object changes, and the pass's buffers are reused. The Monitor keeps
+// the Evictor's record per pod and a small record per node.
 package monitor

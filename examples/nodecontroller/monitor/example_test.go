@@ -6,14 +6,19 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
-	"github.com/kubelifecycle/lifecycle/internal/testutil"
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor/monitortest"
+	"github.com/kubelifecycle/lifecycle/taints"
 )
 
 // Example drives a Monitor the way a controller does, on a virtual clock: a
 // monitor pass every MonitorPeriod and a tainting and eviction pass every
-// TaintPeriod. The Cluster is fakeCluster (cluster_test.go), an in-memory
-// stand-in for informer caches and API writes; a real controller passes its
+// TaintPeriod. The Cluster is monitortest.Cluster, an in-memory stand-in
+// for informer caches and API writes; a real controller passes its
 // client-go wiring instead (examples/nodecontroller/controller).
 //
 // Node a's kubelet stops at t=0 while b and c keep renewing their Leases
@@ -22,31 +27,51 @@ import (
 // without tolerations is evicted immediately and the pod with the admission
 // defaults 300s after the taint.
 func Example() {
-	start := testutil.Epoch
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cfg := monitor.DefaultConfig()
 	cfg.Workers = 1 // one node at a time: the events come in a fixed order
 
-	c := newFakeCluster()
+	cluster := monitortest.New(start)
 	var events []monitor.Event
-	m, err := monitor.New(cfg, c, func(e monitor.Event) { events = append(events, e) })
+	m, err := monitor.New(cfg, cluster, func(e monitor.Event) { events = append(events, e) })
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	c.m, c.now = m, start
-	for _, name := range []string{"a", "b", "c"} {
-		c.addNode(name, "zone-1", start)
-	}
-	c.addPod("web", "a", start, true)    // admission defaults: 300s NoExecute tolerations
-	c.addPod("batch", "a", start, false) // no tolerations
+	cluster.Attach(m) // the cluster's writes come back as informer events
 
 	ctx := context.Background()
+	for _, name := range []string{"a", "b", "c"} {
+		cluster.AddNode(ctx, &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{
+				v1.LabelTopologyRegion: "region", v1.LabelTopologyZone: "zone-1",
+			}},
+			Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{
+				Type: v1.NodeReady, Status: v1.ConditionTrue,
+				LastHeartbeatTime: metav1.NewTime(start), LastTransitionTime: metav1.NewTime(start.Add(-time.Hour)),
+			}}},
+		}, monitortest.NewLease(name, start))
+	}
+	pod := func(name string, tolerations []v1.Toleration) *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: types.UID("uid-" + name)},
+			Spec:       v1.PodSpec{NodeName: "a", Tolerations: tolerations},
+			Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+				{Type: v1.PodReady, Status: v1.ConditionTrue},
+			}},
+		}
+	}
+	// What admission adds to every pod: 300s NoExecute tolerations of
+	// not-ready and unreachable.
+	cluster.AddPod(ctx, pod("web", taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)))
+	cluster.AddPod(ctx, pod("batch", nil)) // no tolerations
+
 	for now := start; now.Sub(start) <= 6*time.Minute; now = now.Add(cfg.TaintPeriod) {
-		c.now = now
+		cluster.SetNow(now)
 		el := now.Sub(start)
 		if el%(10*time.Second) == 0 {
-			c.renew("b", now)
-			c.renew("c", now)
+			cluster.RenewLease("b", now)
+			cluster.RenewLease("c", now)
 		}
 		if el%cfg.MonitorPeriod == 0 {
 			m.MonitorPass(ctx, now)

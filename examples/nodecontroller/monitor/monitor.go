@@ -29,33 +29,86 @@ const LabelExcludeDisruption = "node.kubernetes.io/exclude-disruption"
 // EvictionPass every Config.TaintPeriod, and forwards informer events to
 // NodeChanged, NodeDeleted, PodChanged and PodDeleted. A Monitor is safe for
 // concurrent use: passes of one kind are serialized, a TaintPass never runs
-// during a MonitorPass (one in flight could taint a node after the pass
-// entered full disruption and cleaned it), and every other method may run
-// while a pass is in progress. It never holds its state lock while it calls
-// the Cluster or the event callback, so both may call back into the Monitor.
+// while a MonitorPass applies its zone decision (one in flight could taint a
+// node after the pass entered full disruption and cleaned it), and every
+// other method may run while a pass is in progress. It never holds its state
+// lock while it calls the Cluster or the event callback, so both may call
+// back into the Monitor.
 type Monitor struct {
 	cfg     Config
 	cluster Cluster
 	emitFn  func(Event)
+	mode    mode // taintMode, or legacyMode when cfg.PodEvictionTimeout > 0
 
 	health  *nodehealth.Tracker
 	zones   *zonestate.Tracker
+	queues  *zonestate.Queues[*evictionqueue.Queue[string]] // tainting (legacy: pod deletion) queue per zone
 	evictor *taints.Evictor
 
-	monitorMu sync.Mutex // one MonitorPass at a time
-	taintMu   sync.Mutex // one TaintPass at a time
+	monitorMu sync.Mutex // one MonitorPass at a time; guards the pass buffers
+	taintMu   sync.Mutex // one TaintPass (or zone decision) at a time
 	evictMu   sync.Mutex // one EvictionPass at a time
 
-	mu     sync.Mutex
-	nodes  map[string]*nodeState
-	queues map[string]*evictionqueue.Queue[string] // zone key → tainting (or, legacy, pod eviction) queue
+	// Buffers reused from pass to pass, so that a steady pass allocates
+	// almost nothing. They belong to MonitorPass (monitorMu).
+	sorted    []*v1.Node
+	results   []nodeResult
+	zoneConds map[string][]*v1.NodeCondition
+	byPos     []*nodeState // the state of the node at each position of the last pass's list
+
+	mu       sync.Mutex
+	nodes    map[string]*nodeState
+	zoneMap  map[string]*zone
+	zoneList []*zone // sorted by key; zones are never removed from it
+	pass     uint64  // MonitorPass count, stamps nodeState.seen
+	deletes  uint64  // NodeDeleted count
 }
 
-// nodeState is what the Monitor remembers per node between passes.
+// zone is a zone key shared by the zone's nodes, and the Ready conditions
+// its counted nodes reported in the current pass. Its queue is in
+// Monitor.queues.
+type zone struct {
+	key   string
+	conds []*v1.NodeCondition // MonitorPass only
+}
+
+// nodeState is what the Monitor remembers per node between passes. Fields
+// marked "pass" belong to MonitorPass (monitorMu); the others are guarded by
+// Monitor.mu.
 type nodeState struct {
-	zone   string
-	ready  v1.ConditionStatus // Ready status after the last pass; "" before the first
-	legacy legacyStatus
+	name    string
+	deleted bool // NodeDeleted dropped it (a byPos entry must not revive it)
+	zone    *zone
+	ready   v1.ConditionStatus // Ready status after the last pass; "" before the first
+	legacy  legacyStatus
+	seen    uint64 // the last pass that listed the node
+
+	from     *v1.Node // the object zone and excluded were computed from
+	region   string   // its region and zone label values
+	zoneName string
+	excluded bool // LabelExcludeDisruption is set
+	queued   bool // pass: the node may be known to its zone's queue
+}
+
+// mode is what the two eviction modes do differently. New picks one:
+// taintMode (tainting.go), or legacyMode (legacy.go) when
+// Config.PodEvictionTimeout > 0. The passes call it at fixed points, so one
+// mode's part of a pass reads top to bottom in its own file.
+type mode interface {
+	// decide is the mode's per-node decision in MonitorPass, once the node's
+	// health was observed and it has a Ready condition. A node to queue is
+	// staged in r; it reaches its zone queue with the pass's zone decision.
+	decide(ctx context.Context, now time.Time, node *v1.Node, s *nodeState, res nodehealth.Result, r *nodeResult)
+	// queued reports that a node staged by decide entered its zone queue.
+	queued(now time.Time, node *v1.Node)
+	// admit is TaintPass's work on a node its zone queue lets through.
+	admit(ctx context.Context, now time.Time, it evictionqueue.Item[string]) (done bool, retryAfter time.Duration)
+	// reachable undoes the mode's work on a node when the cluster enters
+	// full disruption.
+	reachable(ctx context.Context, now time.Time, node string)
+	// feedsEvictor reports whether the taint eviction controller (the
+	// Evictor) follows the cluster's NoExecute taints and pods.
+	feedsEvictor() bool
 }
 
 // New returns a Monitor for cluster. emit receives every Event; it may be nil,
@@ -79,15 +132,28 @@ func New(cfg Config, cluster Cluster, emit func(Event)) (*Monitor, error) {
 	if err != nil {
 		return nil, err
 	}
+	queues, err := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
+		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: 1})
+	})
+	if err != nil {
+		return nil, err
+	}
 	if emit == nil {
 		emit = func(Event) {}
 	}
-	return &Monitor{
+	m := &Monitor{
 		cfg: cfg, cluster: cluster, emitFn: emit,
-		health: health, zones: zones, evictor: evictor,
-		nodes:  make(map[string]*nodeState),
-		queues: make(map[string]*evictionqueue.Queue[string]),
-	}, nil
+		health: health, zones: zones, queues: queues, evictor: evictor,
+		zoneConds: make(map[string][]*v1.NodeCondition),
+		nodes:     make(map[string]*nodeState),
+		zoneMap:   make(map[string]*zone),
+	}
+	if cfg.PodEvictionTimeout > 0 {
+		m.mode = legacyMode{m}
+	} else {
+		m.mode = taintMode{m}
+	}
+	return m, nil
 }
 
 // Config returns the Monitor's configuration.
@@ -102,73 +168,308 @@ func (m *Monitor) Explain(now time.Time, pod types.NamespacedName) taints.Explan
 	return m.evictor.Explain(now, pod)
 }
 
-// legacy reports whether the pre-1.27 pod eviction mode is on.
-func (m *Monitor) legacy() bool { return m.cfg.PodEvictionTimeout > 0 }
-
-func (m *Monitor) emit(now time.Time, kind Kind, node, pod, detail string) {
-	m.emitFn(Event{At: now, Kind: kind, Node: node, Pod: pod, Zone: m.zoneOf(node), Detail: detail})
-}
-
-func (m *Monitor) zoneOf(node string) string {
-	if node == "" {
-		return ""
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s, ok := m.nodes[node]; ok {
-		return s.zone
-	}
-	return ""
-}
-
-// queue returns the zone's queue, creating it at the normal rate (the zone's
-// first decision sets its real rate). Queues are kept when a zone disappears
-// for a pass, unlike upstream, which drops the queue and its limiter.
-func (m *Monitor) queue(now time.Time, zone string) *evictionqueue.Queue[string] {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	q, ok := m.queues[zone]
-	if !ok {
-		q, _ = evictionqueue.New[string](now, evictionqueue.Config{QPS: m.cfg.Zones.EvictionQPS, Burst: 1})
-		m.queues[zone] = q
-	}
-	return q
-}
-
-// nodeResult is what one node contributes to the zone decision of a pass.
+// nodeResult is what one node contributes to the zone decision of a pass,
+// and the work the pass does for it after that decision.
 type nodeResult struct {
-	counted bool
-	zone    string
+	zone    *zone // nil: the node is skipped this pass
 	ready   *v1.NodeCondition
+	counted bool
+	// enqueue stages the node for its zone queue (requeue: forget a done
+	// entry first); the queue sees it only with the pass's zone decision.
+	enqueue, requeue bool
+	// markPods asks for the node's pods to be marked Ready=False after the
+	// decision, outside the tainting exclusion; edge is the flip they are
+	// marked for.
+	markPods bool
+	edge     time.Time
+	state    *nodeState
 }
 
-// MonitorPass is one run of upstream monitorNodeHealth: observe every node's
-// health, write Unknown conditions, mark pods not ready, decide NoExecute
-// taints (or, in legacy mode, pod eviction), then decide every zone's state
-// and rate and the full-disruption mode.
+// MonitorPass is one run of upstream monitorNodeHealth
+// (pkg/controller/nodelifecycle/node_lifecycle_controller.go): per node,
+// observe its health, write its Unknown conditions and let the mode decide
+// (queue it for NoExecute tainting or, in legacy mode, for pod deletion);
+// then decide every zone's state and rate and the full-disruption mode
+// (handleDisruption); then mark the pods of the nodes that went Unknown
+// Ready=False (MarkPodsNotReady).
+//
+// Only the zone decision excludes TaintPass: the nodes a pass queues reach
+// their zone queue together with the decision, so a TaintPass running
+// meanwhile works on the nodes queued by earlier passes and never sees one
+// the decision is about to clean (entering full disruption empties the
+// queues and removes the health taints while no TaintPass runs). Pod marking
+// (one write per pod, hours for a large outage behind a throttled client)
+// comes after the decision and holds up no TaintPass or EvictionPass.
+// Upstream taints concurrently too (doNoExecuteTaintingPass), but unlike
+// here a tainting pass may pick a node the running monitor pass queued
+// before its handleDisruption ran.
 func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 	m.monitorMu.Lock()
 	defer m.monitorMu.Unlock()
-	// No TaintPass runs during a pass: one that popped a node queued by this
-	// pass could taint it after the entering-full-disruption cleanup (seen
-	// against a real API server in examples/e2e).
-	m.taintMu.Lock()
-	defer m.taintMu.Unlock()
+	m.mu.Lock()
+	m.pass++
+	pass, deletes := m.pass, m.deletes
+	m.mu.Unlock()
 
-	nodes := slices.Clone(m.cluster.ListNodes())
-	slices.SortFunc(nodes, func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) })
-	m.forgetVanished(now, nodes)
+	nodes := m.listNodes()
+	m.results = slices.Grow(m.results[:0], len(nodes))[:len(nodes)]
+	results := m.results
+	clear(results)
+	if len(m.byPos) != len(nodes) {
+		m.byPos = slices.Grow(m.byPos[:0], len(nodes))[:len(nodes)]
+	}
+	if m.cfg.Workers == 1 { // no closure for the goroutines to share: no allocation
+		for i, node := range nodes {
+			m.observeNode(ctx, now, pass, i, node, &results[i])
+		}
+	} else {
+		m.forEach(len(nodes), func(i int) { m.observeNode(ctx, now, pass, i, nodes[i], &results[i]) })
+	}
+	m.forgetVanished(pass, deletes, len(nodes))
 
-	results := make([]nodeResult, len(nodes))
-	m.forEach(len(nodes), func(i int) { results[i] = m.processNode(ctx, now, nodes[i]) })
+	marks := m.decide(ctx, now, nodes, results)
+	if marks > 0 {
+		m.forEach(len(nodes), func(i int) {
+			if r := &results[i]; r.markPods && m.markPodsNotReady(ctx, now, nodes[i].Name) {
+				m.health.AckPodsNotReadyEdge(nodes[i].Name, r.edge)
+			}
+		})
+	}
+	clear(results) // drop the references until the next pass
+}
 
-	zones := make(map[string][]*v1.NodeCondition)
-	for _, r := range results {
-		if r.counted {
-			zones[r.zone] = append(zones[r.zone], r.ready)
+// listNodes returns the cluster's nodes in name order; a list already in
+// order is used as is.
+func (m *Monitor) listNodes() []*v1.Node {
+	nodes := m.cluster.ListNodes()
+	byName := func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) }
+	if slices.IsSortedFunc(nodes, byName) {
+		return nodes
+	}
+	m.sorted = append(m.sorted[:0], nodes...)
+	slices.SortFunc(m.sorted, byName)
+	return m.sorted
+}
+
+// observeNode is upstream's per-node work in monitorNodeHealth, up to the
+// mode's decision.
+func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i int, node *v1.Node, r *nodeResult) {
+	s := m.state(pass, i, node)
+	res, err := m.health.Observe(now, node, m.cluster.GetLease(node.Name))
+	if err != nil {
+		return
+	}
+	if res.StatusUpdate != nil {
+		if err := m.cluster.UpdateNodeStatus(ctx, node, res.StatusUpdate); err != nil {
+			if !apierrors.IsNotFound(err) {
+				m.emit(now, KindWriteFailed, node.Name, "", "node status: "+err.Error())
+			}
+			// Upstream skips the node for this pass: not counted in its
+			// zone, no taint or pod work. The next pass decides again.
+			return
 		}
 	}
-	m.applyZoneDecision(ctx, now, m.zones.Update(zones), nodes)
+	m.noteReady(now, node.Name, s, res)
+	*r = nodeResult{zone: s.zone, ready: res.CurrentReady, counted: !s.excluded, state: s}
+	if res.CurrentReady == nil {
+		return
+	}
+	m.mode.decide(ctx, now, node, s, res, r)
+	r.markPods, r.edge = res.MarkPodsNotReady, res.PodsNotReadyEdge
+}
+
+// state returns the state of the node at position i of the pass's list,
+// stamped as listed by pass, with its zone and exclusion label recomputed
+// when the node object changed. A list in the same order as the last pass's
+// finds each state without a map lookup.
+func (m *Monitor) state(pass uint64, i int, node *v1.Node) *nodeState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.byPos[i]
+	if s == nil || s.deleted || s.name != node.Name {
+		var ok bool
+		if s, ok = m.nodes[node.Name]; !ok {
+			s = &nodeState{name: node.Name}
+			m.nodes[node.Name] = s
+		}
+		m.byPos[i] = s
+	}
+	s.seen = pass
+	if s.from != node {
+		s.from = node
+		_, s.excluded = node.Labels[LabelExcludeDisruption]
+		if region, zoneName := zoneLabels(node); s.zone == nil || region != s.region || zoneName != s.zoneName {
+			s.region, s.zoneName = region, zoneName
+			s.zone = m.zoneLocked(zonestate.Key(node))
+		}
+	}
+	return s
+}
+
+// zoneLabels returns the label values zonestate.Key builds the key from,
+// without building it.
+func zoneLabels(node *v1.Node) (region, zone string) {
+	l := node.Labels
+	zone, ok := l[v1.LabelFailureDomainBetaZone]
+	if !ok {
+		zone = l[v1.LabelTopologyZone]
+	}
+	region, ok = l[v1.LabelFailureDomainBetaRegion]
+	if !ok {
+		region = l[v1.LabelTopologyRegion]
+	}
+	return region, zone
+}
+
+// zoneLocked returns the zone of key, creating it at first sight. m.mu must
+// be held.
+func (m *Monitor) zoneLocked(key string) *zone {
+	z, ok := m.zoneMap[key]
+	if !ok {
+		z = &zone{key: key}
+		m.zoneMap[key] = z
+		i, _ := slices.BinarySearchFunc(m.zoneList, key, func(z *zone, k string) int { return strings.Compare(z.key, k) })
+		m.zoneList = slices.Insert(m.zoneList, i, z)
+	}
+	return z
+}
+
+// forgetVanished drops every known node the pass did not list. Nothing needs
+// a look when every known node was listed and none was deleted meanwhile.
+func (m *Monitor) forgetVanished(pass, deletes uint64, listed int) {
+	m.mu.Lock()
+	if len(m.nodes) == listed && m.deletes == deletes {
+		m.mu.Unlock()
+		return
+	}
+	var gone []string
+	for name, s := range m.nodes {
+		if s.seen != pass {
+			gone = append(gone, name)
+		}
+	}
+	m.mu.Unlock()
+	for _, name := range gone {
+		m.NodeDeleted(name)
+	}
+}
+
+// decide applies the zone decision and commits the queue additions staged by
+// the pass, with no TaintPass running. It returns how many nodes have pods
+// to mark.
+func (m *Monitor) decide(ctx context.Context, now time.Time, nodes []*v1.Node, results []nodeResult) (marks int) {
+	clear(m.zoneConds)
+	for _, r := range results {
+		if r.zone != nil && r.counted {
+			r.zone.conds = append(r.zone.conds, r.ready)
+		}
+		if r.markPods {
+			marks++
+		}
+	}
+	m.mu.Lock()
+	for _, z := range m.zoneList {
+		if len(z.conds) > 0 {
+			m.zoneConds[z.key] = z.conds
+		}
+	}
+	m.mu.Unlock()
+
+	m.taintMu.Lock()
+	defer m.taintMu.Unlock()
+	d := m.zones.Update(m.zoneConds)
+	for _, conds := range m.zoneConds {
+		clear(conds)
+	}
+	m.mu.Lock()
+	for _, z := range m.zoneList {
+		z.conds = z.conds[:0]
+	}
+	m.mu.Unlock()
+	m.applyZoneDecision(ctx, now, d, nodes)
+	if d.EnteredFullDisruption {
+		return marks // the queues were emptied: nothing this pass queued goes in
+	}
+	qps := m.cfg.Zones.EvictionQPS // a zone without a decision: only excluded nodes
+	if d.InFullDisruption {
+		qps = 0
+	}
+	for i := range results {
+		if r := &results[i]; r.enqueue {
+			m.commitEnqueue(now, nodes[i], r, qps)
+		}
+	}
+	return marks
+}
+
+// commitEnqueue adds a node staged by the mode's decision to its zone's
+// queue, unless it was deleted meanwhile.
+func (m *Monitor) commitEnqueue(now time.Time, node *v1.Node, r *nodeResult, qps float64) {
+	m.mu.Lock()
+	known := m.nodes[node.Name] == r.state
+	m.mu.Unlock()
+	if !known {
+		return
+	}
+	q, err := m.queues.Ensure(now, r.zone.key, qps)
+	if err != nil {
+		m.emitFn(Event{At: now, Kind: KindWriteFailed, Node: node.Name, Zone: r.zone.key, Detail: err.Error()})
+		return
+	}
+	if r.requeue {
+		q.Remove(node.Name)
+	}
+	r.state.queued = true
+	if q.Add(now, node.Name, node.UID) {
+		m.mode.queued(now, node)
+	}
+}
+
+// applyZoneDecision sets every zone's rate and handles full disruption mode
+// (upstream handleDisruption): zonestate.Queues creates, re-rates, empties
+// and stops the zone queues; the mode cleans every node on entering.
+func (m *Monitor) applyZoneDecision(ctx context.Context, now time.Time, d zonestate.Decision, nodes []*v1.Node) {
+	if err := m.queues.Apply(now, d); err != nil {
+		m.emitFn(Event{At: now, Kind: KindWriteFailed, Detail: err.Error()})
+	}
+	for _, zd := range d.Zones {
+		if zd.State != zd.Previous {
+			m.emitFn(Event{At: now, Kind: KindZoneState, Zone: zd.Key, State: zd.State, QPS: zd.QPS, Detail: fmt.Sprintf(
+				"%v -> %v (%d of %d not ready, rate %g nodes/s)", zd.Previous, zd.State, zd.NotReady, zd.Size, zd.QPS)})
+		}
+	}
+	if d.EnteredFullDisruption {
+		m.emitFn(Event{At: now, Kind: KindDisruptionMode, Entered: true, Detail: "entered full disruption: no Ready node in any zone, evictions stop"})
+		// The queues are empty and stopped (Apply). Upstream markNodeAsReachable (or, in legacy mode,
+		// cancelPodEviction) for every node: the most likely cause is the
+		// control plane's own connectivity, not the nodes.
+		for _, node := range nodes {
+			m.mode.reachable(ctx, now, node.Name)
+		}
+	}
+	if d.ExitedFullDisruption {
+		m.health.ResetProbes(now)
+		m.emitFn(Event{At: now, Kind: KindDisruptionMode, Detail: "exited full disruption: every node gets a fresh grace period"})
+	}
+}
+
+// TaintPass is upstream doNoExecuteTaintingPass (doEvictionPass in legacy
+// mode): every zone queue, in zone key order, lets the nodes its rate allows
+// through to the mode, which taints each according to its Ready condition as
+// cached now (in legacy mode, deletes its pods).
+func (m *Monitor) TaintPass(ctx context.Context, now time.Time) {
+	m.taintMu.Lock()
+	defer m.taintMu.Unlock()
+	admit := func(it evictionqueue.Item[string]) (bool, time.Duration) { return m.mode.admit(ctx, now, it) }
+	m.queues.Each(func(_ string, q *evictionqueue.Queue[string]) bool {
+		q.Try(now, admit)
+		return true
+	})
+}
+
+// queue returns the zone's queue, if it has one.
+func (m *Monitor) queue(zone string) (*evictionqueue.Queue[string], bool) {
+	return m.queues.Get(zone)
 }
 
 // forEach runs fn(0..n-1) on cfg.Workers goroutines.
@@ -196,76 +497,16 @@ func (m *Monitor) forEach(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// forgetVanished drops every known node that is no longer listed.
-func (m *Monitor) forgetVanished(now time.Time, nodes []*v1.Node) {
-	listed := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
-		listed[n.Name] = true
-	}
-	m.mu.Lock()
-	var gone []string
-	for name := range m.nodes {
-		if !listed[name] {
-			gone = append(gone, name)
-		}
-	}
-	m.mu.Unlock()
-	for _, name := range gone {
-		m.NodeDeleted(name)
-	}
-}
-
-// processNode is upstream's per-node work in monitorNodeHealth.
-func (m *Monitor) processNode(ctx context.Context, now time.Time, node *v1.Node) nodeResult {
-	zone := zonestate.Key(node)
-	m.queue(now, zone)
-	res, err := m.health.Observe(now, node, m.cluster.GetLease(node.Name))
-	if err != nil {
-		return nodeResult{}
-	}
-	if res.StatusUpdate != nil {
-		if err := m.cluster.UpdateNodeStatus(ctx, node, res.StatusUpdate); err != nil {
-			if !apierrors.IsNotFound(err) {
-				m.emit(now, KindWriteFailed, node.Name, "", "node status: "+err.Error())
-			}
-			// Upstream skips the node for this pass: not counted in its
-			// zone, no taint or pod work. The next pass decides again.
-			return nodeResult{}
-		}
-	}
-	m.noteReady(now, node.Name, zone, res)
-	r := nodeResult{zone: zone, ready: res.CurrentReady}
-	_, r.counted = node.Labels[LabelExcludeDisruption]
-	r.counted = !r.counted
-	if res.CurrentReady == nil {
-		return r
-	}
-	if m.legacy() {
-		m.legacyDecide(ctx, now, node, zone, res)
-	} else {
-		m.taintDecide(ctx, now, node, zone, res.CurrentReady)
-	}
-	if res.MarkPodsNotReady && m.markPodsNotReady(ctx, now, node.Name) {
-		m.health.AckPodsNotReady(node.Name)
-	}
-	return r
-}
-
 // noteReady records the node's Ready status after this pass and reports a
 // change as an Event.
-func (m *Monitor) noteReady(now time.Time, name, zone string, res nodehealth.Result) {
+func (m *Monitor) noteReady(now time.Time, name string, s *nodeState, res nodehealth.Result) {
 	var status v1.ConditionStatus
 	if res.CurrentReady != nil {
 		status = res.CurrentReady.Status
 	}
 	m.mu.Lock()
-	s, ok := m.nodes[name]
-	if !ok {
-		s = &nodeState{}
-		m.nodes[name] = s
-	}
 	prev := s.ready
-	s.zone, s.ready = zone, status
+	s.ready = status
 	m.mu.Unlock()
 	if status == prev || (prev == "" && status == v1.ConditionTrue) {
 		return
@@ -294,82 +535,28 @@ func (m *Monitor) readyStatus(name string) v1.ConditionStatus {
 	return ""
 }
 
-// markPodsNotReady is upstream MarkPodsNotReady for one node. It reports
-// whether every pod was handled, so the edge can be acknowledged.
-func (m *Monitor) markPodsNotReady(ctx context.Context, now time.Time, node string) bool {
-	ok, marked := true, 0
-	for _, pod := range m.cluster.ListPodsOnNode(node) {
-		if pod.Spec.NodeName != node {
-			continue
-		}
-		st, change := nodehealth.PodNotReadyStatus(now, pod)
-		if !change {
-			continue
-		}
-		if err := m.cluster.UpdatePodStatus(ctx, pod, st); err != nil && !apierrors.IsNotFound(err) {
-			m.emit(now, KindWriteFailed, node, pod.Namespace+"/"+pod.Name, "pod Ready=False: "+err.Error())
-			ok = false
-			continue
-		}
-		marked++
-	}
-	if marked > 0 {
-		m.emit(now, KindPodsNotReady, node, "", fmt.Sprintf("%d pods marked Ready=False", marked))
-	}
-	return ok
+func (m *Monitor) emit(now time.Time, kind Kind, node, pod, detail string) {
+	m.emitFn(Event{At: now, Kind: kind, Node: node, Pod: pod, Zone: m.zoneOf(node), Detail: detail})
 }
 
-// applyZoneDecision sets every zone's rate and handles full disruption mode
-// (upstream handleDisruption).
-func (m *Monitor) applyZoneDecision(ctx context.Context, now time.Time, d zonestate.Decision, nodes []*v1.Node) {
-	for _, z := range d.Zones {
-		q := m.queue(now, z.Key)
-		if z.RateChanged {
-			if err := q.SetRate(now, z.QPS); err != nil {
-				m.emitFn(Event{At: now, Kind: KindWriteFailed, Zone: z.Key, Detail: err.Error()})
-			}
-		}
-		if z.State != z.Previous {
-			m.emitFn(Event{At: now, Kind: KindZoneState, Zone: z.Key, State: z.State, QPS: z.QPS, Detail: fmt.Sprintf(
-				"%v -> %v (%d of %d not ready, rate %g nodes/s)", z.Previous, z.State, z.NotReady, z.Size, z.QPS)})
-		}
+func (m *Monitor) zoneOf(node string) string {
+	if node == "" {
+		return ""
 	}
-	if d.EnteredFullDisruption {
-		m.emitFn(Event{At: now, Kind: KindDisruptionMode, Entered: true, Detail: "entered full disruption: no Ready node in any zone, evictions stop"})
-		// Empty the queues (their rates are 0 already) before the cleanup.
-		m.mu.Lock()
-		for _, q := range m.queues {
-			q.Clear()
-		}
-		m.mu.Unlock()
-		// Upstream markNodeAsReachable for every node: the most likely cause
-		// is the control plane's own connectivity, not the nodes. The removal
-		// decides on the node as read for the write, not on the list read at
-		// the start of the pass, which misses taints added meanwhile.
-		for _, node := range nodes {
-			if m.legacy() {
-				m.legacyCancel(now, node.Name)
-			} else {
-				_, _ = m.writeTaints(ctx, now, node.Name, taints.RemoveHealthTaints)
-			}
-		}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.nodes[node]; ok && s.zone != nil {
+		return s.zone.key
 	}
-	if d.ExitedFullDisruption {
-		m.health.ResetProbes(now)
-		m.emitFn(Event{At: now, Kind: KindDisruptionMode, Detail: "exited full disruption: every node gets a fresh grace period"})
-	}
+	return ""
 }
 
 // NextDeadline is the earliest instant at which TaintPass or EvictionPass
 // has work, if any is pending. MonitorPass runs on its own period.
 func (m *Monitor) NextDeadline() (time.Time, bool) {
 	at, ok := m.evictor.NextDeadline()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, q := range m.queues {
-		if t, qok := q.NextDeadline(); qok && (!ok || t.Before(at)) {
-			at, ok = t, true
-		}
+	if t, qok := m.queues.NextDeadline(); qok && (!ok || t.Before(at)) {
+		at, ok = t, true
 	}
 	return at, ok
 }
@@ -384,10 +571,11 @@ type Stats struct {
 // Stats returns the current Stats.
 func (m *Monitor) Stats() Stats {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := Stats{Nodes: len(m.nodes), QueuedByZone: make(map[string]int, len(m.queues)), Evictions: m.evictor.Len()}
-	for k, q := range m.queues {
-		s.QueuedByZone[k] = q.Len()
-	}
+	s := Stats{Nodes: len(m.nodes), QueuedByZone: map[string]int{}, Evictions: m.evictor.Len()}
+	m.mu.Unlock()
+	m.queues.Each(func(zone string, q *evictionqueue.Queue[string]) bool {
+		s.QueuedByZone[zone] = q.Len()
+		return true
+	})
 	return s
 }

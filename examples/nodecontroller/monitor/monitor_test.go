@@ -10,6 +10,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
@@ -22,7 +24,7 @@ const (
 )
 
 // TestScenarioSilentNodeEvictedAfterDefaultToleration is the cross-package
-// scenario of issue 3 on a virtual clock: nodehealth, zonestate,
+// scenario on a virtual clock: nodehealth, zonestate,
 // evictionqueue and taints together. A node stops heartbeating at t=0; it is
 // marked Unknown at the first monitor pass after the 50s grace period
 // (t=55s, since it is stale strictly after 50s), tainted when its zone's
@@ -149,8 +151,8 @@ func TestFullDisruptionStopsEvictions(t *testing.T) {
 	if got := s.first(monitor.KindTaintAdded, "", "", unreachableNoExecute); got != -1 {
 		t.Errorf("NoExecute taint at %v in full disruption, want never", got)
 	}
-	if len(s.c.evicted) != 0 {
-		t.Errorf("evicted %v in full disruption, want none", s.c.evicted)
+	if ev := s.c.Evicted(); len(ev) != 0 {
+		t.Errorf("evicted %v in full disruption, want none", ev)
 	}
 	for _, n := range []string{"a", "b", "c"} {
 		s.c.setReady(n, v1.ConditionTrue, s.now)
@@ -163,8 +165,8 @@ func TestFullDisruptionStopsEvictions(t *testing.T) {
 			exits++
 		}
 	}
-	if exits != 2 || len(s.c.evicted) != 0 {
-		t.Errorf("disruption-mode events %d, evictions %d; want 2 (enter, exit) and 0", exits, len(s.c.evicted))
+	if exits != 2 || len(s.c.Evicted()) != 0 {
+		t.Errorf("disruption-mode events %d, evictions %d; want 2 (enter, exit) and 0", exits, len(s.c.Evicted()))
 	}
 }
 
@@ -179,9 +181,9 @@ func TestFullDisruptionRemovesTaintAddedMeanwhile(t *testing.T) {
 	}
 	s.runUntil(50 * time.Second)
 	// Node a carries the taint in the store, but the list is behind.
-	s.c.staleList = map[string]*v1.Node{"a": s.c.node("a")}
+	s.c.SetStaleList("a", s.c.node("a"))
 	tainted, _ := taints.AddOrUpdate(s.c.node("a"), taints.UnreachableTaint(), s.now)
-	s.c.nodes["a"] = tainted
+	s.c.PutNode(tainted)
 	s.runUntil(55 * time.Second)
 	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 55*time.Second {
 		t.Fatalf("disruption mode at %v, want 55s", got)
@@ -223,8 +225,8 @@ func TestFailedWritesAreRetried(t *testing.T) {
 	}
 	s.c.addPod("bare", "a", s.now, false)
 	s.dead["a"] = true
-	s.c.failTaintWrites = 2 // the NoSchedule write at 55s and the first NoExecute attempt
-	s.c.failEvictions = 7   // more than upstream's 5 tries
+	s.c.FailTaintWrites(2) // the NoSchedule write at 55s and the first NoExecute attempt
+	s.c.FailEvictions(7)   // more than upstream's 5 tries
 	s.runUntil(120 * time.Second)
 	if got := s.first(monitor.KindWriteFailed, "a", "", ""); got != 55*time.Second {
 		t.Errorf("first write failure at %v, want 55s", got)
@@ -275,7 +277,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	cfg := testConfig()
 	cfg.MonitorPeriod = 0
 	cfg.Workers = 0
-	if _, err := monitor.New(cfg, newFakeCluster(), nil); !errors.Is(err, monitor.ErrInvalidConfig) {
+	if _, err := monitor.New(cfg, newTestCluster(testutil.Epoch), nil); !errors.Is(err, monitor.ErrInvalidConfig) {
 		t.Errorf("New(bad config) = %v, want ErrInvalidConfig", err)
 	}
 	if _, err := monitor.New(testConfig(), nil, nil); !errors.Is(err, monitor.ErrInvalidConfig) {
@@ -295,7 +297,7 @@ func TestParallelWorkers(t *testing.T) {
 		defer mu.Unlock()
 		s.events = append(s.events, e)
 	})
-	s.c.m = s.m
+	s.c.Attach(s.m)
 	for i := range 30 {
 		s.c.addNode(fmt.Sprintf("n%02d", i), "z1", s.now)
 		s.c.addPod(fmt.Sprintf("p%02d", i), fmt.Sprintf("n%02d", i), s.now, false)
@@ -305,8 +307,8 @@ func TestParallelWorkers(t *testing.T) {
 	if got := s.first(monitor.KindPodEvicted, "", "default/p00", ""); got != 55*time.Second {
 		t.Errorf("p00 evicted at %v, want 55s", got)
 	}
-	if len(s.c.evicted) != 1 {
-		t.Errorf("evicted %v, want only p00", s.c.evicted)
+	if ev := s.c.Evicted(); len(ev) != 1 {
+		t.Errorf("evicted %v, want only p00", ev)
 	}
 }
 
@@ -341,4 +343,127 @@ func TestLegacyNodeDeletedDuringPass(t *testing.T) {
 		s.m.MonitorPass(ctx, s.now.Add(time.Duration(i)*time.Second))
 	}
 	<-done
+}
+
+// TestTaintPassDuringFullDisruptionEntry: a TaintPass runs while the
+// monitor pass that enters full disruption is still writing the nodes'
+// Unknown status. The nodes that pass queued reach their zone queue only
+// with its zone decision, so the TaintPass finds nothing to taint, and no
+// NoExecute taint is ever written (none is left after the cleanup either).
+func TestTaintPassDuringFullDisruptionEntry(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+		s.c.addPod("p-"+n, n, s.now, false)
+		s.dead[n] = true
+	}
+	s.runUntil(50 * time.Second)
+	var ran bool
+	s.c.beforeStatus = func(node string) { // no lock: the monitor pass runs in this goroutine
+		if node != "c" {
+			return
+		}
+		done := make(chan struct{})
+		go func() { // another goroutine, as the controller's tainting loop
+			defer close(done)
+			s.m.TaintPass(context.Background(), s.now)
+			s.m.EvictionPass(context.Background(), s.now)
+		}()
+		<-done
+		ran = true
+	}
+	s.runUntil(55 * time.Second)
+	s.c.beforeStatus = nil
+	if !ran {
+		t.Fatal("no TaintPass ran during the monitor pass")
+	}
+	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 55*time.Second {
+		t.Fatalf("full disruption entered at %v, want 55s", got)
+	}
+	if got := s.first(monitor.KindTaintAdded, "", "", unreachableNoExecute); got != -1 {
+		t.Errorf("NoExecute taint written at %v by a TaintPass during the pass entering full disruption", got)
+	}
+	if ev := s.c.Evicted(); len(ev) != 0 {
+		t.Errorf("evicted %v, want none", ev)
+	}
+}
+
+// TestLegacyDeletionSetsNodeLost: in legacy mode every pod on the evicted
+// node first gets upstream's NodeLost reason and message (a DaemonSet pod
+// too, though it is not deleted); a conflict on that write skips the pod
+// and retries the node, as upstream DeletePods does.
+func TestLegacyDeletionSetsNodeLost(t *testing.T) {
+	cfg := testConfig()
+	cfg.PodEvictionTimeout = monitor.LegacyPodEvictionTimeout
+	s := newSim(t, cfg)
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	ds := newPod("ds", "a", s.now, false)
+	ds.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptr(true)}}
+	s.c.AddPod(context.Background(), ds)
+	s.c.addPod("p1", "a", s.now, true)
+	s.c.addPod("p2", "a", s.now, false)
+	s.dead["a"] = true
+	s.runUntil(304 * time.Second)
+	s.c.mu.Lock()
+	s.c.conflictStatus = 1 // the NodeLost write of the first pod conflicts at 305s
+	s.c.mu.Unlock()
+	s.runUntil(400 * time.Second)
+
+	const msg = "Node a which was running pod %s is unresponsive"
+	for _, name := range []string{"p1", "p2"} {
+		key := types.NamespacedName{Namespace: "default", Name: name}
+		st, ok := s.c.evictedStatus[key]
+		if !ok {
+			t.Errorf("pod %s not evicted", name)
+			continue
+		}
+		if st.Reason != "NodeLost" || st.Message != fmt.Sprintf(msg, name) {
+			t.Errorf("pod %s status at deletion: reason %q, message %q; want NodeLost, %q", name, st.Reason, st.Message, fmt.Sprintf(msg, name))
+		}
+	}
+	if p := s.c.pod("ds"); p == nil {
+		t.Errorf("DaemonSet pod deleted, want kept")
+	} else if p.Status.Reason != "NodeLost" || p.Status.Message != fmt.Sprintf(msg, "ds") {
+		t.Errorf("DaemonSet pod status: reason %q, message %q; want NodeLost, %q", p.Status.Reason, p.Status.Message, fmt.Sprintf(msg, "ds"))
+	}
+	// "ds" comes first: its write conflicts at 305s and fails the pass for
+	// node a (p1 and p2 go all the same); the retry at the zone's next token
+	// writes it.
+	for _, p := range []string{"default/p1", "default/p2"} {
+		if got := s.first(monitor.KindPodEvicted, "", p, ""); got != 305*time.Second {
+			t.Errorf("%s evicted at %v, want 305s", p, got)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestNodeDeletedAndListedAgain: a node the informer reported deleted that
+// the next list still holds (deleted and re-created under its name, at the
+// same position in the list) is known again after the pass: its new state
+// is the one the Monitor keeps.
+func TestNodeDeletedAndListedAgain(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.runUntil(10 * time.Second)
+	s.m.NodeDeleted("b")
+	if got := s.m.Stats().Nodes; got != 2 {
+		t.Fatalf("Stats().Nodes after NodeDeleted = %d, want 2", got)
+	}
+	s.runUntil(15 * time.Second)
+	if got := s.m.Stats().Nodes; got != 3 {
+		t.Errorf("Stats().Nodes after the next pass = %d, want 3", got)
+	}
+	// Node b's pods are marked at once when it is not ready: the Monitor
+	// knows its Ready status again.
+	s.c.setReady("b", v1.ConditionFalse, s.now)
+	s.runUntil(20 * time.Second)
+	s.c.addPod("late", "b", s.now, true)
+	if p := s.c.pod("late"); p == nil || podReady(p) {
+		t.Errorf("pod added to not-ready node b still Ready (or gone: %v), want marked Ready=False at once", p == nil)
+	}
 }

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+func TestFlagsAndManagerOptions(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	cfgYAML := "conditions:\n- {type: KernelDeadlock, status: \"True\", taint: {key: example.com/kd, effect: NoExecute}}\nnodeSelector: pool=general\n"
+	if err := os.WriteFile(path, []byte(cfgYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseFlags([]string{"-config", path, "-dry-run", "-leader-elect-resource-namespace", "kube-system", "-leader-elect-lease-duration", "30s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.DryRun {
+		t.Error("-dry-run did not override the file")
+	}
+	opts, err := managerOptions(f, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !opts.LeaderElection || opts.LeaderElectionID != "lifecycle-conditiontaint" || opts.LeaderElectionNamespace != "kube-system" ||
+		*opts.LeaseDuration != 30*time.Second || !opts.LeaderElectionReleaseOnCancel {
+		t.Errorf("leader election options = %+v", opts)
+	}
+	if opts.Metrics.BindAddress != ":8080" || opts.HealthProbeBindAddress != ":8081" {
+		t.Errorf("metrics %q, probes %q", opts.Metrics.BindAddress, opts.HealthProbeBindAddress)
+	}
+	for obj, by := range opts.Cache.ByObject {
+		if _, ok := obj.(*v1.Node); !ok || by.Label.String() != "pool=general" {
+			t.Errorf("cache ByObject %T = %v, want nodes by pool=general", obj, by.Label)
+		}
+	}
+
+	if _, err := parseFlags([]string{"extra"}, io.Discard); err == nil {
+		t.Error("parseFlags accepted a positional argument")
+	}
+	f.config = filepath.Join(dir, "missing.yaml")
+	if _, err := loadConfig(f); err == nil {
+		t.Error("loadConfig accepted a missing file")
+	}
+}

@@ -1,0 +1,270 @@
+package parity
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Options tune [Compare].
+type Options struct {
+	// Tolerance is how far apart the two controllers' times may be: when a
+	// write was received and the time values it wrote. One monitor period
+	// (the two controllers' passes are not in phase), plus what the
+	// machine's noise needs.
+	Tolerance time.Duration
+	// FieldTolerance is added to Tolerance for time values stored in whole
+	// seconds (conditions' times, taints' timeAdded, deletionTimestamp).
+	FieldTolerance time.Duration
+	// OrderFree compares the times of equivalent writes (same [Write.Class])
+	// by rank instead of by object: for rate-limited queues whose order
+	// among equal nodes is unspecified.
+	OrderFree bool
+}
+
+// Difference is one way the two traces differ.
+type Difference struct {
+	// ID names the difference stably (no times, no values), for allow-lists:
+	// "write patch nodes//n1 #1 request", "event Node /n1 RegisteredNode missing", ...
+	ID string
+	// Detail says what each side did.
+	Detail string
+}
+
+func (d Difference) String() string { return d.ID + ": " + d.Detail }
+
+// Compare lists the differences between the writes and Events of the
+// upstream controller (want) and ours (got). Writes to the same object
+// with the same verb are paired in order; their changes must be equal
+// (time values within the tolerance), and so must their request shapes.
+func Compare(want, got Trace, opts Options) []Difference {
+	var out []Difference
+	add := func(id, format string, args ...any) {
+		out = append(out, Difference{ID: id, Detail: fmt.Sprintf(format, args...)})
+	}
+	group := func(ws []Write) (map[string][]Write, []string) {
+		m := map[string][]Write{}
+		for _, w := range ws {
+			k := w.Verb + " " + w.Object
+			m[k] = append(m[k], w)
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		return m, keys
+	}
+	wm, wk := group(want.Writes)
+	gm, gk := group(got.Writes)
+	keys := union(wk, gk)
+	for _, k := range keys {
+		ws, gs := wm[k], gm[k]
+		for i := range max(len(ws), len(gs)) {
+			id := fmt.Sprintf("write %s #%d", k, i+1)
+			switch {
+			case i >= len(gs):
+				add(id+" missing", "upstream at %s: %s; ours: none", dur(ws[i].At), changeList(&ws[i]))
+				continue
+			case i >= len(ws):
+				add(id+" extra", "ours at %s: %s; upstream: none", dur(gs[i].At), changeList(&gs[i]))
+				continue
+			}
+			w, g := &ws[i], &gs[i]
+			timed := !opts.OrderFree && !w.Setup && !g.Setup
+			if timed && absDur(w.At-g.At) > opts.Tolerance {
+				add(id+" time", "upstream at %s, ours at %s (tolerance %v)", dur(w.At), dur(g.At), opts.Tolerance)
+			}
+			for _, p := range union(keysOf(w.Changes), keysOf(g.Changes)) {
+				wv, wok := w.Changes[p]
+				gv, gok := g.Changes[p]
+				pid := id + " field " + p
+				switch {
+				case !gok:
+					add(pid+" missing", "upstream sets %s; ours leaves it", wv)
+				case !wok:
+					add(pid+" extra", "ours sets %s; upstream leaves it", gv)
+				case wv != gv:
+					add(pid+" value", "upstream %s, ours %s", wv, gv)
+				case wv == TimeValue && timed:
+					if d := absDur(w.Times[p] - g.Times[p]); d > opts.Tolerance+opts.FieldTolerance {
+						add(pid+" time", "upstream %s, ours %s (tolerance %v)", dur(w.Times[p]), dur(g.Times[p]), opts.Tolerance+opts.FieldTolerance)
+					}
+				}
+			}
+			if !slices.Equal(w.Request, g.Request) {
+				add(id+" request", "upstream sends %v, ours %v", w.Request, g.Request)
+			}
+		}
+	}
+	if opts.OrderFree {
+		out = append(out, compareByRank(want.Writes, got.Writes, opts)...)
+	}
+
+	we, ge := eventMap(want.Events), eventMap(got.Events)
+	for _, k := range union(keysOf(we), keysOf(ge)) {
+		w, g := we[k], ge[k]
+		id := "event " + k
+		switch {
+		case g == nil:
+			add(id+" missing", "upstream %s %q ×%d from %s at %s; ours: none", w.Type, w.Messages, w.Count, w.Source, dur(w.First))
+			continue
+		case w == nil:
+			add(id+" extra", "ours %s %q ×%d from %s at %s; upstream: none", g.Type, g.Messages, g.Count, g.Source, dur(g.First))
+			continue
+		}
+		if w.Type != g.Type {
+			add(id+" type", "upstream %s, ours %s", w.Type, g.Type)
+		}
+		if w.Source != g.Source {
+			add(id+" source", "upstream %s, ours %s", w.Source, g.Source)
+		}
+		if !slices.Equal(w.Messages, g.Messages) {
+			add(id+" message", "upstream %q, ours %q", w.Messages, g.Messages)
+		}
+		if w.Count != g.Count {
+			add(id+" count", "upstream %d, ours %d", w.Count, g.Count)
+		}
+		if !opts.OrderFree && !w.Setup && !g.Setup && absDur(w.First-g.First) > opts.Tolerance {
+			add(id+" time", "upstream first at %s, ours at %s (tolerance %v)", dur(w.First), dur(g.First), opts.Tolerance)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// compareByRank compares, per class of equivalent writes, the k-th
+// upstream write's time with the k-th of ours.
+func compareByRank(want, got []Write, opts Options) []Difference {
+	times := func(ws []Write) map[string][]time.Duration {
+		m := map[string][]time.Duration{}
+		for i := range ws {
+			if ws[i].Setup {
+				continue
+			}
+			c := ws[i].Class()
+			m[c] = append(m[c], ws[i].At)
+		}
+		for _, ts := range m {
+			slices.Sort(ts)
+		}
+		return m
+	}
+	wt, gt := times(want), times(got)
+	var out []Difference
+	for _, c := range union(keysOf(wt), keysOf(gt)) {
+		w, g := wt[c], gt[c]
+		for i := range min(len(w), len(g)) {
+			if absDur(w[i]-g[i]) > opts.Tolerance {
+				out = append(out, Difference{
+					ID:     fmt.Sprintf("rank %s #%d time", c, i+1),
+					Detail: fmt.Sprintf("upstream at %s, ours at %s (tolerance %v)", dur(w[i]), dur(g[i]), opts.Tolerance),
+				})
+			}
+		}
+	}
+	return out
+}
+
+// Known is one documented difference: every [Difference] whose ID matches
+// Pattern is expected, for Reason.
+type Known struct {
+	Pattern *regexp.Regexp
+	Reason  string
+}
+
+// Split separates the differences some entry of known explains (with that
+// entry's index) from the others.
+func Split(diffs []Difference, known []Known) (explained map[int][]Difference, unexplained []Difference) {
+	explained = map[int][]Difference{}
+	for _, d := range diffs {
+		hit := false
+		for i, k := range known {
+			if k.Pattern.MatchString(d.ID) {
+				explained[i] = append(explained[i], d)
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			unexplained = append(unexplained, d)
+		}
+	}
+	return explained, unexplained
+}
+
+// Summary is a readable listing of a trace: one line per write and Event.
+func (t *Trace) Summary() string {
+	var b strings.Builder
+	ws := slices.Clone(t.Writes)
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].At < ws[j].At })
+	for i := range ws {
+		w := &ws[i]
+		fmt.Fprintf(&b, "%9s %-6s %-40s %s", dur(w.At), w.Verb, w.Object, changeList(w))
+		if len(w.Request) > 0 {
+			fmt.Fprintf(&b, " request %v", w.Request)
+		}
+		if w.Setup {
+			b.WriteString(" (setup)")
+		}
+		b.WriteByte('\n')
+	}
+	for i := range t.Failed {
+		w := &t.Failed[i]
+		fmt.Fprintf(&b, "%9s %-6s %-40s FAILED HTTP %d\n", dur(w.At), w.Verb, w.Object, w.Code)
+	}
+	for _, e := range t.Events {
+		fmt.Fprintf(&b, "%9s event  %-40s %s %q ×%d from %s\n", dur(e.First), e.Key, e.Type, e.Messages, e.Count, e.Source)
+	}
+	return b.String()
+}
+
+func changeList(w *Write) string {
+	keys := keysOf(w.Changes)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		v := w.Changes[k]
+		if v == TimeValue {
+			v = "t" + dur(w.Times[k])
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}
+
+func eventMap(evs []*EventRecord) map[string]*EventRecord {
+	m := make(map[string]*EventRecord, len(evs))
+	for _, e := range evs {
+		m[e.Key] = e
+	}
+	return m
+}
+
+func keysOf[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func union(a, b []string) []string {
+	out := append(append([]string(nil), a...), b...)
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+func absDur(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// dur formats an offset from the origin as +1.234s.
+func dur(d time.Duration) string {
+	return fmt.Sprintf("%+.3fs", d.Seconds())
+}

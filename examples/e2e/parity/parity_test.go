@@ -1,0 +1,157 @@
+package parity
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// line builds one audit log line.
+func line(at time.Duration, ua, verb, resource, ns, name, sub string, code int, req, resp string) string {
+	if req == "" {
+		req = "null"
+	}
+	if resp == "" {
+		resp = "null"
+	}
+	return fmt.Sprintf(`{"kind":"Event","stage":"ResponseComplete","verb":%q,"requestURI":"/x","user":{"username":"admin"},"userAgent":%q,`+
+		`"objectRef":{"resource":%q,"namespace":%q,"name":%q,"subresource":%q},"responseStatus":{"code":%d},`+
+		`"requestObject":%s,"responseObject":%s,"requestReceivedTimestamp":%q,"stageTimestamp":%q}`,
+		verb, ua, resource, ns, name, sub, code, req, resp,
+		epoch.Add(at).Format(time.RFC3339Nano), epoch.Add(at).Format(time.RFC3339Nano))
+}
+
+func node(rv, ready, transition string, taints string) string {
+	return fmt.Sprintf(`{"kind":"Node","metadata":{"name":"n1","resourceVersion":%q,"creationTimestamp":"2026-01-01T00:00:00Z"},`+
+		`"spec":{"taints":[%s]},"status":{"conditions":[{"type":"Ready","status":%q,"lastTransitionTime":%q,"lastHeartbeatTime":"2026-01-01T00:00:00Z"}]}}`,
+		rv, taints, ready, transition)
+}
+
+func trace(t *testing.T, ua string, lines ...string) Trace {
+	t.Helper()
+	evs, err := ParseAuditLog(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := BuildTrace(evs, func(e *AuditEvent) bool { return e.UserAgent == ua }, epoch.Add(10*time.Second), epoch.Add(11*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func sideLines(ua string, unknownAt time.Duration, taint string, msg string) []string {
+	created := node("1", "True", "2026-01-01T00:00:00Z", "")
+	return []string{
+		line(0, "test", "create", "nodes", "", "n1", "", 201, "", created),
+		line(unknownAt, ua, "update", "nodes", "", "n1", "status", 200, "", node("2", "Unknown", epoch.Add(unknownAt).Format(time.RFC3339), "")),
+		line(unknownAt+100*time.Millisecond, ua, "patch", "nodes", "", "n1", "", 200,
+			`{"metadata":{"resourceVersion":"2"},"spec":{"taints":[{"key":"x","effect":"NoExecute"}]}}`,
+			node("3", "Unknown", epoch.Add(unknownAt).Format(time.RFC3339), taint)),
+		line(unknownAt, ua, "create", "events", "default", "n1.1", "", 201, "",
+			`{"metadata":{"name":"n1.1"},"involvedObject":{"kind":"Node","name":"n1"},"reason":"NodeNotReady","message":"`+msg+`","type":"Normal","source":{"component":"node-controller"},"count":1}`),
+		line(unknownAt+time.Second, ua, "patch", "events", "default", "n1.1", "", 200, "",
+			`{"metadata":{"name":"n1.1"},"involvedObject":{"kind":"Node","name":"n1"},"reason":"NodeNotReady","message":"`+msg+`","type":"Normal","source":{"component":"node-controller"},"count":2}`),
+	}
+}
+
+func TestBuildTrace(t *testing.T) {
+	tr := trace(t, "kcm", sideLines("kcm", 15*time.Second, `{"key":"x","effect":"NoExecute","timeAdded":"2026-01-01T00:00:15Z"}`, "m")...)
+	if len(tr.Writes) != 2 || len(tr.Failed) != 0 || len(tr.Events) != 1 {
+		t.Fatalf("trace = %s", tr.Summary())
+	}
+	st := tr.Writes[0]
+	if st.Object != "nodes//n1/status" || st.At != 5*time.Second {
+		t.Errorf("status write = %+v", st)
+	}
+	want := map[string]string{
+		"status.conditions[Ready].status":             `"Unknown"`,
+		"status.conditions[Ready].lastTransitionTime": TimeValue,
+	}
+	if fmt.Sprint(st.Changes) != fmt.Sprint(want) || st.Times["status.conditions[Ready].lastTransitionTime"] != 5*time.Second {
+		t.Errorf("status changes = %v, times %v; want %v", st.Changes, st.Times, want)
+	}
+	p := tr.Writes[1]
+	if p.Changes["spec.taints[x:NoExecute].timeAdded"] != TimeValue || p.Changes["spec.taints[x:NoExecute].key"] != `"x"` {
+		t.Errorf("patch changes = %v", p.Changes)
+	}
+	if strings.Join(p.Request, ",") != "metadata.resourceVersion,spec.taints[x:NoExecute].effect,spec.taints[x:NoExecute].key" {
+		t.Errorf("patch request paths = %v", p.Request)
+	}
+	if e := tr.Events[0]; e.Key != "Node /n1 NodeNotReady" || e.Count != 2 || e.Source != "node-controller" || e.First != 5*time.Second {
+		t.Errorf("event = %+v", e)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	taint := `{"key":"x","effect":"NoExecute","timeAdded":"2026-01-01T00:00:15Z"}`
+	up := trace(t, "kcm", sideLines("kcm", 15*time.Second, taint, "m")...)
+	opts := Options{Tolerance: time.Second, FieldTolerance: time.Second}
+	if d := Compare(up, trace(t, "ours", sideLines("ours", 15500*time.Millisecond, taint, "m")...), opts); len(d) != 0 {
+		t.Errorf("Compare(same within tolerance) = %v, want none", d)
+	}
+	late := trace(t, "ours", sideLines("ours", 18*time.Second, `{"key":"x","effect":"NoSchedule"}`, "other")...)
+	d := Compare(up, late, opts)
+	var ids []string
+	for _, x := range d {
+		ids = append(ids, x.ID)
+	}
+	got := strings.Join(ids, "\n")
+	for _, want := range []string{
+		"write update nodes//n1/status #1 time",
+		"write patch nodes//n1 #1 field spec.taints[x:NoExecute].key missing",
+		"write patch nodes//n1 #1 field spec.taints[x:NoSchedule].key extra",
+		"event Node /n1 NodeNotReady message",
+		"event Node /n1 NodeNotReady time",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Compare(late, other taint, other message) lacks %q; got:\n%s", want, got)
+		}
+	}
+	explained, rest := Split(d, []Known{{Pattern: regexp.MustCompile(`^event `), Reason: "r"}})
+	if len(explained[0]) != 2 || len(rest) != len(d)-2 {
+		t.Errorf("Split() = %v, %v", explained, rest)
+	}
+	if d := Compare(up, trace(t, "nobody", sideLines("kcm", 15*time.Second, taint, "m")...), opts); len(d) != 3 {
+		t.Errorf("Compare(up, empty) = %v, want 2 missing writes and 1 missing event", d)
+	}
+}
+
+func TestOrderFree(t *testing.T) {
+	mk := func(ua string, a, b time.Duration, an, bn string) Trace {
+		n := func(name, rv, ready string) string {
+			return strings.ReplaceAll(node(rv, ready, "2026-01-01T00:00:00Z", ""), `"n1"`, `"`+name+`"`)
+		}
+		return trace(t, ua,
+			line(0, "test", "create", "nodes", "", an, "", 201, "", n(an, "1", "True")),
+			line(0, "test", "create", "nodes", "", bn, "", 201, "", n(bn, "1", "True")),
+			line(a, ua, "update", "nodes", "", an, "status", 200, "", n(an, "2", "Unknown")),
+			line(b, ua, "update", "nodes", "", bn, "status", 200, "", n(bn, "2", "Unknown")))
+	}
+	up := mk("kcm", 11*time.Second, 15*time.Second, "a", "b")
+	ours := mk("ours", 11*time.Second, 15*time.Second, "b", "a") // the other order
+	if d := Compare(up, ours, Options{Tolerance: time.Second, OrderFree: true}); len(d) != 0 {
+		t.Errorf("Compare(order free) = %v, want none", d)
+	}
+	if d := Compare(up, ours, Options{Tolerance: time.Second}); len(d) != 2 {
+		t.Errorf("Compare(by object) = %v, want 2 time differences", d)
+	}
+}
+
+func TestParseAuditLogLimits(t *testing.T) {
+	if _, err := ParseAuditLog(strings.NewReader("{not json")); err == nil {
+		t.Error("ParseAuditLog(bad JSON) = nil error")
+	}
+	long := `{"stage":"ResponseComplete","requestURI":"` + strings.Repeat("x", MaxLineBytes) + `"}`
+	if _, err := ParseAuditLog(strings.NewReader(long)); err == nil || !strings.Contains(err.Error(), "MaxLineBytes") {
+		t.Errorf("ParseAuditLog(line > MaxLineBytes) = %v, want an error naming the limit", err)
+	}
+	evs, err := ParseAuditLog(strings.NewReader(`{"stage":"RequestReceived"}` + "\n\n" + `{"stage":"ResponseComplete","verb":"get"}`))
+	if err != nil || len(evs) != 1 || evs[0].Verb != "get" {
+		t.Errorf("ParseAuditLog() = %v, %v; want the one ResponseComplete event", evs, err)
+	}
+}

@@ -1,0 +1,395 @@
+package e2e
+
+// Parity with kube-controller-manager v1.36.3. The same scenario runs twice,
+// at the same time, each on a fresh kube-apiserver with an audit log:
+// once under kube-controller-manager with only node-lifecycle-controller
+// and taint-eviction-controller, once under examples/nodecontroller (the
+// binary), with the same flags. The test plays the kubelets (the same
+// fixed names, Leases renewed every second, pods with and without
+// tolerations). Each audit log is reduced to the controller's writes (by
+// user agent: the test's own client is "lifecycle-e2e") and its Events,
+// with times relative to the last Lease renewal of the silenced nodes, and
+// the two are compared with package parity: the same objects written, the
+// same fields changed, the same Events (reason, message, type, source,
+// count), the same times within parityTolerance. Known differences are an
+// explicit allow-list (parityKnown), each with its reason.
+//
+// CI runs the one-silent-node scenario (TestParityOneSilentNode).
+// examples/e2e/parity/run-all.sh runs all four (LIFECYCLE_E2E_PARITY=all);
+// LIFECYCLE_E2E_PARITY_OUT=dir saves each side's trace and the diff.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubelifecycle/lifecycle/examples/e2e/cluster"
+	"github.com/kubelifecycle/lifecycle/examples/e2e/parity"
+)
+
+// The shortened timings both controllers run with (upstream's flag names;
+// examples/nodecontroller uses the same names).
+const (
+	parityGrace         = 4 * time.Second
+	parityStartupGrace  = 6 * time.Second
+	parityMonitorPeriod = time.Second
+	parityEvictionRate  = 10.0
+	paritySecondaryRate = 2.0
+	parityRenewPeriod   = time.Second
+	// parityTolerance: how far apart the two controllers' times may be. One
+	// monitor period (their passes are not in phase) plus 1 s for the
+	// machine's noise (two apiservers, two etcds and two controllers at
+	// once on two shared cores).
+	parityTolerance = parityMonitorPeriod + time.Second
+	// parityNS is the namespace of every scenario's pods.
+	parityNS = "parity"
+)
+
+func parityFlags(prefix string) []string {
+	return []string{
+		prefix + "node-monitor-period=" + parityMonitorPeriod.String(),
+		prefix + "node-monitor-grace-period=" + parityGrace.String(),
+		prefix + "node-startup-grace-period=" + parityStartupGrace.String(),
+		prefix + fmt.Sprintf("node-eviction-rate=%g", parityEvictionRate),
+		prefix + fmt.Sprintf("secondary-node-eviction-rate=%g", paritySecondaryRate),
+		prefix + "large-cluster-size-threshold=50",
+		prefix + "unhealthy-zone-threshold=0.55",
+		prefix + "v=2",
+	}
+}
+
+type parityScenario struct {
+	name   string
+	nodes  []worldNode
+	pods   []worldPod
+	silent []string
+	// evicted are the pods both controllers must evict (deletionTimestamp);
+	// the scenario waits for them, then records until window after the
+	// origin.
+	evicted []string
+	window  time.Duration
+	// orderFree: compare the times of equivalent writes by rank (a
+	// rate-limited queue of many equal nodes).
+	orderFree bool
+	// known are the differences expected in this scenario only, besides
+	// parityKnown.
+	known []parity.Known
+	// flags are extra flags for both controllers (names without dashes).
+	flags []string
+}
+
+func scenarioOneSilentNode() parityScenario {
+	return parityScenario{
+		name:  "one-silent-node",
+		nodes: []worldNode{{"n1", "zone-a"}, {"n2", "zone-a"}, {"n3", "zone-a"}},
+		pods: []worldPod{
+			{"n1-none", "n1", tolNone}, {"n1-zero", "n1", 0}, {"n1-short", "n1", 3}, {"n1-forever", "n1", tolForever},
+			{"n2-zero", "n2", 0},
+		},
+		silent:  []string{"n1"},
+		evicted: []string{"n1-zero", "n1-short"},
+		window:  parityGrace + 3*time.Second + 4*parityMonitorPeriod,
+	}
+}
+
+func scenarioZoneDark() parityScenario {
+	return parityScenario{
+		name:  "zone-dark",
+		nodes: []worldNode{{"a1", "zone-a"}, {"a2", "zone-a"}, {"b1", "zone-b"}, {"b2", "zone-b"}},
+		pods: []worldPod{
+			{"a1-zero", "a1", 0}, {"b1-zero", "b1", 0}, {"b1-short", "b1", 3}, {"b2-zero", "b2", 0}, {"b2-none", "b2", tolNone},
+		},
+		silent:  []string{"b1", "b2"},
+		evicted: []string{"b1-zero", "b1-short", "b2-zero"},
+		window:  parityGrace + 3*time.Second + 5*parityMonitorPeriod,
+	}
+}
+
+func scenarioAllDark() parityScenario {
+	return parityScenario{
+		name:  "all-dark",
+		nodes: []worldNode{{"a1", "zone-a"}, {"a2", "zone-a"}, {"b1", "zone-b"}},
+		pods: []worldPod{
+			{"a1-short", "a1", 3}, {"a2-short", "a2", 3}, {"b1-short", "b1", 3}, {"a1-none", "a1", tolNone},
+		},
+		silent: []string{"a1", "a2", "b1"},
+		window: parityGrace + 3*3*time.Second,
+		known:  allDarkKnown,
+	}
+}
+
+func scenarioLargeZone() parityScenario {
+	sc := parityScenario{name: "large-zone-40-of-60", orderFree: true,
+		// Client-side rate limits out of the way: at the default 20 QPS
+		// (burst 30) each controller's writes queue behind its own client
+		// limiter, in an order that is its own (upstream's monitor pass
+		// took 8 s for the 40 nodes, tainting meanwhile at the normal rate
+		// as far as the limiter let it), so the comparison would be of the
+		// two clients' queues rather than of the two controllers.
+		flags: []string{"kube-api-qps=1000", "kube-api-burst=1000"}}
+	for i := range 60 {
+		n := fmt.Sprintf("big-%02d", i)
+		sc.nodes = append(sc.nodes, worldNode{n, "zone-big"})
+		if i < 40 {
+			sc.silent = append(sc.silent, n)
+			sc.pods = append(sc.pods, worldPod{n + "-zero", n, 0})
+		}
+	}
+	for i := range 3 {
+		sc.nodes = append(sc.nodes, worldNode{fmt.Sprintf("small-%d", i), "zone-small"})
+	}
+	// 40 nodes at the secondary rate (partial disruption of a large zone).
+	sc.window = parityGrace + time.Duration(40/paritySecondaryRate)*time.Second + 6*parityMonitorPeriod
+	return sc
+}
+
+// parityKnown are the differences that remain between
+// examples/nodecontroller and kube-controller-manager v1.36.3, each with
+// its reason. Every other difference fails the test.
+var parityKnown = []parity.Known{
+	known(`^write delete pods/\S+ #\d+ request$`,
+		"Unlike upstream, the pod Delete carries a UID precondition (preconditions.uid), so a pod "+
+			"deleted and re-created under the same name meanwhile is never evicted in its place; "+
+			"upstream deletes by name (pkg/controller/tainteviction/taint_eviction.go, deletePodHandler)."),
+	known(`^write patch pods/\S+/status #\d+ request$`,
+		"Same result, other patch shape: upstream computes the DisruptionTarget strategic merge patch "+
+			"with CreateTwoWayMergePatch, which adds $setElementOrder/conditions "+
+			"(pkg/util/pod/pod.go, PatchPodStatus); ours builds the patch of the one condition directly."),
+	// Pending: the Event and write parity of examples/nodecontroller
+	// (RegisteredNode, the per-pod NodeNotReady warning, observedGeneration
+	// on DisruptionTarget) is being added; remove these three entries when
+	// it lands.
+	known(`^event Node /\S+ RegisteredNode missing$`,
+		"PENDING: RegisteredNode (\"Node X event: Registered Node X in Controller\") not recorded yet."),
+	known(`^event Pod \S+ NodeNotReady missing$`,
+		"PENDING: the per-pod Warning NodeNotReady \"Node is not ready\" not recorded yet."),
+	known(`^write patch pods/\S+/status #\d+ field status\.conditions\[DisruptionTarget\]\.observedGeneration missing$`,
+		"PENDING: DisruptionTarget without observedGeneration yet."),
+}
+
+// allDarkKnown: upstream's race when every node goes dark at once
+// (kubernetes/kubernetes#111385). Its tainting goroutine may taint a node
+// NoExecute between the monitor pass that enqueued it and that pass's
+// handleDisruption; entering full disruption, markNodeAsReachable then
+// works on the pass's stale copy of the node, which lacks the taint, so
+// RemoveTaintOffNode does nothing: the taint stays and the node's pods are
+// evicted in full disruption. Ours excludes tainting passes during a
+// monitor pass and removes the taints from the current node, so it writes
+// none of this. (Intermittent upstream: seen in 1 of the first 2 runs.)
+var allDarkKnown = []parity.Known{
+	known(`^write patch nodes//\S+ #\d+ missing$`, "kubernetes/kubernetes#111385: upstream's NoExecute taint during full disruption; ours: none"),
+	known(`^write patch pods/\S+/status #\d+ missing$`, "kubernetes/kubernetes#111385: upstream's DisruptionTarget of a pod evicted in full disruption; ours: none"),
+	known(`^write delete pods/\S+ #\d+ missing$`, "kubernetes/kubernetes#111385: upstream evicts a pod in full disruption; ours does not"),
+	known(`^event Pod \S+ TaintManagerEviction missing$`, "kubernetes/kubernetes#111385: upstream's eviction event in full disruption; ours: none"),
+}
+
+// TestParityOneSilentNode: one node of three stops renewing its Lease; on
+// it a pod without a toleration of its own (admission's 300 s), one with
+// 0 s, one with 3 s, one tolerating unreachable forever; a 0 s pod on a
+// healthy node.
+func TestParityOneSilentNode(t *testing.T) { runParity(t, scenarioOneSilentNode()) }
+
+// TestParityScenarios runs the other three scenarios when
+// LIFECYCLE_E2E_PARITY=all (examples/e2e/parity/run-all.sh): a zone dark
+// while another is healthy, every node dark, 40 of 60 nodes of a large
+// zone silent.
+func TestParityScenarios(t *testing.T) {
+	if os.Getenv("LIFECYCLE_E2E_PARITY") != "all" {
+		t.Skip("set LIFECYCLE_E2E_PARITY=all (examples/e2e/parity/run-all.sh) to run every parity scenario")
+	}
+	for _, sc := range []parityScenario{scenarioZoneDark(), scenarioAllDark(), scenarioLargeZone()} {
+		t.Run(sc.name, func(t *testing.T) { runParity(t, sc) })
+	}
+}
+
+func runParity(t *testing.T, sc parityScenario) {
+	bins := binariesWithKCM(t)
+	ours := nodeControllerBinary(t)
+	t0 := time.Now()
+	var up, nc parity.Trace
+	t.Run("sides", func(t *testing.T) {
+		t.Run("kube-controller-manager", func(t *testing.T) {
+			t.Parallel()
+			up = runParitySide(t, sc, bins, func(c *cluster.Cluster) (*cluster.Process, error) {
+				return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, append(parityFlags("--"), prefixed("--", sc.flags)...)...)
+			})
+		})
+		t.Run("nodecontroller", func(t *testing.T) {
+			t.Parallel()
+			nc = runParitySide(t, sc, bins, func(c *cluster.Cluster) (*cluster.Process, error) {
+				args := append([]string{"-kubeconfig=" + c.Kubeconfig(), "-leader-elect=false", "-port=0"}, parityFlags("-")...)
+				args = append(args, prefixed("-", sc.flags)...)
+				return c.StartProcess("nodecontroller", ours, args...)
+			})
+		})
+	})
+	if t.Failed() {
+		return
+	}
+	t.Logf("both sides in %v", time.Since(t0).Round(100*time.Millisecond))
+	diffs := parity.Compare(up, nc, parity.Options{Tolerance: parityTolerance, FieldTolerance: time.Second, OrderFree: sc.orderFree})
+	knownList := append(slices.Clone(parityKnown), sc.known...)
+	explained, unexplained := parity.Split(diffs, knownList)
+	var report strings.Builder
+	fmt.Fprintf(&report, "# parity %s: %d differences, %d known, %d unexplained\n", sc.name, len(diffs), len(diffs)-len(unexplained), len(unexplained))
+	for i, k := range knownList {
+		for _, d := range explained[i] {
+			fmt.Fprintf(&report, "known   %s\n        reason: %s\n", d, k.Reason)
+		}
+	}
+	for _, d := range unexplained {
+		fmt.Fprintf(&report, "UNKNOWN %s\n", d)
+	}
+	for i, k := range knownList {
+		if len(explained[i]) == 0 {
+			fmt.Fprintf(&report, "not seen in this scenario: %s\n", k.Pattern)
+		}
+	}
+	t.Logf("kube-controller-manager wrote:\n%s", up.Summary())
+	t.Logf("examples/nodecontroller wrote:\n%s", nc.Summary())
+	t.Log(report.String())
+	if dir := os.Getenv("LIFECYCLE_E2E_PARITY_OUT"); dir != "" {
+		for name, s := range map[string]string{"upstream.txt": up.Summary(), "ours.txt": nc.Summary(), "diff.txt": report.String()} {
+			p := filepath.Join(dir, sc.name, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+				err = os.WriteFile(p, []byte(s), 0o644)
+			}
+		}
+	}
+	for _, d := range unexplained {
+		t.Errorf("parity: %s", d)
+	}
+	if len(up.Writes) == 0 || len(nc.Writes) == 0 {
+		t.Errorf("parity: kube-controller-manager made %d writes, examples/nodecontroller %d; want some on both sides", len(up.Writes), len(nc.Writes))
+	}
+}
+
+// runParitySide runs sc on a fresh cluster with the controller start
+// starts, and returns the controller's trace.
+func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start func(*cluster.Cluster) (*cluster.Process, error)) parity.Trace {
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	auditLog := filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policy, []byte(parity.Policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := cluster.Start(ctx, cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("cluster.Start() = %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("apiserver log tail:\n%s", c.LogTails(20))
+		}
+		_ = c.Stop()
+	})
+	cs := c.Clientset(t)
+	k := startLeaseKubelet(t, cs, parityRenewPeriod)
+	if err := createWorld(ctx, cs, parityNS, sc.nodes, sc.pods, k); err != nil {
+		t.Fatal(err)
+	}
+	p, err := start(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopProcessAtEnd(t, p)
+
+	// The controller is running once it has removed the not-ready:NoSchedule
+	// taint the NodeTaint admission gives every new node.
+	started := time.Now()
+	waitNoAdmissionTaints(t, cs, sc.nodes, p)
+	t.Logf("controller took over the %d nodes in %v", len(sc.nodes), time.Since(started).Round(100*time.Millisecond))
+
+	origin, err := k.silence(sc.silent...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	silenced := time.Now()
+	t.Logf("origin (last renewal of the %d silenced nodes): %s", len(sc.silent), stamp(origin))
+	for _, name := range sc.evicted {
+		cluster.Eventually(t, sc.window+60*time.Second, "pod "+name+" evicted", func(ctx context.Context) (bool, error) {
+			if p.Exited() {
+				return false, fmt.Errorf("controller exited: %v", p.Err())
+			}
+			pod, err := cs.CoreV1().Pods(parityNS).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			return pod.DeletionTimestamp != nil, nil
+		})
+	}
+	// Record the rest of the window: what did not happen is compared too.
+	time.Sleep(time.Until(origin.Add(sc.window)))
+	if p.Exited() {
+		t.Fatalf("controller exited: %v", p.Err())
+	}
+	p.Stop(10 * time.Second)
+	for _, name := range sc.silent {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if readyStatus(n) != v1.ConditionUnknown {
+			t.Errorf("silent node %s: Ready = %s, want Unknown", name, readyStatus(n))
+		}
+	}
+	events, err := parity.ReadAuditLog(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := parity.BuildTrace(events, func(e *parity.AuditEvent) bool {
+		return e.User.Username == "admin" && e.UserAgent != testUserAgent
+	}, origin, silenced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d audit events; the controller wrote %d times (%d failed) and recorded %d kinds of Event", len(events), len(tr.Writes), len(tr.Failed), len(tr.Events))
+	return tr
+}
+
+// waitNoAdmissionTaints waits until no node has not-ready:NoSchedule.
+func waitNoAdmissionTaints(t *testing.T, cs kubernetes.Interface, nodes []worldNode, p *cluster.Process) {
+	t.Helper()
+	cluster.Eventually(t, 90*time.Second, "the controller removes not-ready:NoSchedule from every node", func(ctx context.Context) (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("controller exited: %v", p.Err())
+		}
+		l, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(l.Items) < len(nodes) {
+			return false, fmt.Errorf("%d nodes, want %d", len(l.Items), len(nodes))
+		}
+		for i := range l.Items {
+			if hasTaint(&l.Items[i], notReadyNoSched) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func prefixed(prefix string, flags []string) []string {
+	out := make([]string, len(flags))
+	for i, f := range flags {
+		out[i] = prefix + f
+	}
+	return out
+}
+
+// known builds a parity.Known.
+func known(pattern, reason string) parity.Known {
+	return parity.Known{Pattern: regexp.MustCompile(pattern), Reason: reason}
+}

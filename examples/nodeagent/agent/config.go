@@ -1,0 +1,119 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kubelifecycle/lifecycle/podworker"
+)
+
+// Defaults, the kubelet's (pkg/kubelet/apis/config/v1beta1/defaults.go and
+// pkg/kubelet/kubelet.go at v1.36.3).
+const (
+	// DefaultLeaseDuration is nodeLeaseDurationSeconds (40 s).
+	DefaultLeaseDuration = 40 * time.Second
+	// DefaultLeaseRenewInterval is a quarter of the lease duration, as the
+	// kubelet's lease controller renews (10 s).
+	DefaultLeaseRenewInterval = 10 * time.Second
+	// DefaultStatusUpdateFrequency is nodeStatusUpdateFrequency (10 s).
+	DefaultStatusUpdateFrequency = 10 * time.Second
+	// DefaultHousekeepingPeriod is housekeepingPeriod (2 s), the period of
+	// HandlePodCleanups.
+	DefaultHousekeepingPeriod = 2 * time.Second
+	// LeaseNamespace is where node Leases live (kube-node-lease).
+	LeaseNamespace = "kube-node-lease"
+	// MirrorAnnotation marks a mirror pod: the API copy of a static pod
+	// (kubetypes.ConfigMirrorAnnotationKey).
+	MirrorAnnotation = "kubernetes.io/config.mirror"
+	// ConfigHashAnnotation carries the static pod's hash
+	// (kubetypes.ConfigHashAnnotationKey).
+	ConfigHashAnnotation = "kubernetes.io/config.hash"
+	// MaxNodes bounds Config.Nodes.
+	MaxNodes = 10000
+)
+
+// NodeConfig describes one Node the agent serves.
+type NodeConfig struct {
+	// Name is the Node name (required).
+	Name string
+	// Labels are added to the Node when it registers (zone and region
+	// labels, for example); kubernetes.io/hostname is always set.
+	Labels map[string]string
+}
+
+// Config configures an Agent. Start from DefaultConfig.
+type Config struct {
+	// Nodes are the nodes this agent serves (1 to MaxNodes, unique names).
+	Nodes []NodeConfig
+	// Runtime runs the containers (required).
+	Runtime Runtime
+	// Namespace, when set, restricts the pods the agent sees (tests);
+	// empty means every namespace, as a kubelet.
+	Namespace string
+	// LeaseDuration is the Lease's leaseDurationSeconds.
+	LeaseDuration time.Duration
+	// LeaseRenewInterval is how often each node's Lease is renewed.
+	LeaseRenewInterval time.Duration
+	// StatusUpdateFrequency is how often each node's status is posted
+	// (conditions with a new heartbeat); a condition change is posted at
+	// once.
+	StatusUpdateFrequency time.Duration
+	// HousekeepingPeriod is how often the workers are reconciled with the
+	// API's pods and the runtime (SyncKnownPods, restarts, orphans).
+	HousekeepingPeriod time.Duration
+	// Parallelism is the number of goroutines that run pod worker steps.
+	Parallelism int
+	// PodWorker configures the pod worker (resync and backoff).
+	PodWorker podworker.Config
+	// StaticPodPath, when set, is a directory of static pod manifests
+	// (YAML or JSON, one pod per file), read every FileCheckFrequency.
+	StaticPodPath string
+	// FileCheckFrequency is how often StaticPodPath is read (the kubelet's
+	// fileCheckFrequency, 20 s).
+	FileCheckFrequency time.Duration
+}
+
+// DefaultConfig returns the kubelet's defaults, with no node and no
+// runtime.
+func DefaultConfig() Config {
+	return Config{
+		LeaseDuration:         DefaultLeaseDuration,
+		LeaseRenewInterval:    DefaultLeaseRenewInterval,
+		StatusUpdateFrequency: DefaultStatusUpdateFrequency,
+		HousekeepingPeriod:    DefaultHousekeepingPeriod,
+		Parallelism:           8,
+		PodWorker:             podworker.DefaultConfig(),
+		FileCheckFrequency:    20 * time.Second,
+	}
+}
+
+// ErrInvalidConfig is wrapped by New's configuration errors.
+var ErrInvalidConfig = errors.New("agent: invalid config")
+
+func (c *Config) validate() error {
+	switch {
+	case len(c.Nodes) == 0:
+		return fmt.Errorf("%w: no node", ErrInvalidConfig)
+	case len(c.Nodes) > MaxNodes:
+		return fmt.Errorf("%w: %d nodes, more than the limit of %d", ErrInvalidConfig, len(c.Nodes), MaxNodes)
+	case c.Runtime == nil:
+		return fmt.Errorf("%w: no runtime", ErrInvalidConfig)
+	case c.LeaseDuration < time.Second:
+		return fmt.Errorf("%w: LeaseDuration %v below 1s", ErrInvalidConfig, c.LeaseDuration)
+	case c.LeaseRenewInterval <= 0 || c.StatusUpdateFrequency <= 0 || c.HousekeepingPeriod <= 0:
+		return fmt.Errorf("%w: LeaseRenewInterval, StatusUpdateFrequency and HousekeepingPeriod must be positive", ErrInvalidConfig)
+	case c.Parallelism < 1 || c.Parallelism > 1000:
+		return fmt.Errorf("%w: Parallelism %d outside [1, 1000]", ErrInvalidConfig, c.Parallelism)
+	case c.StaticPodPath != "" && c.FileCheckFrequency <= 0:
+		return fmt.Errorf("%w: FileCheckFrequency must be positive", ErrInvalidConfig)
+	}
+	seen := make(map[string]bool, len(c.Nodes))
+	for _, n := range c.Nodes {
+		if n.Name == "" || seen[n.Name] {
+			return fmt.Errorf("%w: node name %q empty or duplicated", ErrInvalidConfig, n.Name)
+		}
+		seen[n.Name] = true
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+// Package agent is a small node agent built on the lifecycle podworker
+// package: it plays the kubelet for one or more Nodes against a real API
+// server, with a pluggable container Runtime (FakeRuntime is an in-memory
+// one whose faults are scriptable). It is the caller loop of podworker's
+// package doc, wired to client-go.
+//
+// # What it does, and the upstream code it follows (v1.36.3)
+//
+//   - Registers each Node (labels from NodeConfig) or adopts the existing
+//     one (pkg/kubelet/kubelet_node_status.go, registerWithAPIServer).
+//   - Renews each Node's Lease in kube-node-lease every LeaseRenewInterval,
+//     an update with the resourceVersion it read, and a fresh Get after a
+//     failure (pkg/kubelet/nodelease, component-helpers/apimachinery/lease).
+//   - Posts each Node's conditions (Ready, MemoryPressure, DiskPressure,
+//     PIDPressure, with the kubelet's reasons and messages) every
+//     StatusUpdateFrequency and at once when SetNodeCondition changes one,
+//     as a strategic merge patch of status.conditions
+//     (pkg/kubelet/kubelet_node_status.go, tryUpdateNodeStatus).
+//   - Watches the pods bound to its nodes with one informer (field selector
+//     spec.nodeName; for several nodes every bound pod, filtered and indexed
+//     by node) and feeds podworker.Workers: Create on add, Update on change,
+//     Kill on removal (HandlePodAdditions, HandlePodUpdates,
+//     HandlePodRemoves in pkg/kubelet/kubelet.go).
+//   - Runs the steps on Parallelism goroutines: SyncWork starts the pod and
+//     writes status Running with the Ready condition and running container
+//     statuses; TerminatingWork kills with the step's grace period;
+//     TerminatedWork writes the final status (Succeeded when every
+//     container exited 0, Failed otherwise), releases the pod and, when the
+//     pod has a deletionTimestamp, confirms the deletion with a delete of
+//     grace 0 and a UID precondition (the status manager's second phase of
+//     graceful deletion, pkg/kubelet/status/status_manager.go). Status is
+//     written with an Update carrying the pod's resourceVersion; a conflict
+//     reads the pod again.
+//   - Every HousekeepingPeriod, Housekeeping (HandlePodCleanups in
+//     pkg/kubelet/kubelet_pods.go): SyncKnownPods with the desired pods,
+//     restarts of forgotten UIDs, runtime pods unknown to the workers
+//     killed with grace 1 (so a restarted agent terminates the orphans its
+//     predecessor left), orphaned mirror pods deleted, metrics published.
+//   - Static pods from Config.StaticPodPath (pkg/kubelet/config/file.go),
+//     with mirror pods in the API carrying kubernetes.io/config.mirror, and
+//     UID reuse (a manifest removed and written again with the same UID
+//     while the old instance terminates starts again only after it
+//     finished, kubernetes/kubernetes#104648).
+//   - The kubelet's pod worker metrics (Collector): kubelet_desired_pods,
+//     kubelet_active_pods, kubelet_mirror_pods, kubelet_working_pods,
+//     kubelet_restarted_pods_total, kubelet_orphaned_runtime_pods_total.
+//
+// # Differences from the kubelet
+//
+// No admission, no probes, no images, volumes or cgroups: a pod's
+// containers run as soon as the runtime starts them and are ready at once.
+// Status is an Update with the resourceVersion instead of the status
+// manager's patch, so a concurrent writer's change is never overwritten.
+// Static pods are bound to the first node of Config.Nodes. Unlike the
+// kubelet, which recreates a mirror pod only when its hash differs, a
+// mirror pod left in a terminal phase by an earlier instance with the same
+// UID is replaced, since the API refuses to move a pod out of a terminal
+// phase.
+//
+// # Concurrency
+//
+// Run starts one goroutine per node, the informer, Parallelism step
+// goroutines and one housekeeping goroutine; all stop when its context is
+// done. The exported methods are safe for concurrent use.
+package agent

@@ -1,0 +1,443 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/kubelifecycle/lifecycle/podworker"
+)
+
+// isMirror reports whether p is a mirror pod (the API copy of a static
+// pod): the agent never runs those.
+func isMirror(p *v1.Pod) bool {
+	_, ok := p.Annotations[MirrorAnnotation]
+	return ok
+}
+
+// ours reports whether p is bound to one of the agent's nodes.
+func (a *Agent) ours(p *v1.Pod) bool {
+	_, ok := a.nodes[p.Spec.NodeName]
+	return ok
+}
+
+func terminal(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
+}
+
+// podEvent feeds an informer add or update to the workers (upstream
+// HandlePodAdditions and HandlePodUpdates): Create the first time, Update
+// after; a step in flight that must stop is cancelled.
+func (a *Agent) podEvent(old, obj any) {
+	p, ok := obj.(*v1.Pod)
+	if !ok || !a.ours(p) || isMirror(p) {
+		return
+	}
+	typ := podworker.TypeUpdate
+	if old == nil {
+		typ = podworker.TypeCreate
+	}
+	a.update(podworker.UpdateOptions{Type: typ, Pod: p, RuntimeTerminated: terminal(p) && !a.runtimeHas(p.UID)})
+}
+
+// podDeleted handles a pod gone from the API (upstream HandlePodRemoves):
+// the pod is killed, with the grace period it was deleted with (0 for a
+// force delete, which the workers raise to 1).
+func (a *Agent) podDeleted(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	p, ok := obj.(*v1.Pod)
+	if !ok || !a.ours(p) || isMirror(p) {
+		return
+	}
+	a.update(podworker.UpdateOptions{Type: podworker.TypeKill, Pod: p})
+}
+
+// update sends one update to the workers and acts on the result.
+func (a *Agent) update(o podworker.UpdateOptions) podworker.UpdateResult {
+	r := a.workers.UpdatePod(a.clock.Now(), o)
+	if r.CancelInFlight {
+		a.mu.Lock()
+		if cancel, ok := a.cancels[uidOf(o)]; ok {
+			cancel()
+		}
+		a.mu.Unlock()
+	}
+	a.kick()
+	return r
+}
+
+func uidOf(o podworker.UpdateOptions) types.UID {
+	if o.Pod != nil {
+		return o.Pod.UID
+	}
+	if o.RunningPod != nil {
+		return o.RunningPod.UID
+	}
+	return ""
+}
+
+// runtimeHas reports whether the runtime holds uid (false when it cannot
+// be listed).
+func (a *Agent) runtimeHas(uid types.UID) bool {
+	pods, err := a.cfg.Runtime.ListPods(context.Background())
+	if err != nil {
+		return false
+	}
+	for _, p := range pods {
+		if p.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// desired returns the config pods: the API pods bound to the agent's nodes
+// (mirror pods excluded) and the static pods.
+func (a *Agent) desired() []*v1.Pod {
+	var out []*v1.Pod
+	for name := range a.nodes {
+		objs, _ := a.informer.GetIndexer().ByIndex(nodeIndex, name)
+		for _, o := range objs {
+			if p := o.(*v1.Pod); !isMirror(p) {
+				out = append(out, p)
+			}
+		}
+	}
+	if a.static != nil {
+		out = append(out, a.static.pods()...)
+	}
+	return out
+}
+
+// Housekeeping is one pass of upstream HandlePodCleanups
+// (pkg/kubelet/kubelet_pods.go at v1.36.3): SyncKnownPods with the config
+// pods; a Create for every active desired pod the workers forgot (UID
+// reuse); a kill for terminal, deleted pods the workers do not know
+// (kubernetes/kubernetes#118497); a runtime-only kill (grace 1) for every
+// runtime pod whose UID the workers do not know or finished
+// (kubernetes/kubernetes#139833); mirror pods without a static pod are
+// deleted; then the metrics are published.
+func (a *Agent) Housekeeping(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	now := a.clock.Now()
+	desired := a.desired()
+	known := a.workers.SyncKnownPods(now, desired)
+	for _, p := range desired {
+		_, ok := known[p.UID]
+		switch {
+		case ok:
+		case p.DeletionTimestamp == nil && !terminal(p):
+			r := a.update(podworker.UpdateOptions{Type: podworker.TypeCreate, Pod: p, MirrorPod: a.mirrorOf(p)})
+			logger.V(2).Info("Restarting pod worker", "pod", klog.KObj(p), "outcome", r.Outcome)
+		case p.DeletionTimestamp != nil && terminal(p) && !podworker.IsStaticPod(p):
+			a.update(podworker.UpdateOptions{Type: podworker.TypeKill, Pod: p, RuntimeTerminated: true})
+		}
+	}
+	if pods, err := a.cfg.Runtime.ListPods(ctx); err != nil {
+		logger.V(2).Info("Runtime pods unknown: orphans wait", "err", err)
+	} else {
+		one := int64(1)
+		for _, rp := range pods {
+			if s, ok := known[rp.UID]; ok && !s.Finished {
+				continue
+			}
+			running := rp.RunningPod
+			r := a.update(podworker.UpdateOptions{Type: podworker.TypeKill, RunningPod: &running,
+				Kill: &podworker.KillOptions{GracePeriodOverride: &one}})
+			logger.V(2).Info("Killing runtime pod unknown to the workers", "pod", klog.KRef(rp.Namespace, rp.Name), "uid", rp.UID, "outcome", r.Outcome)
+		}
+	}
+	if a.static != nil {
+		a.cleanupMirrors(ctx)
+	}
+	s := a.workers.Stats()
+	a.mu.Lock()
+	a.lastPub = s
+	a.counters.Housekeepings++
+	a.mu.Unlock()
+	a.kick()
+}
+
+// RunStep performs one pod worker step (upstream SyncPod,
+// SyncTerminatingPod or SyncTerminatingRuntimePod, SyncTerminatedPod). The
+// step's context is cancelled when an update asks for it
+// (UpdateResult.CancelInFlight).
+func (a *Agent) RunStep(ctx context.Context, w podworker.Work) podworker.Result {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a.mu.Lock()
+	a.cancels[w.UID] = cancel
+	a.mu.Unlock()
+	var res podworker.Result
+	switch w.Type {
+	case podworker.SyncWork:
+		res = a.syncPod(ctx, w)
+	case podworker.TerminatingWork:
+		res = a.syncTerminating(ctx, w)
+	case podworker.TerminatedWork:
+		res = a.syncTerminated(ctx, w)
+	}
+	a.mu.Lock()
+	delete(a.cancels, w.UID)
+	a.counters.Steps[w.Type]++
+	if res.Err != nil {
+		a.counters.StepErrors[w.Type]++
+	}
+	a.mu.Unlock()
+	if res.Err != nil {
+		klog.FromContext(ctx).V(3).Info("Step failed", "step", w.String(), "err", res.Err)
+	}
+	return res
+}
+
+func (a *Agent) syncPod(ctx context.Context, w podworker.Work) podworker.Result {
+	p := w.Pod
+	if terminal(p) {
+		return podworker.Result{Terminal: true}
+	}
+	if podworker.IsStaticPod(p) {
+		if err := a.ensureMirror(ctx, p, w.MirrorPod); err != nil {
+			return podworker.Result{Err: err}
+		}
+	}
+	rp, err := a.cfg.Runtime.StartPod(ctx, p.Spec.NodeName, p)
+	if err != nil {
+		return podworker.Result{Err: err}
+	}
+	return podworker.Result{Err: a.writeStatus(ctx, p, func(s *v1.PodStatus) { runningStatus(s, p, rp) })}
+}
+
+func (a *Agent) syncTerminating(ctx context.Context, w podworker.Work) podworker.Result {
+	rp := w.RunningPod
+	if w.Pod != nil {
+		rp = &podworker.RunningPod{UID: w.Pod.UID, Name: w.Pod.Name, Namespace: w.Pod.Namespace}
+	}
+	grace := time.Duration(*w.GracePeriod) * time.Second
+	stopped, err := a.cfg.Runtime.KillPod(ctx, *rp, grace)
+	if err != nil {
+		return podworker.Result{Err: err}
+	}
+	if w.Pod == nil {
+		// Runtime-only: no TerminatedWork follows (upstream
+		// SyncTerminatingRuntimePod); release the rest now.
+		return podworker.Result{Err: a.cfg.Runtime.RemovePod(ctx, rp.UID)}
+	}
+	a.mu.Lock()
+	a.exits[w.UID] = stopped
+	a.mu.Unlock()
+	return podworker.Result{}
+}
+
+// syncTerminated writes the final status, releases the pod's resources and,
+// for a pod being deleted, confirms the deletion: a delete with grace 0
+// and a UID precondition (upstream status manager, canBeDeleted).
+func (a *Agent) syncTerminated(ctx context.Context, w podworker.Work) podworker.Result {
+	p := w.Pod
+	a.mu.Lock()
+	exit, ok := a.exits[w.UID]
+	a.mu.Unlock()
+	if !ok {
+		exit = RuntimePod{FinishedAt: a.clock.Now()}
+	}
+	if err := a.cfg.Runtime.RemovePod(ctx, p.UID); err != nil {
+		return podworker.Result{Err: err}
+	}
+	static := podworker.IsStaticPod(p)
+	if cur := a.cached(p); static || cur == nil || !terminal(cur) {
+		err := a.writeStatus(ctx, p, func(s *v1.PodStatus) { terminatedStatus(s, p, exit) })
+		if err != nil {
+			return podworker.Result{Err: err}
+		}
+	}
+	if !static {
+		cur := a.cached(p)
+		if cur == nil {
+			cur = p
+		}
+		if cur.DeletionTimestamp != nil {
+			uid := p.UID
+			err := a.client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{
+				GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
+			switch {
+			case err == nil:
+				a.mu.Lock()
+				a.counters.PodsDeleted++
+				a.mu.Unlock()
+			case apierrors.IsNotFound(err), apierrors.IsConflict(err): // gone, or another pod by now
+			default:
+				return podworker.Result{Err: fmt.Errorf("agent: delete pod %s/%s: %w", p.Namespace, p.Name, err)}
+			}
+		}
+	}
+	a.mu.Lock()
+	delete(a.exits, w.UID)
+	a.mu.Unlock()
+	return podworker.Result{}
+}
+
+// cached returns the informer's copy of p (same UID), or nil.
+func (a *Agent) cached(p *v1.Pod) *v1.Pod {
+	obj, ok, _ := a.informer.GetIndexer().GetByKey(p.Namespace + "/" + p.Name)
+	if !ok {
+		return nil
+	}
+	if c := obj.(*v1.Pod); c.UID == p.UID {
+		return c
+	}
+	return nil
+}
+
+// maxStatusAttempts bounds the conflict retries of one status write.
+const maxStatusAttempts = 5
+
+// writeStatus applies set to the API pod's status (the mirror pod's, for a
+// static pod) and writes it with the pod's resourceVersion when it
+// changed; a conflict reads the pod again. A pod gone from the API is not
+// an error.
+func (a *Agent) writeStatus(ctx context.Context, p *v1.Pod, set func(*v1.PodStatus)) error {
+	target := a.cached(p)
+	if podworker.IsStaticPod(p) {
+		target = a.mirrorOf(p)
+	}
+	if target == nil {
+		return nil // not in the API (force deleted, or no mirror yet)
+	}
+	pods := a.client.CoreV1().Pods(target.Namespace)
+	for attempt := 0; ; attempt++ {
+		next := target.DeepCopy()
+		set(&next.Status)
+		if equalStatus(&target.Status, &next.Status) {
+			return nil
+		}
+		_, err := pods.UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		a.mu.Lock()
+		a.counters.StatusWrites++
+		if apierrors.IsConflict(err) {
+			a.counters.StatusConflicts++
+		}
+		a.mu.Unlock()
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil
+		case !apierrors.IsConflict(err) || attempt+1 >= maxStatusAttempts:
+			return fmt.Errorf("agent: status of pod %s/%s: %w", target.Namespace, target.Name, err)
+		}
+		fresh, err := pods.Get(ctx, target.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fresh.UID != target.UID {
+			return nil
+		}
+		target = fresh
+	}
+}
+
+// equalStatus compares the fields the agent writes.
+func equalStatus(a, b *v1.PodStatus) bool {
+	if a.Phase != b.Phase || a.HostIP != b.HostIP || a.PodIP != b.PodIP || len(a.Conditions) != len(b.Conditions) ||
+		len(a.ContainerStatuses) != len(b.ContainerStatuses) || !a.StartTime.Equal(b.StartTime) {
+		return false
+	}
+	for i := range a.Conditions {
+		x, y := a.Conditions[i], b.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason {
+			return false
+		}
+	}
+	for i := range a.ContainerStatuses {
+		x, y := a.ContainerStatuses[i], b.ContainerStatuses[i]
+		if x.Name != y.Name || x.Ready != y.Ready || x.Image != y.Image ||
+			(x.State.Running == nil) != (y.State.Running == nil) || (x.State.Terminated == nil) != (y.State.Terminated == nil) {
+			return false
+		}
+		if x.State.Terminated != nil && x.State.Terminated.ExitCode != y.State.Terminated.ExitCode {
+			return false
+		}
+		if x.State.Running != nil && !x.State.Running.StartedAt.Equal(&y.State.Running.StartedAt) {
+			return false
+		}
+	}
+	return true
+}
+
+// setCondition sets one pod condition, keeping its transition time when
+// the status does not change.
+func setCondition(s *v1.PodStatus, typ v1.PodConditionType, st v1.ConditionStatus, reason string, now metav1.Time) {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == typ {
+			if s.Conditions[i].Status != st {
+				s.Conditions[i].LastTransitionTime = now
+			}
+			s.Conditions[i].Status, s.Conditions[i].Reason = st, reason
+			return
+		}
+	}
+	s.Conditions = append(s.Conditions, v1.PodCondition{Type: typ, Status: st, Reason: reason, LastTransitionTime: now})
+}
+
+// hostIP is the address every agent node reports (loopback: the agent's
+// containers are not reachable).
+const hostIP = "127.0.0.1"
+
+// runningStatus is the status of a pod whose containers run: phase
+// Running, every container running and ready, the kubelet's conditions
+// True.
+func runningStatus(s *v1.PodStatus, p *v1.Pod, rp RuntimePod) {
+	started := metav1.NewTime(rp.StartedAt.Truncate(time.Second))
+	s.Phase = v1.PodRunning
+	s.HostIP, s.PodIP = hostIP, hostIP
+	if s.StartTime == nil || s.StartTime.After(started.Time) {
+		s.StartTime = &started
+	}
+	for _, typ := range []v1.PodConditionType{v1.PodReadyToStartContainers, v1.PodInitialized, v1.ContainersReady, v1.PodReady} {
+		setCondition(s, typ, v1.ConditionTrue, "", started)
+	}
+	s.ContainerStatuses = s.ContainerStatuses[:0]
+	for _, c := range p.Spec.Containers {
+		s.ContainerStatuses = append(s.ContainerStatuses, v1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image,
+			Ready: true, Started: ptr(true), ContainerID: "fake://" + string(p.UID) + "/" + c.Name,
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: started}}})
+	}
+}
+
+// terminatedStatus is the final status: every container terminated with
+// the runtime's exit code, phase Succeeded when all exited 0 and Failed
+// otherwise (upstream getPhase for a pod whose containers will not
+// restart), Ready and ContainersReady False.
+func terminatedStatus(s *v1.PodStatus, p *v1.Pod, exit RuntimePod) {
+	finished := metav1.NewTime(exit.FinishedAt.Truncate(time.Second))
+	started := metav1.NewTime(exit.StartedAt.Truncate(time.Second))
+	s.Phase = v1.PodSucceeded
+	if exit.ExitCode != 0 {
+		s.Phase = v1.PodFailed
+	}
+	for _, typ := range []v1.PodConditionType{v1.PodReadyToStartContainers, v1.ContainersReady, v1.PodReady} {
+		setCondition(s, typ, v1.ConditionFalse, "PodCompleted", finished)
+	}
+	reason := "Completed"
+	if exit.ExitCode != 0 {
+		reason = "Error"
+	}
+	s.ContainerStatuses = s.ContainerStatuses[:0]
+	for _, c := range p.Spec.Containers {
+		s.ContainerStatuses = append(s.ContainerStatuses, v1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image,
+			Started: ptr(false), ContainerID: "fake://" + string(p.UID) + "/" + c.Name,
+			State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: exit.ExitCode, Reason: reason,
+				StartedAt: started, FinishedAt: finished}}})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

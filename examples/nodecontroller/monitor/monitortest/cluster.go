@@ -1,0 +1,709 @@
+// Package monitortest provides an in-memory monitor.Cluster for tests and
+// simulations, as net/http/httptest provides a server: an API server and its
+// informer cache in one, on a clock the caller sets.
+//
+// A Cluster holds nodes (sorted by name), their Leases and their pods
+// (indexed by node). Writes apply at once (the cache has read-your-writes)
+// and are forwarded to the attached Receiver (a *monitor.Monitor) as the
+// informer events they cause: NodeChanged for node status and taint writes,
+// PodChanged for pod status writes, PodDeleted for evictions. Leases have no
+// informer event in the Monitor's API; it reads them on every pass.
+//
+// Objects handed out by reads are never modified afterwards, with one
+// exception: RenewLease moves the stored Lease's renew time in place, as the
+// cheapest model of a kubelet renewing every 10 seconds. Call it between
+// passes, never while a MonitorPass runs.
+//
+// Objects to fill it with come from NewNode, NewLease and NewPod (plain
+// objects; any others do). The kubelet's side is methods too: RenewLease,
+// PostNodeStatus and SetPodsReady. Faults are injected with FailTaintWrites, FailEvictions and
+// SetStaleList.
+//
+// A Cluster is safe for concurrent use; it never holds its lock while it
+// calls the Receiver or the BeforeEvict hook.
+package monitortest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// Receiver receives the informer events the Cluster's writes cause.
+// *monitor.Monitor implements it.
+type Receiver interface {
+	NodeChanged(ctx context.Context, now time.Time, node *v1.Node)
+	NodeDeleted(name string)
+	PodChanged(ctx context.Context, now time.Time, pod *v1.Pod)
+	PodDeleted(key types.NamespacedName)
+}
+
+// ErrInjected is the error of a write failed by FailTaintWrites or
+// FailEvictions.
+var ErrInjected = errors.New("monitortest: injected API error")
+
+// Counts counts what happened to pods.
+type Counts struct {
+	PodsMarkedNotReady int // pod status writes that took Ready from True to False
+	PodsMarkedReady    int // pods SetPodsReady made Ready again
+	PodsEvicted        int
+}
+
+// Cluster is the in-memory cluster. The zero value is not usable; call New.
+type Cluster struct {
+	mu     sync.Mutex
+	recv   Receiver
+	now    time.Time
+	nodes  []*nodeRec // sorted by name; rec.idx is the position
+	byName map[string]*nodeRec
+	cursor int // where the last lookup by name hit (a pass reads nodes in order)
+	pods   map[types.NamespacedName]*podRec
+
+	// list is ListNodes' answer, kept between calls: a node write
+	// replaces its element, copying the slice first when it was handed out
+	// (listShared). Only kept while every record has a node (no deletions).
+	list       []*v1.Node
+	listOK     bool
+	listShared bool
+
+	stale           map[string]*v1.Node
+	failTaintWrites int
+	failEvictions   int
+	beforeEvict     func(now time.Time, pod *v1.Pod)
+	evicted         []types.NamespacedName
+	counts          Counts
+}
+
+// nodeRec is one node with its Lease and its pods. A record stays when its
+// node is deleted while pods still name it (node == nil).
+type nodeRec struct {
+	idx    int
+	name   string
+	node   *v1.Node
+	lease  *coordinationv1.Lease
+	pods   []*v1.Pod // copy on write once handed out
+	shared bool      // pods was handed out: copy before changing it
+}
+
+type podRec struct {
+	pod *v1.Pod
+	rec *nodeRec // nil for a pod without a node
+}
+
+// New returns an empty cluster whose clock reads now.
+func New(now time.Time) *Cluster {
+	return &Cluster{now: now, byName: map[string]*nodeRec{}, pods: map[types.NamespacedName]*podRec{}}
+}
+
+// Attach sets the Receiver of the cluster's informer events (nil: none).
+func (c *Cluster) Attach(r Receiver) {
+	c.mu.Lock()
+	c.recv = r
+	c.mu.Unlock()
+}
+
+// SetNow sets the cluster's clock: the instant passed with the events its
+// writes cause.
+func (c *Cluster) SetNow(now time.Time) {
+	c.mu.Lock()
+	c.now = now
+	c.mu.Unlock()
+}
+
+// Now returns the cluster's clock.
+func (c *Cluster) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// BeforeEvict sets a hook called (without the lock) while EvictPod carries
+// out an eviction, before the pod goes away: the moment at which
+// Monitor.Explain still describes it. nil removes it.
+func (c *Cluster) BeforeEvict(hook func(now time.Time, pod *v1.Pod)) {
+	c.mu.Lock()
+	c.beforeEvict = hook
+	c.mu.Unlock()
+}
+
+// FailTaintWrites makes the next n UpdateNodeTaints writes (calls whose
+// mutate reports a change) fail with ErrInjected.
+func (c *Cluster) FailTaintWrites(n int) {
+	c.mu.Lock()
+	c.failTaintWrites = n
+	c.mu.Unlock()
+}
+
+// FailEvictions makes the next n EvictPod calls on existing pods fail with
+// ErrInjected.
+func (c *Cluster) FailEvictions(n int) {
+	c.mu.Lock()
+	c.failEvictions = n
+	c.mu.Unlock()
+}
+
+// SetStaleList makes ListNodes return node in place of the current object
+// of its name (a lagging list); nil node restores the current one.
+func (c *Cluster) SetStaleList(name string, node *v1.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if node == nil {
+		delete(c.stale, name)
+		return
+	}
+	if c.stale == nil {
+		c.stale = map[string]*v1.Node{}
+	}
+	c.stale[name] = node
+}
+
+// setNode stores n as rec's node, keeping ListNodes' slice current. c.mu
+// must be held.
+func (c *Cluster) setNode(rec *nodeRec, n *v1.Node) {
+	rec.node = n
+	if !c.listOK {
+		return
+	}
+	if n == nil {
+		c.listOK = false
+		return
+	}
+	if c.listShared {
+		c.list, c.listShared = slices.Clone(c.list), false
+	}
+	c.list[rec.idx] = n
+}
+
+// record returns the record of name, creating it. c.mu must be held.
+func (c *Cluster) record(name string) *nodeRec {
+	if rec, ok := c.byName[name]; ok {
+		return rec
+	}
+	rec := &nodeRec{name: name}
+	c.listOK = false
+	i, _ := slices.BinarySearchFunc(c.nodes, name, func(r *nodeRec, n string) int { return cmp.Compare(r.name, n) })
+	c.nodes = slices.Insert(c.nodes, i, rec)
+	for j := i; j < len(c.nodes); j++ {
+		c.nodes[j].idx = j
+	}
+	c.byName[name] = rec
+	return rec
+}
+
+// AddNode stores node and its Lease (nil: none) and forwards NodeChanged.
+// An existing node of the name is replaced. O(nodes) unless nodes are added
+// in name order.
+func (c *Cluster) AddNode(ctx context.Context, node *v1.Node, lease *coordinationv1.Lease) {
+	c.mu.Lock()
+	var rec *nodeRec
+	if n := len(c.nodes); n > 0 && c.nodes[n-1].name < node.Name {
+		rec = &nodeRec{idx: n, name: node.Name}
+		c.nodes = append(c.nodes, rec)
+		c.byName[node.Name] = rec
+		c.listOK = false
+	} else {
+		rec = c.record(node.Name)
+	}
+	c.setNode(rec, node)
+	rec.lease = lease
+	recv, now := c.recv, c.now
+	c.mu.Unlock()
+	if recv != nil {
+		recv.NodeChanged(ctx, now, node)
+	}
+}
+
+// PutNode replaces the stored node without forwarding an event: a write the
+// informer has not delivered yet. The node must exist.
+func (c *Cluster) PutNode(node *v1.Node) {
+	c.mu.Lock()
+	if rec, ok := c.byName[node.Name]; ok && rec.node != nil {
+		c.setNode(rec, node)
+	}
+	c.mu.Unlock()
+}
+
+// DeleteNode deletes the node and its Lease (its pods stay, as in an API
+// server) and forwards NodeDeleted.
+func (c *Cluster) DeleteNode(name string) {
+	c.mu.Lock()
+	rec, ok := c.byName[name]
+	if ok {
+		c.setNode(rec, nil)
+		rec.lease = nil
+	}
+	recv := c.recv
+	c.mu.Unlock()
+	if ok && recv != nil {
+		recv.NodeDeleted(name)
+	}
+}
+
+// AddPod stores pod (on the node its spec.nodeName names, which need not
+// exist) and forwards PodChanged. An existing pod of the key is replaced.
+func (c *Cluster) AddPod(ctx context.Context, pod *v1.Pod) {
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	c.mu.Lock()
+	if old, ok := c.pods[key]; ok && old.rec != nil {
+		old.rec.pods = slices.DeleteFunc(old.rec.ownPods(), func(p *v1.Pod) bool { return p == old.pod })
+	}
+	pr := &podRec{pod: pod}
+	if pod.Spec.NodeName != "" {
+		rec := c.lookup(pod.Spec.NodeName)
+		if rec == nil {
+			rec = c.record(pod.Spec.NodeName)
+		}
+		pr.rec = rec
+		rec.pods = append(rec.ownPods(), pod)
+	}
+	c.pods[key] = pr
+	recv, now := c.recv, c.now
+	c.mu.Unlock()
+	if recv != nil {
+		recv.PodChanged(ctx, now, pod)
+	}
+}
+
+// Reserve makes room for nodes more nodes and pods more pods, so filling a
+// large cluster does not regrow its indexes.
+func (c *Cluster) Reserve(nodes, pods int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes = slices.Grow(c.nodes, nodes)
+	if len(c.byName) == 0 && len(c.pods) == 0 {
+		c.byName = make(map[string]*nodeRec, nodes)
+		c.pods = make(map[types.NamespacedName]*podRec, pods)
+	}
+}
+
+// Sync forwards every node, then every pod, in name order (pods of a node
+// in the order they were added): an informer's initial list, for a cluster
+// filled before its Receiver was attached.
+func (c *Cluster) Sync(ctx context.Context) {
+	c.mu.Lock()
+	recv, now, nodes := c.recv, c.now, slices.Clone(c.nodes)
+	for _, rec := range nodes {
+		rec.shared = true
+	}
+	c.mu.Unlock()
+	if recv == nil {
+		return
+	}
+	for _, rec := range nodes {
+		if rec.node != nil {
+			recv.NodeChanged(ctx, now, rec.node)
+		}
+	}
+	for _, rec := range nodes {
+		for _, p := range rec.pods {
+			recv.PodChanged(ctx, now, p)
+		}
+	}
+}
+
+func notFound(resource, name string) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
+}
+
+// lookup finds a node's record by name. A monitor pass reads the nodes in
+// name order, so the record after the last one found is tried before the
+// map. c.mu must be held.
+func (c *Cluster) lookup(name string) *nodeRec {
+	for _, i := range [2]int{c.cursor, c.cursor + 1} {
+		if i < len(c.nodes) && c.nodes[i].name == name {
+			c.cursor = i
+			return c.nodes[i]
+		}
+	}
+	rec, ok := c.byName[name]
+	if !ok {
+		return nil
+	}
+	c.cursor = rec.idx
+	return rec
+}
+
+// ListNodes returns every node in name order. The slice is shared and
+// never modified afterwards (a later write copies it first), so it does not
+// allocate unless a node changed since the last call; callers must not
+// modify it.
+func (c *Cluster) ListNodes() []*v1.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.stale) == 0 {
+		if !c.listOK {
+			c.list = c.list[:0:0]
+			c.listOK = true
+			for _, rec := range c.nodes {
+				if rec.node == nil {
+					c.listOK = false
+					break
+				}
+				c.list = append(c.list, rec.node)
+			}
+		}
+		if c.listOK {
+			c.listShared = true
+			return c.list
+		}
+	}
+	out := make([]*v1.Node, 0, len(c.nodes))
+	for _, rec := range c.nodes {
+		n := rec.node
+		if s, ok := c.stale[rec.name]; ok {
+			n = s
+		}
+		if n != nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// GetNode returns the node, or nil. It does not allocate.
+func (c *Cluster) GetNode(name string) *v1.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rec := c.lookup(name); rec != nil {
+		return rec.node
+	}
+	return nil
+}
+
+// GetLease returns the node's Lease, or nil. It does not allocate.
+func (c *Cluster) GetLease(name string) *coordinationv1.Lease {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rec := c.lookup(name); rec != nil {
+		return rec.lease
+	}
+	return nil
+}
+
+// ListPodsOnNode returns the node's pods in the order they were added
+// (shared, never modified later). It does not allocate.
+func (c *Cluster) ListPodsOnNode(name string) []*v1.Pod {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rec := c.lookup(name); rec != nil {
+		rec.shared = true
+		return rec.pods
+	}
+	return nil
+}
+
+// Pod returns the pod, or nil.
+func (c *Cluster) Pod(key types.NamespacedName) *v1.Pod {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if pr, ok := c.pods[key]; ok {
+		return pr.pod
+	}
+	return nil
+}
+
+// Evicted returns the pods evicted so far, in eviction order (a copy).
+func (c *Cluster) Evicted() []types.NamespacedName {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.evicted)
+}
+
+// Counts returns what happened to pods so far.
+func (c *Cluster) Counts() Counts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts
+}
+
+// UpdateNodeStatus stores status as the node's status and forwards
+// NodeChanged.
+func (c *Cluster) UpdateNodeStatus(ctx context.Context, node *v1.Node, status *v1.NodeStatus) error {
+	if node == nil || status == nil {
+		return errors.New("monitortest: UpdateNodeStatus with a nil node or status")
+	}
+	c.mu.Lock()
+	rec, ok := c.byName[node.Name]
+	if !ok || rec.node == nil {
+		c.mu.Unlock()
+		return notFound("nodes", node.Name)
+	}
+	n := *rec.node
+	n.Status = *status.DeepCopy()
+	c.setNode(rec, &n)
+	recv, now := c.recv, c.now
+	c.mu.Unlock()
+	if recv != nil {
+		recv.NodeChanged(ctx, now, &n)
+	}
+	return nil
+}
+
+// UpdateNodeTaints applies mutate to the current node and stores the result
+// when it reports a change, re-reading when the node changed meanwhile.
+func (c *Cluster) UpdateNodeTaints(ctx context.Context, name string, mutate func(*v1.Node) (*v1.Node, bool)) (*v1.Node, error) {
+	for {
+		c.mu.Lock()
+		rec, ok := c.byName[name]
+		if !ok || rec.node == nil {
+			c.mu.Unlock()
+			return nil, notFound("nodes", name)
+		}
+		cur := rec.node
+		c.mu.Unlock()
+		out, changed := mutate(cur)
+		if !changed || out == nil {
+			return cur, nil
+		}
+		c.mu.Lock()
+		if rec.node != cur { // a conflict: read again
+			c.mu.Unlock()
+			continue
+		}
+		if c.failTaintWrites > 0 {
+			c.failTaintWrites--
+			c.mu.Unlock()
+			return nil, ErrInjected
+		}
+		c.setNode(rec, out)
+		recv, now := c.recv, c.now
+		c.mu.Unlock()
+		if recv != nil {
+			recv.NodeChanged(ctx, now, out)
+		}
+		return out, nil
+	}
+}
+
+// UpdatePodStatus stores status as the pod's status and forwards
+// PodChanged.
+func (c *Cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.PodStatus) error {
+	if pod == nil || status == nil {
+		return errors.New("monitortest: UpdatePodStatus with a nil pod or status")
+	}
+	key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+	c.mu.Lock()
+	pr, ok := c.pods[key]
+	if !ok {
+		c.mu.Unlock()
+		return notFound("pods", pod.Name)
+	}
+	p := *pr.pod
+	p.Status = *status.DeepCopy()
+	if podReady(pr.pod) && !podReady(&p) {
+		c.counts.PodsMarkedNotReady++
+	}
+	c.replacePod(pr, &p)
+	recv, now := c.recv, c.now
+	c.mu.Unlock()
+	if recv != nil {
+		recv.PodChanged(ctx, now, &p)
+	}
+	return nil
+}
+
+// replacePod stores p as pr's pod, copying the node's pod list. c.mu must
+// be held.
+func (c *Cluster) replacePod(pr *podRec, p *v1.Pod) {
+	if rec := pr.rec; rec != nil {
+		pods := rec.ownPods()
+		if i := slices.Index(pods, pr.pod); i >= 0 {
+			pods[i] = p
+		}
+	}
+	pr.pod = p
+}
+
+// ownPods returns the node's pod list for changing in place, copying it
+// first when it was handed out. c.mu must be held.
+func (rec *nodeRec) ownPods() []*v1.Pod {
+	if rec.shared {
+		rec.pods, rec.shared = slices.Clone(rec.pods), false
+	}
+	return rec.pods
+}
+
+func podReady(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// EvictPod deletes the pod, with a UID precondition when uid is set, and
+// forwards PodDeleted. The DisruptionTarget condition and the deletion are
+// one write here: only the delete event is forwarded.
+func (c *Cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid types.UID, cond *v1.PodCondition) error {
+	c.mu.Lock()
+	pr, ok := c.pods[key]
+	switch {
+	case !ok:
+		c.mu.Unlock()
+		return notFound("pods", key.Name)
+	case uid != "" && pr.pod.UID != uid:
+		c.mu.Unlock()
+		return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, key.Name, errors.New("UID precondition failed"))
+	case c.failEvictions > 0:
+		c.failEvictions--
+		c.mu.Unlock()
+		return ErrInjected
+	}
+	now, hook, pod := c.now, c.beforeEvict, pr.pod
+	c.mu.Unlock()
+	if hook != nil {
+		hook(now, pod)
+	}
+	c.mu.Lock()
+	if cur, ok := c.pods[key]; !ok || cur != pr { // gone meanwhile
+		c.mu.Unlock()
+		return notFound("pods", key.Name)
+	}
+	delete(c.pods, key)
+	if rec := pr.rec; rec != nil {
+		rec.pods = slices.DeleteFunc(rec.ownPods(), func(p *v1.Pod) bool { return p == pr.pod })
+	}
+	c.evicted = append(c.evicted, key)
+	c.counts.PodsEvicted++
+	recv := c.recv
+	c.mu.Unlock()
+	if recv != nil {
+		recv.PodDeleted(key)
+	}
+	return nil
+}
+
+// LeaseNamespace is where node Leases live.
+const LeaseNamespace = v1.NamespaceNodeLease
+
+// NewLease returns a node Lease as the kubelet keeps it: holder and name
+// the node, 40s duration, renewed at renew.
+func NewLease(node string, renew time.Time) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: LeaseNamespace},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To(node), LeaseDurationSeconds: ptr.To[int32](40),
+			RenewTime: &metav1.MicroTime{Time: renew},
+		},
+	}
+}
+
+// RenewLease is the kubelet renewing the node's Lease at now: the stored
+// Lease's RenewTime moves in place (no new object; see the package doc).
+// A node without a Lease gets one. It reports whether the node exists.
+func (c *Cluster) RenewLease(name string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rec := c.lookup(name)
+	if rec == nil || rec.node == nil {
+		return false
+	}
+	switch l := rec.lease; {
+	case l == nil:
+		rec.lease = NewLease(name, now)
+	case l.Spec.RenewTime == nil:
+		l.Spec.RenewTime = &metav1.MicroTime{Time: now}
+	default:
+		l.Spec.RenewTime.Time = now
+	}
+	return true
+}
+
+// The kubelet's Ready condition reasons and messages.
+const (
+	ReasonKubeletReady    = "KubeletReady"
+	ReasonKubeletNotReady = "KubeletNotReady"
+	messageReady          = "kubelet is posting ready status"
+	messageNotReady       = "container runtime network not ready"
+)
+
+// PostNodeStatus is the kubelet posting its status at now: a Ready
+// condition with status s and a new heartbeat (the transition time moves
+// when s differs from the current status), forwarded as NodeChanged. It
+// reports whether the node exists.
+func (c *Cluster) PostNodeStatus(ctx context.Context, name string, s v1.ConditionStatus, now time.Time) bool {
+	c.mu.Lock()
+	rec := c.lookup(name)
+	if rec == nil || rec.node == nil {
+		c.mu.Unlock()
+		return false
+	}
+	cur := rec.node
+	n := *cur
+	n.Status.Conditions = slices.Clone(cur.Status.Conditions)
+	cond := v1.NodeCondition{Type: v1.NodeReady, Status: s, LastHeartbeatTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now),
+		Reason: ReasonKubeletReady, Message: messageReady}
+	if s != v1.ConditionTrue {
+		cond.Reason, cond.Message = ReasonKubeletNotReady, messageNotReady
+	}
+	i := slices.IndexFunc(n.Status.Conditions, func(c v1.NodeCondition) bool { return c.Type == v1.NodeReady })
+	if i < 0 {
+		n.Status.Conditions = append(n.Status.Conditions, cond)
+	} else {
+		if n.Status.Conditions[i].Status == s {
+			cond.LastTransitionTime = n.Status.Conditions[i].LastTransitionTime
+		}
+		n.Status.Conditions[i] = cond
+	}
+	c.setNode(rec, &n)
+	recv := c.recv
+	c.mu.Unlock()
+	if recv != nil {
+		recv.NodeChanged(ctx, now, &n)
+	}
+	return true
+}
+
+// SetPodsReady is the kubelet reporting every pod on the node Ready at now;
+// each pod that was not Ready is forwarded as PodChanged. It returns how
+// many changed.
+func (c *Cluster) SetPodsReady(ctx context.Context, name string, now time.Time) int {
+	c.mu.Lock()
+	rec := c.lookup(name)
+	if rec == nil {
+		c.mu.Unlock()
+		return 0
+	}
+	var changed []*v1.Pod
+	pods := slices.Clone(rec.pods)
+	for i, cur := range pods {
+		if podReady(cur) {
+			continue
+		}
+		p := *cur
+		p.Status.Conditions = slices.Clone(cur.Status.Conditions)
+		cond := v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}
+		if j := slices.IndexFunc(p.Status.Conditions, func(c v1.PodCondition) bool { return c.Type == v1.PodReady }); j >= 0 {
+			p.Status.Conditions[j] = cond
+		} else {
+			p.Status.Conditions = append(p.Status.Conditions, cond)
+		}
+		pods[i] = &p
+		c.pods[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}].pod = &p
+		changed = append(changed, &p)
+	}
+	if len(changed) > 0 {
+		rec.pods, rec.shared = pods, false
+	}
+	c.counts.PodsMarkedReady += len(changed)
+	recv := c.recv
+	c.mu.Unlock()
+	if recv != nil {
+		for _, p := range changed {
+			recv.PodChanged(ctx, now, p)
+		}
+	}
+	return len(changed)
+}

@@ -1,0 +1,87 @@
+// Package sim replays node outages in virtual time through the node
+// lifecycle controller's decision loop, examples/nodecontroller/monitor: the
+// same Monitor the real controller (examples/nodecontroller) runs against an
+// API server, here run against an in-memory cluster
+// (examples/nodecontroller/monitor/monitortest) on a virtual clock. It is
+// the engine of the policysim command, and importable by tests:
+//
+//	sc := sim.NewScenario("zone-b-40", 15*time.Minute,
+//		sim.NewZone("a", 60, sim.NewPods("web", 10)),
+//		sim.NewZone("b", 60, sim.NewPods("web", 10)),
+//	).On(sim.Stop(time.Minute, "b", 24))
+//	res, err := sim.Run(ctx, sc)
+//	// res.Summary.Zones[1].LastEviction, res.Pods(), res.Pending, ...
+//
+// A scenario is built in Go (NewScenario, NewZone, NewPods, Stop, ...) or
+// loaded from YAML (LoadScenario, ReadScenario, LoadEmbedded); both give the
+// same Scenario value. The Result holds the timeline (Entries), each zone's
+// Summary, each pod's outcome (Pods: evicted at, or still there and why,
+// from Monitor.Explain) and the work still pending when the run ended
+// (Pending: nodes queued for tainting, evictions scheduled, and when the last
+// of each would happen at the rates in force at the end).
+//
+// # What is modelled
+//
+// Kubernetes v1.36 node lifecycle: nodehealth (grace periods, Lease and
+// status heartbeats, Ready=Unknown), zonestate (zone states, per-zone
+// tainting rates, full disruption mode), evictionqueue (the per-zone
+// rate-limited tainting queues), taints (NoSchedule condition taints,
+// NoExecute health taints, the taint eviction controller's Evictor with the
+// admission plugin's default tolerations), all through monitor.Monitor.
+// With Options.PodEvictionTimeout (the command's -legacy-node-eviction),
+// the pre-1.27 mode (--pod-eviction-timeout).
+//
+// # Files
+//
+//	scenario.go   the YAML scenario: types, defaults, parsing with line numbers, validation, limits
+//	build.go      constructors for scenarios built in Go
+//	embedded.go   the embedded scenarios (scenarios/*.yaml)
+//	sim.go        the virtual clock, the kubelets, the scenario's events, the work budget
+//	pending.go    the work left at the end and its projection; each pod's outcome
+//	summary.go    the per-zone summary and the slowest pod's binding constraint
+//	report.go     text and JSON output
+//	svg.go        the SVG timeline chart
+//
+// The virtual cluster is monitortest.Cluster
+// (examples/nodecontroller/monitor/monitortest).
+//
+// # Time model
+//
+// Time is an offset from Epoch (t=0) and only moves when the driver moves
+// it. At every instant, in this order: the kubelets due to beat renew their
+// Lease and post their status; the scenario's events of that instant apply,
+// in file order; the monitor pass runs (every policy.nodeMonitorPeriod from
+// t=0); the taint pass and the eviction pass run (every 100ms from t=0).
+// Every node's kubelet beats on the same schedule (first beat at t=0, the
+// moment the run starts), and a resumed kubelet beats from its resume time.
+// Ticks at which Monitor.NextDeadline says the taint and eviction passes have
+// nothing to do are skipped; Options.Tick runs them all, with identical results
+// (TestSkippingEqualsTicking).
+//
+// # Determinism and concurrency
+//
+// The Monitor runs with one worker and every ordering is fixed (nodes by
+// name, heartbeats by node, events by time then file order), so two runs of
+// a scenario give the same timeline (TestDeterministic). The virtual cluster
+// is safe for concurrent use anyway and never holds its lock while it calls
+// the Monitor.
+//
+// # Simplifications
+//
+//   - Nodes carry only the Ready condition (pressure conditions play no part
+//     in eviction); the kubelet reports Ready=True, or False after not-ready.
+//   - API writes never fail and apply at once; the DisruptionTarget condition
+//     and the pod deletion are one write (only the delete event is
+//     forwarded).
+//   - Time stands still within a pass, so a zone queue (burst 1) lets at
+//     most one node through per 100ms taint pass: a tainting rate above 10
+//     nodes/s acts as 10 nodes/s. Upstream's pass reads the real clock
+//     between nodes, so there such rates are not capped.
+//   - A resumed kubelet reports its pods Ready again kubelet.podReadyDelay
+//     (10s) after it resumes; pods of a kubelet reporting Ready=False are left
+//     as they are.
+//
+// Runs are independent: several may run in parallel (the command's -sweep
+// does). See examples/policysim/README.md for the scenario format and the
+// output formats.
+package sim

@@ -1,0 +1,245 @@
+package sim
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/taints"
+)
+
+// Pending is the work left when a run ended: nodes still waiting in their
+// zone's tainting queue (legacy mode: eviction queue) and pod evictions
+// scheduled, with when the last of each would happen if the run went on at
+// the rates in force at its end and no kubelet came back. A run whose
+// Pending is not Done was cut off by its duration.
+type Pending struct {
+	// Done is true when nothing is left: no node queued, no eviction
+	// scheduled.
+	Done bool `json:"done"`
+	// NodesQueued and Evictions sum the zones' counts.
+	NodesQueued int `json:"nodesQueued"`
+	Evictions   int `json:"evictions"`
+	// LastTaint and LastEviction are the projected instants (seconds since
+	// the start) of the last taint and the last eviction over all zones;
+	// nil when none is pending or the rate is 0 (Never says which).
+	LastTaint    *float64 `json:"lastTaint"`
+	LastEviction *float64 `json:"lastEviction"`
+	// Never is true when some queued node would never be tainted: its
+	// zone's rate is 0.
+	Never bool          `json:"never"`
+	Zones []ZonePending `json:"zones"`
+}
+
+// ZonePending is the work left in one zone.
+type ZonePending struct {
+	Zone string `json:"zone"`
+	// NodesQueued counts the nodes waiting in the zone's queue; Rate is the
+	// zone's rate at the end, nodes/s.
+	NodesQueued int     `json:"nodesQueued"`
+	Rate        float64 `json:"rate"`
+	// Evictions counts the zone's pods with an eviction scheduled (taint
+	// mode: the Evictor's Scheduled, Due or Retrying pods on tainted nodes).
+	Evictions int `json:"evictions"`
+	// LastTaint is when the last queued node would be tainted: the end
+	// plus NodesQueued/Rate (nil: nothing queued, or Rate 0).
+	LastTaint *float64 `json:"lastTaint"`
+	// LastEviction is the latest of the scheduled evictions and, for the
+	// queued nodes, LastTaint plus the longest finite toleration of the
+	// zone's pods (nil: none pending, or never).
+	LastEviction *float64 `json:"lastEviction"`
+}
+
+// PodOutcome is what became of one pod.
+type PodOutcome struct {
+	Pod  types.NamespacedName
+	Node string
+	Zone string
+	// Evicted is true when the pod was evicted, at EvictedAt (since the
+	// start).
+	Evicted   bool
+	EvictedAt time.Duration
+	// Explanation is Monitor.Explain at the end of the run for a pod still
+	// there (taint mode): its state (NodeNotTainted, ToleratedForever,
+	// Scheduled, ...), the binding taint and toleration, and when it will
+	// go. Zero for an evicted pod and in legacy mode.
+	Explanation taints.Explanation
+}
+
+// Why says in a few words why a pod that is still there was not evicted
+// (or when it will be), from its Explanation; "" for an evicted pod.
+func (o PodOutcome) Why() string {
+	if o.Evicted {
+		return ""
+	}
+	x := o.Explanation
+	switch x.State {
+	case taints.EvictionNodeNotTainted:
+		return "its node has no NoExecute taint"
+	case taints.EvictionToleratedForever:
+		if x.Toleration != nil {
+			return "it tolerates " + taintKey(x.Taint) + " forever (toleration " + tolerationString(*x.Toleration) + ")"
+		}
+		return "it tolerates every NoExecute taint of its node forever"
+	case taints.EvictionScheduled, taints.EvictionDue, taints.EvictionRetrying, taints.EvictionHandedOut:
+		return "eviction " + x.State.String() + " for " + Offset(x.At.Sub(Epoch)) + " (" + string(x.Reason) + ")"
+	case 0:
+		return "legacy mode: its node was not evicted"
+	}
+	return x.State.String()
+}
+
+func taintKey(t *v1.Taint) string {
+	if t == nil {
+		return "its node's taints"
+	}
+	return t.Key + ":" + string(t.Effect)
+}
+
+// Pods returns every pod's outcome, in node then pod order. It asks the
+// Monitor (as the run left it) to explain each pod still there, so it costs
+// O(pods); a test may call it once and keep the slice. After Release it
+// returns nil.
+func (r *Result) Pods() []PodOutcome {
+	s := r.sim
+	if s == nil {
+		return nil
+	}
+	evicted := make(map[string]time.Duration, r.Summary.PodsEvicted)
+	for _, e := range r.Entries {
+		if e.Kind == string(monitor.KindPodEvicted) {
+			evicted[e.Pod] = e.At
+		}
+	}
+	now := Epoch.Add(r.End)
+	var out []PodOutcome
+	for _, n := range s.nodes {
+		zone := s.sc.Zones[n.zone].Name
+		for _, g := range podGroupsOf(s.sc, n.zone) {
+			for j := range g.n {
+				key := types.NamespacedName{Namespace: podNamespace, Name: podName(n.name, g.name, j)}
+				o := PodOutcome{Pod: key, Node: n.name, Zone: zone}
+				if at, ok := evicted[key.String()]; ok {
+					o.Evicted, o.EvictedAt = true, at
+				} else if r.Options.PodEvictionTimeout == 0 {
+					o.Explanation = s.m.Explain(now, key)
+				}
+				out = append(out, o)
+			}
+		}
+	}
+	return out
+}
+
+// pending computes the work left at the end of the run.
+func (s *sim) pending(res *Result) Pending {
+	end := s.t
+	p := Pending{Zones: make([]ZonePending, len(s.sc.Zones))}
+	st := s.m.Stats()
+	rate := make([]float64, len(s.sc.Zones))
+	for i, z := range s.sc.Zones {
+		rate[i] = s.cfg.Zones.EvictionQPS
+		p.Zones[i] = ZonePending{Zone: z.Name}
+		if zs := res.Summary.Zones[i]; len(zs.States) > 0 {
+			rate[i] = zs.States[len(zs.States)-1].Rate
+		}
+		p.Zones[i].Rate = rate[i]
+	}
+	zoneIdx := func(name string) int {
+		return slices.IndexFunc(s.sc.Zones, func(z Zone) bool { return z.Name == name })
+	}
+	for key, n := range st.QueuedByZone {
+		if zi := zoneIdx(s.zoneOfKey[key]); zi >= 0 && n > 0 {
+			p.Zones[zi].NodesQueued += n
+		}
+	}
+	// Scheduled evictions: the pods still on nodes with a NoExecute taint.
+	now := Epoch.Add(end)
+	var latest []time.Duration = make([]time.Duration, len(s.sc.Zones))
+	if s.opt.PodEvictionTimeout == 0 && st.Evictions > 0 {
+		for _, n := range s.nodes {
+			node := s.c.GetNode(n.name)
+			if node == nil || !slices.ContainsFunc(node.Spec.Taints, func(t v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute }) {
+				continue
+			}
+			for _, pod := range s.c.ListPodsOnNode(n.name) {
+				x := s.m.Explain(now, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
+				switch x.State {
+				case taints.EvictionScheduled, taints.EvictionDue, taints.EvictionRetrying, taints.EvictionHandedOut:
+					p.Zones[n.zone].Evictions++
+					latest[n.zone] = max(latest[n.zone], max(x.At.Sub(Epoch), end))
+				}
+			}
+		}
+	}
+	for i := range p.Zones {
+		z := &p.Zones[i]
+		if z.NodesQueued > 0 {
+			if rate[i] > 0 {
+				last := end + time.Duration(math.Ceil(float64(z.NodesQueued)/rate[i]*1e9))
+				z.LastTaint = at(last)
+				if s.opt.PodEvictionTimeout > 0 {
+					// Legacy: a node's pods go when it leaves the queue.
+					latest[i] = max(latest[i], last)
+				} else if tol, ok := longestToleration(s.sc, i); ok {
+					latest[i] = max(latest[i], last+tol)
+				}
+			} else {
+				p.Never = true
+			}
+		}
+		if latest[i] > 0 && (z.NodesQueued == 0 || rate[i] > 0) {
+			z.LastEviction = at(latest[i])
+		}
+		p.NodesQueued += z.NodesQueued
+		p.Evictions += z.Evictions
+		p.LastTaint = maxPtr(p.LastTaint, z.LastTaint)
+		p.LastEviction = maxPtr(p.LastEviction, z.LastEviction)
+	}
+	p.Done = p.NodesQueued == 0 && p.Evictions == 0
+	return p
+}
+
+func maxPtr(a, b *float64) *float64 {
+	if a == nil || b != nil && *b > *a {
+		return b
+	}
+	return a
+}
+
+// longestToleration returns the longest time any pod of zone zi tolerates
+// a health NoExecute taint before eviction (0 for a pod that does not
+// tolerate it), ignoring pods that tolerate it forever; false when every pod
+// tolerates both taints forever.
+func longestToleration(sc *Scenario, zi int) (time.Duration, bool) {
+	var longest time.Duration
+	found := false
+	for _, g := range podGroupsOf(sc, zi) {
+		if g.n == 0 {
+			continue
+		}
+		for _, t := range []v1.Taint{taints.UnreachableTaint(), taints.NotReadyTaint()} {
+			if d, forever := tolerationTime(g.tol, &t); !forever {
+				longest, found = max(longest, d), true
+			}
+		}
+	}
+	return longest, found
+}
+
+// tolerationTime is upstream's getMinTolerationTime
+// (pkg/controller/tainteviction/taint_eviction.go) for one taint, through
+// taints.MatchingTolerations and taints.MinTolerationTime: 0 when no
+// toleration tolerates it, forever when those that do have no
+// TolerationSeconds.
+func tolerationTime(tol []v1.Toleration, t *v1.Taint) (time.Duration, bool) {
+	all, used := taints.MatchingTolerations([]v1.Taint{*t}, tol)
+	if !all {
+		return 0, false
+	}
+	return taints.MinTolerationTime(used)
+}

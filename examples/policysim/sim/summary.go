@@ -1,0 +1,428 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/taints"
+)
+
+// Summary is the outcome of a run, per zone and in all. Times are seconds
+// since the start of the run; a nil time means it never happened.
+type Summary struct {
+	Scenario           string   `json:"scenario"`
+	Mode               string   `json:"mode"`                         // "taint" or "legacy"
+	PodEvictionTimeout *float64 `json:"podEvictionTimeout,omitempty"` // legacy mode only
+	Duration           float64  `json:"duration"`
+	Nodes              int      `json:"nodes"`
+	Pods               int      `json:"pods"`
+	PodsMarkedNotReady int      `json:"podsMarkedNotReady"`
+	PodsReadyAgain     int      `json:"podsReadyAgain"` // marked Ready again by their resumed kubelet
+	PodsEvicted        int      `json:"podsEvicted"`
+	// FullDisruption lists the spans in full disruption mode (no Ready node
+	// in any zone: every eviction stops).
+	FullDisruption []Span        `json:"fullDisruption"`
+	Zones          []ZoneSummary `json:"zones"`
+	// Pending is the work left when the run ended (nil only in a Summary
+	// built by hand).
+	Pending       *Pending       `json:"pending,omitempty"`
+	MonitorPasses int            `json:"monitorPasses"`
+	TaintPasses   int            `json:"taintPasses"`
+	zoneIndex     map[string]int // zone name → index in Zones
+}
+
+// Span is an interval; To is nil when it lasted until the end of the run.
+type Span struct {
+	From float64  `json:"from"`
+	To   *float64 `json:"to"`
+}
+
+// ZoneSummary is what happened in one zone.
+type ZoneSummary struct {
+	Zone  string `json:"zone"`
+	Nodes int    `json:"nodes"`
+	Pods  int    `json:"pods"`
+	// KubeletsDown counts the nodes whose kubelet the scenario stopped or
+	// made report Ready=False; OutageAt is the first such event.
+	KubeletsDown int      `json:"kubeletsDown"`
+	OutageAt     *float64 `json:"outageAt"`
+	// NodesUnknown counts the nodes that became Unknown (or NotReady).
+	NodesUnknown int      `json:"nodesUnknown"`
+	TimesUnknown int      `json:"timesUnknown"` // node-unknown and node-not-ready events
+	FirstUnknown *float64 `json:"firstUnknown"`
+	LastUnknown  *float64 `json:"lastUnknown"`
+	// NodesTainted counts the nodes that got a NoExecute health taint.
+	NodesTainted int      `json:"nodesTainted"`
+	TimesTainted int      `json:"timesTainted"` // NoExecute health taints added
+	FirstTaint   *float64 `json:"firstTaint"`
+	LastTaint    *float64 `json:"lastTaint"`
+	// NodesEvicting counts, in legacy mode, the nodes queued for eviction.
+	NodesEvicting     int      `json:"nodesEvicting"`
+	FirstNodeEvicting *float64 `json:"firstNodeEvicting"`
+	PodsEvicted       int      `json:"podsEvicted"`
+	FirstEviction     *float64 `json:"firstEviction"`
+	LastEviction      *float64 `json:"lastEviction"`
+	// States lists the zone's state changes; FinalState is its last state.
+	States     []StateChange `json:"states"`
+	FinalState string        `json:"finalState"`
+	// Slowest is the last pod evicted in the zone and what bound its time.
+	Slowest *SlowestPod `json:"slowestPod,omitempty"`
+	// NotEvicted explains the pods still on the zone's down nodes (nodes
+	// that went Unknown or NotReady) at the end, grouped by reason, from
+	// Monitor.Explain (taint mode).
+	NotEvicted []KeptPods `json:"notEvicted,omitempty"`
+}
+
+// KeptPods is a number of pods of down nodes that were not evicted, and
+// why.
+type KeptPods struct {
+	Pods int    `json:"pods"`
+	Why  string `json:"why"`
+	// DaemonSet is true when they are DaemonSet pods.
+	DaemonSet bool `json:"daemonSet,omitempty"`
+}
+
+// StateChange is a zone entering State at T.
+type StateChange struct {
+	T     float64 `json:"t"`
+	State string  `json:"state"`
+	Rate  float64 `json:"rate"` // the zone's tainting rate from then on, nodes/s
+}
+
+// SlowestPod is the binding constraint of the last eviction in a zone, from
+// Monitor.Explain while the eviction was handed out (taint mode), or from
+// the node's eviction timeline (legacy mode).
+type SlowestPod struct {
+	Pod       string  `json:"pod"`
+	Node      string  `json:"node"`
+	EvictedAt float64 `json:"evictedAt"`
+	// NodeDownAt is when the node last became Unknown or NotReady before
+	// the eviction; NodeTaintedAt when it got its NoExecute taint (legacy:
+	// when it was queued for eviction); ZoneRate the zone's tainting rate
+	// then.
+	NodeDownAt    *float64 `json:"nodeDownAt"`
+	NodeTaintedAt *float64 `json:"nodeTaintedAt"`
+	ZoneRate      *float64 `json:"zoneRate"`
+	// Taint is the binding NoExecute taint and Toleration the pod's
+	// toleration of it ("" when not tolerated); the countdown of
+	// TolerationSeconds started at CountdownStart.
+	Taint             string   `json:"taint,omitempty"`
+	Toleration        string   `json:"toleration,omitempty"`
+	TolerationSeconds *float64 `json:"tolerationSeconds,omitempty"`
+	CountdownStart    *float64 `json:"countdownStart,omitempty"`
+	// Constraint says in one line what bound the eviction time.
+	Constraint string `json:"constraint"`
+}
+
+func secs(d time.Duration) float64 { return d.Seconds() }
+
+func at(d time.Duration) *float64 { v := secs(d); return &v }
+
+// summarize computes the Summary from the timeline and the run's state.
+func summarize(res *Result, s *sim) Summary {
+	sc := res.Scenario
+	counts := s.c.Counts()
+	sum := Summary{
+		FullDisruption: []Span{},
+		Scenario:       sc.Name, Mode: res.Options.Mode(), Duration: secs(sc.Duration.D()),
+		Nodes: len(res.Nodes), PodsMarkedNotReady: counts.PodsMarkedNotReady, PodsReadyAgain: counts.PodsMarkedReady, PodsEvicted: counts.PodsEvicted,
+		MonitorPasses: res.MonitorPasses, TaintPasses: res.TaintPasses, zoneIndex: map[string]int{},
+	}
+	if res.Options.PodEvictionTimeout > 0 {
+		sum.PodEvictionTimeout = at(res.Options.PodEvictionTimeout)
+	}
+	for i, z := range sc.Zones {
+		pods := 0
+		for _, g := range z.PodGroups() {
+			pods += g.PerNode * z.Nodes
+		}
+		sum.Pods += pods
+		sum.Zones = append(sum.Zones, ZoneSummary{Zone: z.Name, Nodes: z.Nodes, Pods: pods, States: []StateChange{}})
+		sum.zoneIndex[z.Name] = i
+	}
+	type nodeSets struct{ down, unknown, tainted, evicting map[string]bool }
+	sets := make([]nodeSets, len(sum.Zones))
+	for i := range sets {
+		sets[i] = nodeSets{map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}}
+	}
+	first := func(p **float64, t time.Duration) {
+		if *p == nil {
+			*p = at(t)
+		}
+	}
+	for _, e := range res.Entries {
+		if e.Kind == string(monitor.KindDisruptionMode) {
+			switch {
+			case e.Entered:
+				sum.FullDisruption = append(sum.FullDisruption, Span{From: secs(e.At)})
+			case len(sum.FullDisruption) > 0:
+				sum.FullDisruption[len(sum.FullDisruption)-1].To = at(e.At)
+			}
+			continue
+		}
+		zi, ok := sum.zoneIndex[e.Zone]
+		if !ok {
+			continue
+		}
+		z, set := &sum.Zones[zi], sets[zi]
+		switch e.Kind {
+		case KindKubeletStopped, KindKubeletNotReady:
+			first(&z.OutageAt, e.At)
+			set.down[e.Node] = true
+		case string(monitor.KindNodeUnknown), string(monitor.KindNodeNotReady):
+			first(&z.FirstUnknown, e.At)
+			z.LastUnknown = at(e.At)
+			z.TimesUnknown++
+			set.unknown[e.Node] = true
+		case string(monitor.KindTaintAdded):
+			if isHealthNoExecute(e.Taint) {
+				first(&z.FirstTaint, e.At)
+				z.LastTaint = at(e.At)
+				z.TimesTainted++
+				set.tainted[e.Node] = true
+			}
+		case string(monitor.KindNodeEvicting):
+			first(&z.FirstNodeEvicting, e.At)
+			set.evicting[e.Node] = true
+		case string(monitor.KindPodEvicted):
+			z.PodsEvicted++
+			first(&z.FirstEviction, e.At)
+			z.LastEviction = at(e.At)
+		case string(monitor.KindZoneState):
+			z.States = append(z.States, StateChange{T: secs(e.At), State: e.State, Rate: e.Rate})
+			z.FinalState = e.State
+		}
+	}
+	for i := range sum.Zones {
+		z, set := &sum.Zones[i], sets[i]
+		z.KubeletsDown, z.NodesUnknown, z.NodesTainted, z.NodesEvicting = len(set.down), len(set.unknown), len(set.tainted), len(set.evicting)
+		if sp := s.slowest[i]; sp.set {
+			z.Slowest = slowest(res, sp)
+		}
+		z.NotEvicted = s.notEvicted(res, set.unknown)
+	}
+	return sum
+}
+
+// notEvicted groups the pods still on the down nodes by why they are
+// still there. Pods of one group on one node are alike: one of them is
+// explained for all.
+func (s *sim) notEvicted(res *Result, down map[string]bool) []KeptPods {
+	nodes := make([]string, 0, len(down))
+	for n := range down {
+		nodes = append(nodes, n)
+	}
+	slices.Sort(nodes)
+	now := Epoch.Add(s.t)
+	var out []KeptPods
+	index := map[string]int{}
+	for _, name := range nodes {
+		pods := s.c.ListPodsOnNode(name)
+		for i := 0; i < len(pods); {
+			group := podGroupName(name, pods[i].Name)
+			j := i + 1
+			for j < len(pods) && podGroupName(name, pods[j].Name) == group {
+				j++
+			}
+			p := pods[i]
+			ds := isDaemonSetPod(p)
+			var why string
+			if res.Options.PodEvictionTimeout > 0 {
+				why = "its node was not evicted (yet)"
+				if ds {
+					why = "legacy node eviction never deletes DaemonSet pods"
+				}
+			} else {
+				o := PodOutcome{Explanation: s.m.Explain(now, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})}
+				switch x := o.Explanation; x.State {
+				case taints.EvictionScheduled, taints.EvictionDue, taints.EvictionRetrying, taints.EvictionHandedOut:
+					why = "eviction scheduled after the end (" + string(x.Reason) + ")"
+				case taints.EvictionNodeNotTainted:
+					why = "its node has no NoExecute taint (recovered, or not tainted yet)"
+				default:
+					why = o.Why()
+				}
+				if ds {
+					why += "; DaemonSet pods get not-ready and unreachable tolerations without tolerationSeconds"
+				}
+			}
+			k, ok := index[why]
+			if !ok {
+				k = len(out)
+				index[why] = k
+				out = append(out, KeptPods{Why: why, DaemonSet: ds})
+			}
+			out[k].Pods += j - i
+			i = j
+		}
+	}
+	return out
+}
+
+// podGroupName returns the group of a pod named <node>-<group>-<index>.
+func podGroupName(node, pod string) string {
+	g := strings.TrimPrefix(pod, node+"-")
+	if i := strings.LastIndexByte(g, '-'); i >= 0 {
+		g = g[:i]
+	}
+	return g
+}
+
+func isDaemonSetPod(p *v1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" && o.Controller != nil && *o.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// isHealthNoExecute reports whether t is one of the two NoExecute health
+// taints.
+func isHealthNoExecute(t v1.Taint) bool {
+	nr, ur := taints.NotReadyTaint(), taints.UnreachableTaint()
+	return t.MatchTaint(&nr) || t.MatchTaint(&ur)
+}
+
+// slowest describes what bound the eviction of sp.
+func slowest(res *Result, sp slowPod) *SlowestPod {
+	out := &SlowestPod{Pod: sp.pod.String(), Node: sp.node, EvictedAt: secs(sp.at)}
+	zone := ""
+	for _, n := range res.Nodes {
+		if n.Name == sp.node {
+			zone = n.Zone
+			break
+		}
+	}
+	legacy := res.Options.PodEvictionTimeout > 0
+	var rate *float64
+	for _, e := range res.Entries {
+		if e.At > sp.at {
+			break
+		}
+		switch {
+		case e.Kind == string(monitor.KindZoneState) && e.Zone == zone:
+			r := e.Rate
+			rate = &r
+		case e.Node != sp.node:
+		case e.Kind == string(monitor.KindNodeUnknown) || e.Kind == string(monitor.KindNodeNotReady):
+			out.NodeDownAt = at(e.At)
+		case !legacy && e.Kind == string(monitor.KindTaintAdded) && isHealthNoExecute(e.Taint),
+			legacy && e.Kind == string(monitor.KindNodeEvicting):
+			out.NodeTaintedAt = at(e.At)
+			if rate != nil {
+				r := *rate
+				out.ZoneRate = &r
+			}
+		}
+	}
+	var b strings.Builder
+	if x := sp.x; x != nil {
+		if x.Taint != nil {
+			out.Taint = x.Taint.Key + ":" + string(x.Taint.Effect)
+			if x.Taint.Value != "" {
+				out.Taint = x.Taint.Key + "=" + x.Taint.Value + ":" + string(x.Taint.Effect)
+			}
+		}
+		if x.Toleration != nil {
+			out.Toleration = tolerationString(*x.Toleration)
+			if x.Toleration.TolerationSeconds != nil {
+				v := float64(*x.Toleration.TolerationSeconds)
+				out.TolerationSeconds = &v
+				out.CountdownStart = at(x.Start.Sub(Epoch))
+			}
+		}
+		switch {
+		case out.Taint == "":
+			fmt.Fprintf(&b, "%v (%v)", x.State, x.Reason)
+		case out.Toleration == "":
+			fmt.Fprintf(&b, "%s not tolerated: evicted as soon as its node was tainted", out.Taint)
+		case out.TolerationSeconds != nil:
+			fmt.Fprintf(&b, "%s tolerated for %gs (toleration %s) from %s", out.Taint, *out.TolerationSeconds, out.Toleration, Offset(x.Start.Sub(Epoch)))
+			if end := x.Start.Add(seconds(*out.TolerationSeconds)); !end.Equal(x.At) {
+				// Under RescheduleNever (upstream) a scheduled eviction
+				// keeps its time when the taints change.
+				fmt.Fprintf(&b, ", which would end at %s, but the eviction scheduled for %s under an earlier taint stands (upstream never moves a scheduled eviction, kubernetes/kubernetes#102993)",
+					Offset(end.Sub(Epoch)), Offset(x.At.Sub(Epoch)))
+			}
+		default:
+			fmt.Fprintf(&b, "%s, %v", out.Taint, x.Reason)
+		}
+	} else {
+		// Upstream (v1.26 processNoTaintBaseEviction) counts the timeout of
+		// an Unknown node from its last heartbeat, of a NotReady one from
+		// its Ready transition.
+		from := "the node's last heartbeat"
+		if downWord(res, sp.node, sp.at) == "NotReady" {
+			from = "the node's Ready=False transition"
+		}
+		fmt.Fprintf(&b, "legacy node eviction: pod-eviction-timeout %v after %s, then the zone queue", res.Options.PodEvictionTimeout, from)
+	}
+	if out.NodeTaintedAt != nil {
+		verb := "tainted"
+		if legacy {
+			verb = "queued for eviction"
+		}
+		fmt.Fprintf(&b, "; node %s", verb)
+		fmt.Fprintf(&b, " at %s", Offset(seconds(*out.NodeTaintedAt)))
+		if out.NodeDownAt != nil {
+			wait := seconds(*out.NodeTaintedAt - *out.NodeDownAt)
+			fmt.Fprintf(&b, ", %s after it went %s", Dur(wait), downWord(res, sp.node, sp.at))
+			if !legacy && out.ZoneRate != nil {
+				fmt.Fprintf(&b, " (zone queue at %g nodes/s)", *out.ZoneRate)
+			}
+		}
+	}
+	out.Constraint = b.String()
+	return out
+}
+
+// downWord says whether the node went Unknown or NotReady last before t.
+func downWord(res *Result, node string, t time.Duration) string {
+	w := "Unknown"
+	for _, e := range res.Entries {
+		if e.At > t {
+			break
+		}
+		if e.Node == node {
+			switch e.Kind {
+			case string(monitor.KindNodeUnknown):
+				w = "Unknown"
+			case string(monitor.KindNodeNotReady):
+				w = "NotReady"
+			}
+		}
+	}
+	return w
+}
+
+// seconds converts a summary time back to a Duration, to the millisecond.
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s*1e3)) * time.Millisecond }
+
+func tolerationString(t v1.Toleration) string {
+	var b strings.Builder
+	if t.Key == "" {
+		b.WriteString("*")
+	} else {
+		b.WriteString(t.Key)
+	}
+	if t.Operator == "Exists" || t.Operator == "" && t.Value == "" && t.Key == "" {
+		b.WriteString(" Exists")
+	} else {
+		b.WriteString("=" + t.Value)
+	}
+	if t.Effect != "" {
+		b.WriteString(" " + string(t.Effect))
+	}
+	if t.TolerationSeconds != nil {
+		fmt.Fprintf(&b, " %ds", *t.TolerationSeconds)
+	}
+	return b.String()
+}

@@ -1,0 +1,118 @@
+package taints
+
+import (
+	"hash/maphash"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// podIndex finds a pod's record by name: an open-addressing hash table of
+// record pointers with linear probing and backward-shift deletion. It costs
+// 8 bytes per slot (the key lives in the record), 9 to 18 bytes per pod at
+// its load factor of 1/4 to 1/2 (3/4 before growing), against about 90 for a
+// Go map keyed by types.NamespacedName. Hashes are seeded per Evictor
+// (hash/maphash), so names chosen to collide cannot be prepared in advance.
+// Operations are O(1) expected; growth doubles the table. Not safe for
+// concurrent use; the Evictor's mutex guards it.
+type podIndex struct {
+	slots []*podRec // len is 0 or a power of two; nil is empty
+	n     int
+	seed  maphash.Seed
+}
+
+const podIndexMinSlots = 16
+
+func newPodIndex() podIndex { return podIndex{seed: maphash.MakeSeed()} }
+
+func (x *podIndex) hash(k types.NamespacedName) uint64 {
+	h := maphash.String(x.seed, k.Namespace)
+	return (h ^ maphash.String(x.seed, k.Name)*0x9E3779B97F4A7C15) * 0xBF58476D1CE4E5B9
+}
+
+// len returns the number of records.
+func (x *podIndex) len() int { return x.n }
+
+// get returns k's record, or nil.
+func (x *podIndex) get(k types.NamespacedName) *podRec {
+	if x.n == 0 {
+		return nil
+	}
+	mask := uint64(len(x.slots) - 1)
+	for i := x.hash(k) & mask; ; i = (i + 1) & mask {
+		r := x.slots[i]
+		if r == nil {
+			return nil
+		}
+		if r.key == k {
+			return r
+		}
+	}
+}
+
+// put adds r, whose key must not be in the index.
+func (x *podIndex) put(r *podRec) {
+	if (x.n+1)*4 > len(x.slots)*3 {
+		x.resize(max(podIndexMinSlots, 2*len(x.slots)))
+	}
+	x.insert(r)
+	x.n++
+}
+
+func (x *podIndex) insert(r *podRec) {
+	mask := uint64(len(x.slots) - 1)
+	i := x.hash(r.key) & mask
+	for x.slots[i] != nil {
+		i = (i + 1) & mask
+	}
+	x.slots[i] = r
+}
+
+// remove deletes r (which must be in the index) and shifts later members of
+// its probe run back, so no tombstones are needed. It shrinks the table when
+// it is less than 1/8 full.
+func (x *podIndex) remove(r *podRec) {
+	mask := uint64(len(x.slots) - 1)
+	i := x.hash(r.key) & mask
+	for x.slots[i] != r {
+		if x.slots[i] == nil {
+			return
+		}
+		i = (i + 1) & mask
+	}
+	x.slots[i] = nil
+	x.n--
+	for j := (i + 1) & mask; x.slots[j] != nil; j = (j + 1) & mask {
+		home := x.hash(x.slots[j].key) & mask
+		// Move slots[j] into the hole at i unless its home lies cyclically
+		// in (i, j].
+		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
+			x.slots[i], x.slots[j] = x.slots[j], nil
+			i = j
+		}
+	}
+	if len(x.slots) > podIndexMinSlots && x.n*8 < len(x.slots) {
+		x.resize(len(x.slots) / 2)
+	}
+	if x.n == 0 {
+		x.slots = nil
+	}
+}
+
+func (x *podIndex) resize(size int) {
+	old := x.slots
+	x.slots = make([]*podRec, size)
+	for _, r := range old {
+		if r != nil {
+			x.insert(r)
+		}
+	}
+}
+
+// each calls fn for every record, in no particular order.
+func (x *podIndex) each(fn func(*podRec)) {
+	for _, r := range x.slots {
+		if r != nil {
+			fn(r)
+		}
+	}
+}

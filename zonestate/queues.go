@@ -1,0 +1,316 @@
+package zonestate
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// RateQueue is what Queues needs of a zone's tainting queue.
+// *evictionqueue.Queue[K] satisfies it for every key type K; this package
+// does not import evictionqueue, so any queue with these methods will do.
+type RateQueue interface {
+	// SetRate changes the queue's rate to qps items per second; 0 stops it.
+	SetRate(now time.Time, qps float64) error
+	// Clear forgets every item.
+	Clear()
+	// NextDeadline is when the queue next has work, if it has any.
+	NextDeadline() (time.Time, bool)
+	// Len is the number of pending items.
+	Len() int
+}
+
+// ErrNoConstructor is returned by NewQueues when it is given a nil
+// constructor.
+var ErrNoConstructor = errors.New("zonestate: NewQueues needs a queue constructor")
+
+// Queues is the caller's set of per-zone tainting queues, kept in step with
+// the Tracker's Decisions: Apply creates, re-rates, clears, stops and drops
+// queues exactly as the Decision documents, and NextDeadline is the earliest
+// deadline over every zone. It replaces the loop every caller of Tracker
+// otherwise writes (see the package documentation).
+//
+// Zones are visited in sorted key order (Each, Zones, Apply), so what a
+// caller derives from the set is reproducible.
+//
+// The zero Queues is not usable; call NewQueues. A Queues is safe for
+// concurrent use: Apply and Ensure are serialized by one mutex, held while
+// they call the constructor and the queues' SetRate and Clear; a second
+// mutex guards the zone map and is held by every method while it reads it,
+// and by NextDeadline and Len while they call each queue's NextDeadline or
+// Len. The constructor may therefore call Get, Each, Zones, NextDeadline
+// and Len, but not Apply or Ensure; Each's callback may call anything. A
+// queue used from several goroutines must itself be safe for concurrent use
+// (*evictionqueue.Queue is).
+type Queues[Q RateQueue] struct {
+	applyMu  sync.Mutex // serializes Apply and Ensure
+	newQueue func(now time.Time, zone string, qps float64) (Q, error)
+	full     bool // InFullDisruption of the last Apply; guarded by applyMu
+
+	mu     sync.Mutex
+	queues map[string]Q
+	keys   []string            // sorted keys of queues
+	rate   map[string]float64  // each queue's rate outside full disruption mode
+	absent map[string]struct{} // zones with a queue but no decision in the last Apply
+}
+
+// NewQueues returns an empty set whose queues newQueue creates: it is called
+// with the instant, the zone key and the zone's rate, and must return a
+// queue running at that rate (qps 0: stopped). With evictionqueue:
+//
+//	qs, err := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
+//		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: 1})
+//	})
+//
+// It returns ErrNoConstructor when newQueue is nil.
+func NewQueues[Q RateQueue](newQueue func(now time.Time, zone string, qps float64) (Q, error)) (*Queues[Q], error) {
+	if newQueue == nil {
+		return nil, ErrNoConstructor
+	}
+	return &Queues[Q]{
+		newQueue: newQueue,
+		queues:   make(map[string]Q),
+		rate:     make(map[string]float64),
+		absent:   make(map[string]struct{}),
+	}, nil
+}
+
+// Apply brings the set in line with d, the Decision of the last
+// Tracker.Update (or UpdateCounts), at now:
+//
+//   - a zone of d.Zones without a queue gets one, created at the zone's
+//     QPS;
+//   - on d.EnteredFullDisruption every queue of the set, whether its zone
+//     is in d.Zones or not, is cleared and stopped (SetRate 0), as upstream
+//     handleDisruption does when it enters full disruption mode;
+//   - otherwise a zone whose RateChanged is set, and every zone of d.Zones
+//     on d.ExitedFullDisruption, gets SetRate(now, QPS);
+//   - the queue of a zone in d.Removed is dropped when it is empty. One
+//     that still holds items keeps running at its last rate (upstream keeps
+//     the old queue too, until the zone comes back) and is dropped by the
+//     first later Apply that finds it empty while its zone is still absent,
+//     so no queued node is lost and queues of zones gone for good do not
+//     accumulate. If the zone comes back first, its queue is reused and gets
+//     the zone's rate (its first decision has RateChanged set); unlike
+//     upstream, which replaces the queue and loses its items and limiter;
+//   - on d.ExitedFullDisruption a queue whose zone has no decision gets
+//     back the rate it had before the mode (or the rate Ensure was asked
+//     for).
+//
+// A queue created by Ensure for a zone that has no decision counts as
+// absent in the same way.
+//
+// Apply continues after an error from the constructor or SetRate (a zone
+// whose constructor failed gets no queue, and the next Apply that lists it,
+// or Ensure, tries again) and returns every error joined, each naming its
+// zone. It makes one pass over d and the set: O(Z) for Z zones, plus O(Z)
+// per zone it creates or drops (sorted key slice); in the steady state (no
+// zone created, dropped, stopped or restarted) it allocates nothing.
+func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+
+	var errs []error
+	fail := func(zone, op string, err error) {
+		errs = append(errs, fmt.Errorf("zonestate: zone %q: %s: %w", zone, op, err))
+	}
+	s.full = d.InFullDisruption
+	for _, z := range d.Zones {
+		q, ok := s.Get(z.Key)
+		if !ok {
+			nq, err := s.newQueue(now, z.Key, z.QPS)
+			if err != nil {
+				fail(z.Key, "create queue", err)
+				continue
+			}
+			s.put(z.Key, nq, z.QPS, !d.InFullDisruption)
+			continue
+		}
+		s.mu.Lock()
+		delete(s.absent, z.Key)
+		if !d.InFullDisruption {
+			s.rate[z.Key] = z.QPS
+		}
+		s.mu.Unlock()
+		if !d.EnteredFullDisruption && (z.RateChanged || d.ExitedFullDisruption) {
+			if err := q.SetRate(now, z.QPS); err != nil {
+				fail(z.Key, "set rate", err)
+			}
+		}
+	}
+
+	s.mu.Lock()
+	for _, k := range d.Removed {
+		if _, ok := s.queues[k]; ok {
+			s.absent[k] = struct{}{}
+		}
+	}
+	var all []zoneQueue[Q]
+	switch {
+	case d.EnteredFullDisruption:
+		all = s.snapshot()
+	case d.ExitedFullDisruption:
+		for _, k := range s.keys { // sorted, so errors come in zone order
+			if _, ok := s.absent[k]; ok {
+				if r, known := s.rate[k]; known {
+					all = append(all, zoneQueue[Q]{zone: k, q: s.queues[k], rate: r})
+				}
+			}
+		}
+	}
+	s.mu.Unlock()
+
+	for _, e := range all {
+		if d.EnteredFullDisruption {
+			e.q.Clear()
+			if err := e.q.SetRate(now, 0); err != nil {
+				fail(e.zone, "stop", err)
+			}
+		} else if err := e.q.SetRate(now, e.rate); err != nil {
+			fail(e.zone, "set rate", err)
+		}
+	}
+
+	s.mu.Lock()
+	for k := range s.absent {
+		if s.queues[k].Len() == 0 {
+			s.drop(k)
+		}
+	}
+	s.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// Ensure returns the zone's queue, creating it at qps (through the
+// constructor) when the set has none, for a caller that must queue a node
+// in a zone before, or without, a decision for it (upstream creates a zone's
+// queue when it first meets one of its nodes). A queue Ensure creates for a
+// zone without a decision in the last Apply is dropped by a later Apply once
+// it is empty and the zone still has no decision. While the last Apply was
+// in full disruption mode the queue is created stopped (qps 0) and gets qps
+// when an Apply exits the mode, so nothing is tainted during the mode. The
+// constructor's error is returned wrapped.
+func (s *Queues[Q]) Ensure(now time.Time, zone string, qps float64) (Q, error) {
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	if q, ok := s.Get(zone); ok {
+		return q, nil
+	}
+	initial := qps
+	if s.full {
+		initial = 0
+	}
+	q, err := s.newQueue(now, zone, initial)
+	if err != nil {
+		var zero Q
+		return zero, fmt.Errorf("zonestate: zone %q: create queue: %w", zone, err)
+	}
+	s.put(zone, q, qps, true)
+	s.mu.Lock()
+	s.absent[zone] = struct{}{}
+	s.mu.Unlock()
+	return q, nil
+}
+
+// Get returns the zone's queue and true, or the zero Q and false when the
+// set has none. O(1).
+func (s *Queues[Q]) Get(zone string) (Q, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.queues[zone]
+	return q, ok
+}
+
+// Zones returns the zone keys of the set's queues, sorted. It allocates the
+// returned slice.
+func (s *Queues[Q]) Zones() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.keys)
+}
+
+// Each calls fn for every zone's queue in sorted zone order, until fn
+// returns false. It iterates over a copy taken when it starts (so fn may
+// call any method of the set, Apply included) and runs fn with no lock
+// held.
+func (s *Queues[Q]) Each(fn func(zone string, q Q) bool) {
+	s.mu.Lock()
+	all := s.snapshot()
+	s.mu.Unlock()
+	for _, e := range all {
+		if !fn(e.zone, e.q) {
+			return
+		}
+	}
+}
+
+// NextDeadline returns the earliest NextDeadline of the set's queues, and
+// false when no queue has one (every queue is empty or stopped). Ties go to
+// the first zone in key order; the result does not depend on it. O(Z) for
+// Z zones; it allocates nothing.
+func (s *Queues[Q]) NextDeadline() (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var at time.Time
+	found := false
+	for _, k := range s.keys {
+		if t, ok := s.queues[k].NextDeadline(); ok && (!found || t.Before(at)) {
+			at, found = t, true
+		}
+	}
+	return at, found
+}
+
+// Len returns the number of pending items over every queue. O(Z); it
+// allocates nothing.
+func (s *Queues[Q]) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, q := range s.queues {
+		n += q.Len()
+	}
+	return n
+}
+
+// zoneQueue is one entry of a snapshot.
+type zoneQueue[Q RateQueue] struct {
+	zone string
+	q    Q
+	rate float64 // set only where Apply needs it
+}
+
+// snapshot copies the set in key order. Called with s.mu held.
+func (s *Queues[Q]) snapshot() []zoneQueue[Q] {
+	out := make([]zoneQueue[Q], len(s.keys))
+	for i, k := range s.keys {
+		out[i] = zoneQueue[Q]{zone: k, q: s.queues[k]}
+	}
+	return out
+}
+
+// put adds the zone's queue, and its rate outside full disruption mode when
+// setRate. Called with s.applyMu held and s.mu not held.
+func (s *Queues[Q]) put(zone string, q Q, rate float64, setRate bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queues[zone] = q
+	if setRate {
+		s.rate[zone] = rate
+	}
+	if i, found := slices.BinarySearch(s.keys, zone); !found {
+		s.keys = slices.Insert(s.keys, i, zone)
+	}
+}
+
+// drop forgets the zone's queue. Called with s.mu held.
+func (s *Queues[Q]) drop(zone string) {
+	delete(s.queues, zone)
+	delete(s.rate, zone)
+	delete(s.absent, zone)
+	if i, found := slices.BinarySearch(s.keys, zone); found {
+		s.keys = slices.Delete(s.keys, i, i+1)
+	}
+}

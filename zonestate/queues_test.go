@@ -1,0 +1,487 @@
+package zonestate
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// fakeQueue records what Queues does to it. items stands for pending work;
+// due is its NextDeadline while it has items and a rate.
+type fakeQueue struct {
+	mu      sync.Mutex
+	zone    string
+	qps     float64
+	items   int
+	due     time.Time
+	log     []string
+	rateErr error
+}
+
+func (f *fakeQueue) SetRate(now time.Time, qps float64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log = append(f.log, "rate "+strconvG(qps))
+	if f.rateErr != nil {
+		return f.rateErr
+	}
+	f.qps = qps
+	return nil
+}
+
+func (f *fakeQueue) Clear() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log = append(f.log, "clear")
+	f.items = 0
+}
+
+func (f *fakeQueue) NextDeadline() (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.items == 0 || f.qps == 0 {
+		return time.Time{}, false
+	}
+	return f.due, true
+}
+
+func (f *fakeQueue) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.items
+}
+
+func (f *fakeQueue) calls() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := strings.Join(f.log, ",")
+	f.log = nil
+	return s
+}
+
+func strconvG(v float64) string {
+	switch v {
+	case 0:
+		return "0"
+	case 0.1:
+		return "0.1"
+	case 0.01:
+		return "0.01"
+	}
+	return "other"
+}
+
+// fakeSet returns a Queues of fakeQueues and the log of constructor calls.
+func fakeSet(t *testing.T, fail map[string]error) (*Queues[*fakeQueue], *[]string) {
+	t.Helper()
+	var created []string
+	s, err := NewQueues(func(now time.Time, zone string, qps float64) (*fakeQueue, error) {
+		if err := fail[zone]; err != nil {
+			return nil, err
+		}
+		created = append(created, zone+"@"+strconvG(qps))
+		return &fakeQueue{zone: zone, qps: qps}, nil
+	})
+	if err != nil {
+		t.Fatalf("NewQueues = %v", err)
+	}
+	return s, &created
+}
+
+func mustGet(t *testing.T, s *Queues[*fakeQueue], zone string) *fakeQueue {
+	t.Helper()
+	q, ok := s.Get(zone)
+	if !ok {
+		t.Fatalf("Get(%q) = false, want a queue", zone)
+	}
+	return q
+}
+
+func TestNewQueuesNeedsConstructor(t *testing.T) {
+	if _, err := NewQueues[*fakeQueue](nil); !errors.Is(err, ErrNoConstructor) {
+		t.Fatalf("NewQueues(nil) = %v, want ErrNoConstructor", err)
+	}
+}
+
+// TestQueuesApplyFollowsDecisions drives a Tracker and a Queues together
+// through the mode edges and checks each queue's calls.
+func TestQueuesApplyFollowsDecisions(t *testing.T) {
+	tr, _ := NewTracker(DefaultPolicy())
+	s, created := fakeSet(t, nil)
+	apply := func(z zonesT) Decision {
+		t.Helper()
+		d := tr.Update(z)
+		if err := s.Apply(epoch, d); err != nil {
+			t.Fatalf("Apply = %v", err)
+		}
+		return d
+	}
+
+	apply(zonesT{"b": conds("TT"), "a": conds("TT")})
+	if got, want := strings.Join(*created, " "), "a@0.1 b@0.1"; got != want {
+		t.Fatalf("created %q, want %q (sorted, at each zone's rate)", got, want)
+	}
+	a, b := mustGet(t, s, "a"), mustGet(t, s, "b")
+	if got := s.Zones(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("Zones() = %q, want [a b]", got)
+	}
+
+	apply(zonesT{"a": conds("TT"), "b": conds("TT")})
+	if ca, cb := a.calls(), b.calls(); ca != "" || cb != "" {
+		t.Fatalf("steady pass: calls a=%q b=%q, want none", ca, cb)
+	}
+
+	apply(zonesT{"a": conds("TUUU"), "b": conds("TT")}) // a partial, small: rate 0
+	if ca, cb := a.calls(), b.calls(); ca != "rate 0" || cb != "" {
+		t.Fatalf("a partial: calls a=%q b=%q, want a=\"rate 0\" b=\"\"", ca, cb)
+	}
+
+	a.items, b.items = 3, 2
+	d := apply(zonesT{"a": conds("UU"), "b": conds("UU")})
+	if !d.EnteredFullDisruption {
+		t.Fatal("want EnteredFullDisruption")
+	}
+	if ca, cb := a.calls(), b.calls(); ca != "clear,rate 0" || cb != "clear,rate 0" {
+		t.Fatalf("entering full disruption: calls a=%q b=%q, want clear,rate 0 on both", ca, cb)
+	}
+	if n := s.Len(); n != 0 {
+		t.Fatalf("Len() = %d after entering full disruption, want 0", n)
+	}
+
+	apply(zonesT{"a": conds("UU"), "b": conds("UU")})
+	if ca, cb := a.calls(), b.calls(); ca != "" || cb != "" {
+		t.Fatalf("staying in full disruption: calls a=%q b=%q, want none", ca, cb)
+	}
+
+	d = apply(zonesT{"a": conds("UU"), "b": conds("TU")})
+	if !d.ExitedFullDisruption {
+		t.Fatal("want ExitedFullDisruption")
+	}
+	if ca, cb := a.calls(), b.calls(); ca != "rate 0.1" || cb != "rate 0.1" {
+		t.Fatalf("exiting full disruption: calls a=%q b=%q, want rate 0.1 on both", ca, cb)
+	}
+}
+
+// TestQueuesRemovedZones: an empty queue of a removed zone is dropped at
+// once; one with items is kept until it is empty, and reused (re-rated) if
+// the zone comes back first.
+func TestQueuesRemovedZones(t *testing.T) {
+	tr, _ := NewTracker(DefaultPolicy())
+	s, created := fakeSet(t, nil)
+	apply := func(z zonesT) {
+		t.Helper()
+		if err := s.Apply(epoch, tr.Update(z)); err != nil {
+			t.Fatalf("Apply = %v", err)
+		}
+	}
+	apply(zonesT{"a": conds("T"), "b": conds("T"), "c": conds("T")})
+	b, c := mustGet(t, s, "b"), mustGet(t, s, "c")
+	c.items = 2
+
+	apply(zonesT{"a": conds("T")})
+	if _, ok := s.Get("b"); ok {
+		t.Fatal("empty queue of removed zone b kept, want dropped")
+	}
+	if _, ok := s.Get("c"); !ok {
+		t.Fatal("queue of removed zone c with 2 items dropped, want kept (no item lost)")
+	}
+	_ = b
+
+	apply(zonesT{"a": conds("T")})
+	if _, ok := s.Get("c"); !ok {
+		t.Fatal("absent zone c with items dropped, want kept")
+	}
+	c.items = 0
+	apply(zonesT{"a": conds("T")})
+	if _, ok := s.Get("c"); ok {
+		t.Fatal("absent zone c, now empty, kept; want dropped")
+	}
+
+	// A zone that comes back while its queue is kept reuses it.
+	apply(zonesT{"a": conds("T"), "d": conds("TTTT")})
+	dq := mustGet(t, s, "d")
+	dq.items = 1
+	dq.calls()
+	apply(zonesT{"a": conds("T")})
+	apply(zonesT{"a": conds("T"), "d": conds("TUUU")}) // back, partial: rate 0
+	if got := mustGet(t, s, "d"); got != dq {
+		t.Fatal("zone d came back with a new queue, want its kept queue")
+	}
+	if got := dq.calls(); got != "rate 0" {
+		t.Fatalf("zone d came back: calls %q, want \"rate 0\"", got)
+	}
+	dq.items = 0
+	apply(zonesT{"a": conds("T"), "d": conds("TUUU")})
+	if _, ok := s.Get("d"); !ok {
+		t.Fatal("zone d with a decision dropped when empty, want kept")
+	}
+	if got, want := strings.Join(*created, " "), "a@0.1 b@0.1 c@0.1 d@0.1"; got != want {
+		t.Fatalf("created %q, want %q", got, want)
+	}
+}
+
+// TestQueuesEnsure: Ensure creates once; a queue without a decision is
+// cleared and stopped on entering full disruption and then dropped.
+func TestQueuesEnsure(t *testing.T) {
+	tr, _ := NewTracker(DefaultPolicy())
+	s, created := fakeSet(t, nil)
+	x, err := s.Ensure(epoch, "x", 0.1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := s.Ensure(epoch, "x", 0.5); again != x {
+		t.Fatal("second Ensure created a new queue")
+	}
+	x.items = 1
+	if err := s.Apply(epoch, tr.Update(zonesT{"a": conds("T")})); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.Get("x"); !ok {
+		t.Fatal("ensured queue with an item dropped")
+	}
+	if err := s.Apply(epoch, tr.Update(zonesT{"a": conds("U")})); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.calls(); got != "clear,rate 0" {
+		t.Fatalf("entering full disruption: ensured queue calls %q, want clear,rate 0", got)
+	}
+	if _, ok := s.Get("x"); ok {
+		t.Fatal("cleared queue without a decision kept, want dropped")
+	}
+	if got, want := strings.Join(*created, " "), "x@0.1 a@0.1"; got != want {
+		t.Fatalf("created %q, want %q", got, want)
+	}
+	if _, err := (func() (*fakeQueue, error) {
+		s2, _ := fakeSet(t, map[string]error{"y": errors.New("boom")})
+		return s2.Ensure(epoch, "y", 1)
+	})(); err == nil || !strings.Contains(err.Error(), `zone "y"`) {
+		t.Fatalf("Ensure with a failing constructor = %v, want an error naming the zone", err)
+	}
+}
+
+// TestQueuesApplyErrors: a failing constructor or SetRate is reported with
+// its zone, every other zone is still applied, and the next Apply retries.
+func TestQueuesApplyErrors(t *testing.T) {
+	boom := errors.New("boom")
+	fail := map[string]error{"b": boom}
+	tr, _ := NewTracker(DefaultPolicy())
+	s, _ := fakeSet(t, fail)
+	err := s.Apply(epoch, tr.Update(zonesT{"a": conds("T"), "b": conds("T"), "c": conds("T")}))
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), `zone "b"`) {
+		t.Fatalf("Apply = %v, want boom naming zone b", err)
+	}
+	if got := s.Zones(); !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("Zones() = %q, want [a c]", got)
+	}
+	delete(fail, "b")
+	if err := s.Apply(epoch, tr.Update(zonesT{"a": conds("T"), "b": conds("T"), "c": conds("T")})); err != nil {
+		t.Fatalf("second Apply = %v", err)
+	}
+	mustGet(t, s, "b")
+
+	mustGet(t, s, "a").rateErr = boom
+	err = s.Apply(epoch, tr.Update(zonesT{"a": conds("U"), "b": conds("U"), "c": conds("U")}))
+	if !errors.Is(err, boom) || !strings.Contains(err.Error(), `zone "a": stop`) {
+		t.Fatalf("Apply(full disruption) = %v, want boom naming zone a", err)
+	}
+	if q := mustGet(t, s, "c"); q.qps != 0 {
+		t.Fatalf("zone c rate %v after a failed stop of zone a, want 0", q.qps)
+	}
+}
+
+func TestQueuesNextDeadlineAndEach(t *testing.T) {
+	s, _ := fakeSet(t, nil)
+	if _, ok := s.NextDeadline(); ok {
+		t.Fatal("NextDeadline of an empty set reported true")
+	}
+	for _, z := range []string{"c", "a", "b"} {
+		q, _ := s.Ensure(epoch, z, 0.1)
+		q.items = 1
+		q.due = epoch.Add(time.Duration(len(z)+int(z[0]-'a')) * time.Second)
+	}
+	mustGet(t, s, "a").qps = 0 // stopped: no deadline
+	at, ok := s.NextDeadline()
+	if want := epoch.Add(2 * time.Second); !ok || !at.Equal(want) {
+		t.Fatalf("NextDeadline() = %v, %v, want %v (zone b; a is stopped)", at, ok, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { s.NextDeadline(); s.Len() }); n != 0 {
+		t.Errorf("NextDeadline+Len: %v allocs/op, want 0", n)
+	}
+	var seen []string
+	s.Each(func(zone string, q *fakeQueue) bool {
+		seen = append(seen, zone)
+		return zone != "b"
+	})
+	if !slices.Equal(seen, []string{"a", "b"}) {
+		t.Fatalf("Each visited %q, want [a b] (sorted, stopped after false)", seen)
+	}
+	// Each runs fn with no lock held: fn may call Apply.
+	s.Each(func(zone string, q *fakeQueue) bool {
+		_ = s.Apply(epoch, Decision{Removed: []string{zone}})
+		return true
+	})
+}
+
+// TestQueuesConcurrentUse exercises every method from several goroutines
+// (meaningful with -race).
+func TestQueuesConcurrentUse(t *testing.T) {
+	tr, _ := NewTracker(DefaultPolicy())
+	s, _ := fakeSet(t, nil)
+	inputs := []zonesT{
+		{"a": conds("TTU"), "b": conds("UUU")},
+		{"a": conds("UUU"), "b": conds("UUU")},
+		{"b": conds("T"), "c": conds("nnT")},
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 100 {
+				_ = s.Apply(epoch, tr.Update(inputs[(g+i)%len(inputs)]))
+				_, _ = s.Ensure(epoch, "x", 0.1)
+				s.NextDeadline()
+				s.Len()
+				s.Zones()
+				s.Each(func(string, *fakeQueue) bool { return true })
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestQueuesSteadyApplyAllocs pins the steady state: Apply of a decision
+// that creates, drops and stops nothing, and NextDeadline, allocate nothing.
+func TestQueuesSteadyApplyAllocs(t *testing.T) {
+	tr, _ := NewTracker(DefaultPolicy())
+	s, _ := fakeSet(t, nil)
+	in := zonesT{"a": conds("TT"), "b": conds("TU"), "c": conds("UUUT")}
+	if err := s.Apply(epoch, tr.Update(in)); err != nil {
+		t.Fatal(err)
+	}
+	d := tr.Update(in)
+	if n := testing.AllocsPerRun(100, func() { _ = s.Apply(epoch, d); s.NextDeadline() }); n != 0 {
+		t.Errorf("steady Apply + NextDeadline: %v allocs/op, want 0", n)
+	}
+}
+
+// TestQueuesInvariants drives a Tracker and a Queues with random passes,
+// random pending items and occasional Ensure calls, and checks after every
+// Apply: each decided zone has a queue at its QPS; in full disruption mode
+// every queue is stopped and empty; a queue of an undecided zone is kept
+// only while it holds items (or was ensured since the last Apply); Zones is
+// sorted.
+func TestQueuesInvariants(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	for seq := range 200 {
+		tr, _ := NewTracker(DefaultPolicy())
+		s, _ := fakeSet(t, nil)
+		ensured := map[string]float64{} // zones created by Ensure, and their rate
+		for step := range 30 {
+			d := tr.Update(randomZones(rng))
+			if err := s.Apply(epoch, d); err != nil {
+				t.Fatal(err)
+			}
+			fail := func(format string, args ...any) {
+				t.Helper()
+				t.Fatalf("sequence %d step %d: %s (decision %s)", seq, step, fmt.Sprintf(format, args...), fmtDecision(d))
+			}
+			decided := map[string]bool{}
+			for _, z := range d.Zones {
+				decided[z.Key] = true
+				delete(ensured, z.Key) // decided: its own rate from now on
+				q, ok := s.Get(z.Key)
+				if !ok {
+					fail("zone %q decided but has no queue", z.Key)
+				}
+				if q.qps != z.QPS {
+					fail("zone %q queue rate %v, want %v", z.Key, q.qps, z.QPS)
+				}
+			}
+			zones := s.Zones()
+			for k := range ensured {
+				if _, ok := s.Get(k); !ok {
+					delete(ensured, k) // dropped
+				}
+			}
+			if !slices.IsSorted(zones) {
+				fail("Zones() = %q, not sorted", zones)
+			}
+			for _, k := range zones {
+				q, _ := s.Get(k)
+				if d.InFullDisruption && q.qps != 0 {
+					fail("full disruption: zone %q rate %v, want stopped", k, q.qps)
+				}
+				if d.EnteredFullDisruption && q.items != 0 {
+					fail("entered full disruption: zone %q has %d items, want empty", k, q.items)
+				}
+				if !decided[k] && q.items == 0 {
+					fail("undecided zone %q kept with no items", k)
+				}
+				if !decided[k] && !d.InFullDisruption && q.qps != ensured[k] && ensured[k] != 0 {
+					fail("undecided zone %q ensured at %v runs at %v outside full disruption", k, ensured[k], q.qps)
+				}
+			}
+			// Random work between passes.
+			for _, k := range zones {
+				if q, _ := s.Get(k); rng.IntN(3) == 0 {
+					q.items = rng.IntN(3)
+				}
+			}
+			if rng.IntN(5) == 0 {
+				k := modelKeys[rng.IntN(len(modelKeys))]
+				_, had := s.Get(k)
+				q, err := s.Ensure(epoch, k, 0.5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !had {
+					ensured[k] = 0.5
+					if d.InFullDisruption && q.qps != 0 {
+						fail("Ensure during full disruption created zone %q at %v, want stopped", k, q.qps)
+					}
+				}
+				q.items = rng.IntN(2)
+			}
+		}
+	}
+}
+
+// TestQueuesEnsureDuringFullDisruption: a queue ensured while the cluster
+// is in full disruption mode starts stopped and gets its rate on exit; a
+// removed zone's queue that got items during the mode gets its old rate
+// back on exit.
+func TestQueuesEnsureDuringFullDisruption(t *testing.T) {
+	tr, _ := NewTracker(DefaultPolicy())
+	s, _ := fakeSet(t, nil)
+	apply := func(z zonesT) {
+		t.Helper()
+		if err := s.Apply(epoch, tr.Update(z)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(zonesT{"a": conds("T"), "b": conds("TTTT")})
+	apply(zonesT{"a": conds("U"), "b": conds("UUUU")}) // enter
+	x, _ := s.Ensure(epoch, "x", 0.5)
+	if x.qps != 0 {
+		t.Fatalf("Ensure during full disruption: rate %v, want 0", x.qps)
+	}
+	x.items = 1
+	b := mustGet(t, s, "b")
+	b.items = 2                    // queued while stopped
+	apply(zonesT{"a": conds("U")}) // b removed, still in the mode
+	apply(zonesT{"a": conds("T")}) // exit
+	if x.qps != 0.5 {
+		t.Fatalf("ensured queue after exit: rate %v, want 0.5", x.qps)
+	}
+	if b.qps != 0.1 {
+		t.Fatalf("removed zone's queue after exit: rate %v, want its old 0.1", b.qps)
+	}
+}
