@@ -64,7 +64,7 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.DurationVar(&p.MinNotFoundAge, "min-not-found-age", p.MinNotFoundAge, "how long the NotFound answers must span before a node is deleted")
 	fs.DurationVar(&p.UnknownBackoff, "unknown-backoff", p.UnknownBackoff, "wait after the first cloud error for a node; doubles on each further error")
 	fs.DurationVar(&p.MaxUnknownBackoff, "max-unknown-backoff", p.MaxUnknownBackoff, "cap of the per-node backoff")
-	fs.DurationVar(&o.cfg.UninitializedDelay, "uninitialized-delay", o.cfg.UninitializedDelay, "how long a node with the uninitialized taint is left alone")
+	fs.DurationVar(&p.UninitializedNodeDelay, "uninitialized-node-delay", p.UninitializedNodeDelay, "how long a node with no providerID and the uninitialized taint is left alone after its creation")
 	fs.BoolVar(&o.cfg.UpstreamStyle, "upstream-style", false, "decide as upstream does (every error means keep, retried every period)")
 	fs.StringVar(&o.cfg.NodeSelector, "node-selector", "", "label selector of the nodes to manage (empty: all)")
 	fs.StringVar(&o.deleteSet, "delete-scale-set", "", "fake cloud: scale set to delete after -delete-after")

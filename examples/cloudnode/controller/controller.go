@@ -208,16 +208,14 @@ func (c *Controller) Pass(ctx context.Context) {
 }
 
 // state returns the node's state, new when the name is new or now belongs
-// to another UID (a node deleted and created again: its predecessor's
-// NotFound answers must not count for it). Call with c.mu held.
+// to another UID (a node deleted and created again, its deletion perhaps
+// unseen: the informer relisted). Call with c.mu held.
 func (c *Controller) state(now time.Time, n *v1.Node) *nodeState {
 	st := c.seen[n.Name]
 	if st != nil && st.uid == n.UID {
 		return st
 	}
-	if st != nil && c.orphans != nil {
-		c.orphans.Forget(n.Name)
-	}
+	// The OrphanTracker drops its record by itself when the UID changes.
 	st = &nodeState{uid: n.UID, firstSeen: now}
 	c.seen[n.Name] = st
 	return st
@@ -241,7 +239,7 @@ func (c *Controller) syncNode(ctx context.Context, n *v1.Node) {
 	wait := ""
 	switch {
 	case ready:
-	case hasTaint(n, uninitializedTaint) && now.Sub(st.firstSeen) < c.cfg.UninitializedDelay:
+	case c.uninitializedYoung(now, n, st):
 		wait = "uninitialized"
 		c.stats.SkippedUninitialized++
 	case c.orphans == nil:
@@ -384,4 +382,22 @@ func isReady(n *v1.Node) bool {
 		}
 	}
 	return false
+}
+
+// uninitializedYoung reports whether n is a node the cloud controller has
+// not initialized yet (no providerID and upstream's uninitialized taint)
+// younger than Policy.UninitializedNodeDelay, so the cloud is not asked
+// about it at all, as upstream. Its age is measured as the OrphanTracker
+// measures it: from its creationTimestamp, or, when that is zero or after
+// now (clock skew), from when this controller first saw it.
+func (c *Controller) uninitializedYoung(now time.Time, n *v1.Node, st *nodeState) bool {
+	d := c.cfg.Policy.UninitializedNodeDelay
+	if d <= 0 || n.Spec.ProviderID != "" || !hasTaint(n, uninitializedTaint) {
+		return false
+	}
+	start := n.CreationTimestamp.Time
+	if start.IsZero() || start.After(now) {
+		start = st.firstSeen
+	}
+	return now.Before(start.Add(d))
 }
