@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -559,5 +561,37 @@ func TestRunAfterStart(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// TestDeleteFailed: a deletion the API server refuses (here: the UID
+// precondition fails, as for a node re-created under the same name that the
+// cache does not show yet) records upstream's DeletingNodeFailed Warning,
+// counts a failure, and is decided again on the next NotFound.
+func TestDeleteFailed(t *testing.T) {
+	f := newFixture(t, testConfig(), fakecloud.Config{}, node("a1", "A", v1.ConditionFalse))
+	f.cloud.DeleteInstance("A", "a1")
+	refuse := true
+	f.client.PrependReactor("delete", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse {
+			return true, nil, apierrors.NewConflict(v1.Resource("nodes"), "a1", errors.New("Precondition failed: UID in precondition: a1-uid1, UID in object meta: a1-uid2"))
+		}
+		return false, nil, nil
+	})
+	f.pass(0)
+	if st := f.c.Stats(); st.DeleteFailures != 1 || st.NodesDeleted != 0 {
+		t.Fatalf("DeleteFailures, NodesDeleted = %d, %d, want 1, 0", st.DeleteFailures, st.NodesDeleted)
+	}
+	want := []string{
+		"Normal DeletingNode Deleting node a1 because it does not exist in the cloud provider",
+		`Warning DeletingNodeFailed Failed deleting node a1: Operation cannot be fulfilled on nodes "a1": Precondition failed: UID in precondition: a1-uid1, UID in object meta: a1-uid2`,
+	}
+	if got := f.events(); !slices.Equal(got, want) {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+	refuse = false
+	f.pass(5 * time.Second)
+	if got := f.names(); len(got) != 0 {
+		t.Errorf("after the retry: nodes %v, want none", got)
 	}
 }
