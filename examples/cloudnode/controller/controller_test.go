@@ -33,7 +33,7 @@ var everything = labels.Everything()
 // fixture is a controller on a fake clientset and a fake cloud, both on one
 // fake clock.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	clock  *clocktesting.FakeClock
 	client *fake.Clientset
@@ -55,7 +55,7 @@ func node(name, set string, ready v1.ConditionStatus) *v1.Node {
 	return n
 }
 
-func newFixture(t *testing.T, cfg controller.Config, cloudCfg fakecloud.Config, nodes ...*v1.Node) *fixture {
+func newFixture(t testing.TB, cfg controller.Config, cloudCfg fakecloud.Config, nodes ...*v1.Node) *fixture {
 	t.Helper()
 	f := &fixture{t: t, clock: clocktesting.NewFakeClock(testutil.Epoch)}
 	f.ctx = klog.NewContext(context.Background(), klog.Logger{})
