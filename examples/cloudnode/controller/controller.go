@@ -318,19 +318,19 @@ func (c *Controller) deleteNode(ctx context.Context, n *v1.Node) {
 	err := c.client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{
 		Preconditions: metav1.NewUIDPreconditions(string(n.UID)),
 	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case err == nil:
-		c.stats.NodesDeleted++
-	case isNotFound(err):
-		// Gone already: nothing to do.
-	default:
-		c.stats.DeleteFailures++
+	if err != nil && !isNotFound(err) {
 		logger.Error(err, "Unable to delete node", "node", n.Name)
 		c.event(ref, v1.EventTypeWarning, ReasonDeletingNodeFailed, "Failed deleting node %s: %v", n.Name, err)
+		c.mu.Lock()
+		c.stats.DeleteFailures++
+		c.mu.Unlock()
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		c.stats.NodesDeleted++
+	} // else: gone already
 	c.deleted[n.UID] = struct{}{}
 	if c.orphans != nil {
 		c.orphans.Forget(n.Name)
