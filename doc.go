@@ -56,10 +56,11 @@
 //     removes the node from its queue, since a key marked done must be
 //     removed before it can be added again.
 //   - Then zonestate's Tracker.Update over every node's Ready condition gives
-//     each zone's state and rate. Entering full disruption is the circuit
-//     breaker: empty every queue, remove every health taint, stop tainting
-//     (every rate is 0). Exiting it resets every node's grace period
-//     (nodehealth.Tracker.ResetProbes).
+//     each zone's state and rate, and zonestate.Queues.Apply brings the
+//     per-zone queues in line with it. Entering full disruption is the
+//     circuit breaker: Apply empties and stops every queue, and the caller
+//     removes every health taint. Exiting it restores the rates and resets
+//     every node's grace period (nodehealth.Tracker.ResetProbes).
 //   - Tainting pass: each zone queue's Try hands out nodes at the zone's rate;
 //     the caller re-reads the node and applies the taint, or asks for a retry.
 //   - Eviction pass: the taints.Evictor, fed with node taints and pods from

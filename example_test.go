@@ -2,7 +2,6 @@ package lifecycle_test
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -85,7 +84,10 @@ func Example() {
 	health, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
 	zones, _ := zonestate.NewTracker(zonestate.DefaultPolicy())
 	evictor, _ := taints.NewEvictor(taints.DefaultEvictorConfig())
-	queues := map[string]*evictionqueue.Queue[string]{} // one tainting queue per zone
+	// One tainting queue per zone, kept in step with the zone decisions.
+	queues, _ := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
+		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: 1})
+	})
 	for _, p := range w.pods {
 		evictor.SetPod(epoch, p)
 	}
@@ -147,12 +149,10 @@ func Example() {
 			}
 			zone := zonestate.Key(node)
 			ready[zone] = append(ready[zone], res.CurrentReady)
-			if queues[zone] == nil {
-				queues[zone], _ = evictionqueue.New[string](now, evictionqueue.DefaultConfig())
-			}
+			queue, _ := queues.Ensure(now, zone, zonestate.DefaultPolicy().EvictionQPS)
 			switch action, taint := taints.DecideNoExecute(res.CurrentReady, node.Spec.Taints); action {
 			case taints.NoExecuteQueue: // rate limited: through the zone's queue
-				if queues[zone].Add(now, name, node.UID) {
+				if queue.Add(now, name, node.UID) {
 					fmt.Printf("%s %s: queued for tainting\n", at(now), name)
 				}
 			case taints.NoExecuteSwap: // not-ready <-> unreachable: at once, never both
@@ -167,39 +167,33 @@ func Example() {
 				}
 				// The key was marked done when the taint was applied: it must
 				// leave the queue before the node can be queued again.
-				queues[zone].Remove(name)
+				queue.Remove(name)
 			}
 		}
 
 		decision := zones.Update(ready)
+		queued := queues.Len()
+		// Apply sets each zone's rate; entering full disruption it empties and
+		// stops every queue, and exiting it restores the rates.
+		_ = queues.Apply(now, decision)
 		if decision.EnteredFullDisruption {
 			// The circuit breaker: every zone is dark, so the problem is more
 			// likely the control plane's network than the nodes. Taint nothing,
 			// and take back the taints already applied.
-			dropped := 0
-			for _, q := range queues {
-				dropped += q.Len()
-				q.Clear()
-			}
 			for _, name := range names {
 				if n, changed := taints.RemoveHealthTaints(w.nodes[name]); changed {
 					writeTaints(now, n)
 				}
 			}
-			fmt.Printf("%s full disruption: %d queued nodes dropped, health taints removed\n", at(now), dropped)
-		}
-		for _, z := range decision.Zones {
-			if z.RateChanged {
-				_ = queues[z.Key].SetRate(now, z.QPS) // 0 while fully disrupted
-			}
+			fmt.Printf("%s full disruption: %d queued nodes dropped, health taints removed\n", at(now), queued)
 		}
 		if decision.ExitedFullDisruption {
 			health.ResetProbes(now)
 		}
 
 		// Tainting pass (upstream: every 100ms; here once per step).
-		for _, zone := range slices.Sorted(maps.Keys(queues)) {
-			queues[zone].Try(now, func(it evictionqueue.Item[string]) (bool, time.Duration) {
+		queues.Each(func(_ string, q *evictionqueue.Queue[string]) bool {
+			q.Try(now, func(it evictionqueue.Item[string]) (bool, time.Duration) {
 				node := w.nodes[it.Key]
 				action, taint := taints.DecideNoExecute(readyOf(node), node.Spec.Taints)
 				if action != taints.NoExecuteQueue {
@@ -210,7 +204,8 @@ func Example() {
 				fmt.Printf("%s %s: tainted %s:NoExecute\n", at(now), it.Key, taint.Key)
 				return true, 0
 			})
-		}
+			return true
+		})
 
 		// Eviction pass: each eviction is handed out once, then acknowledged.
 		for _, ev := range evictor.Due(now) {

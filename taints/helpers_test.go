@@ -256,7 +256,7 @@ func (e *Evictor) check() string {
 	inQueue, bad := 0, ""
 	e.queue.each(func(b *bucket, r *podRec) {
 		inQueue++
-		if r.state != stScheduled || e.pods.get(r.key) != r || r.bkt != b || !sameInstant(r.at, b.at) {
+		if r.state != stScheduled || e.pods.get(r.key) != r || r.bkt != b || laneOf(r.at) != b.lane || r.at.After(b.at) || (b.lane == laneMono && !r.at.Equal(b.at)) {
 			bad = fmt.Sprintf("%s queued in bucket %s with state %d at %s", r.key, rel(b.at), r.state, rel(r.at))
 		}
 	})

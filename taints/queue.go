@@ -95,10 +95,12 @@ func (q *fireQueue) len() int { return q.n }
 
 // add appends rec (not queued) to the bucket of fire time at.
 //
-// Offsets saturate about 292 years from the lane's base; two fire times that
-// far out share a bucket (they are handed out with the first one's time,
-// each with its own At), which only ever concerns instants decades in the
-// past or future.
+// Offsets in the monotonic lane are exact (monotonic readings are int64
+// nanoseconds since the process started). In the wall lane they saturate
+// about 292 years from the base, so two fire times that far out (a hostile
+// TimeAdded, a TolerationSeconds of centuries) can share a bucket; the
+// bucket then keeps the later fire time, so nothing is handed out early,
+// and each eviction keeps its own At.
 func (q *fireQueue) add(rec *podRec, at time.Time) {
 	li := laneOf(at)
 	l := &q.lanes[li]
@@ -119,6 +121,9 @@ func (q *fireQueue) add(rec *podRec, at time.Time) {
 		b.lane, b.key, b.at = li, k, at
 		l.buckets[k] = b
 		l.heap.PushElem(&b.elem)
+	} else if at.After(b.at) { // a saturated offset: see above
+		b.at = at
+		l.heap.Fix(&b.elem)
 	}
 	rec.bkt, rec.prev, rec.next = b, b.tail, nil
 	if b.tail != nil {

@@ -1,6 +1,9 @@
 package taints
 
 import (
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,5 +111,55 @@ func TestMixedLanes(t *testing.T) {
 	}
 	if msg := e.check(); msg != "" {
 		t.Error(msg)
+	}
+}
+
+// TestWallLaneSaturationNeverEarly: fire times more than about 292 years
+// from the wall lane's base share a bucket (their offsets saturate); the
+// bucket keeps the later time, so no eviction is handed out before its own
+// fire time.
+func TestWallLaneSaturationNeverEarly(t *testing.T) {
+	e, err := NewEvictor(EvictorConfig{UseTaintTimeAdded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	centuries := int64(math.MaxInt64 / int64(time.Second)) // saturates at the largest Duration
+	created := *testutil.MetaTime(testutil.At(-time.Hour))
+	for i, c := range []struct {
+		node  string
+		added time.Duration
+		secs  int64
+	}{
+		{"n0", 0, 300},                   // the lane's base: +300s
+		{"n1", time.Hour, centuries},     // +1h + 292y: offset saturates
+		{"n2", 2 * time.Hour, centuries}, // +2h + 292y: same saturated offset, later
+	} {
+		p := pod(fmt.Sprintf("p%d", i), c.node, tolFor(unreachable, c.secs))
+		p.CreationTimestamp = created
+		e.SetPod(testutil.Epoch, p)
+		e.SetNodeTaints(testutil.At(3*time.Hour), c.node, []v1.Taint{added(ne(unreachable), c.added)})
+	}
+	if msg := e.check(); msg != "" {
+		t.Fatal(msg)
+	}
+	far := testutil.At(2 * time.Hour).Add(seconds(centuries)) // p2's fire time
+	for _, tc := range []struct {
+		at   time.Time
+		want string
+	}{
+		{testutil.At(300 * time.Second), "default/p0"},
+		{far.Add(-time.Nanosecond), ""}, // p1 is due, but p2 (sharing its bucket) is not: never early
+		{far, "default/p1 default/p2"},  // one bucket, in the order they were queued
+	} {
+		var got []string
+		for _, x := range e.Due(tc.at) {
+			got = append(got, x.Pod.String())
+			if x.At.After(tc.at) {
+				t.Errorf("Due(%v) handed out %s due at %v: early", tc.at, x.Pod, x.At)
+			}
+		}
+		if g := strings.Join(got, " "); g != tc.want {
+			t.Errorf("Due(%v) = %q, want %q", tc.at, g, tc.want)
+		}
 	}
 }

@@ -10,7 +10,9 @@ replace (
 require (
 	github.com/go-logr/logr v1.4.3
 	github.com/kubelifecycle/lifecycle v0.0.0-00010101000000-000000000000
+	github.com/kubelifecycle/lifecycle/examples/e2e v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.24.0
+	go.uber.org/zap v1.27.1
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
@@ -57,7 +59,6 @@ require (
 	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
-	go.uber.org/zap v1.27.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.57.0 // indirect

@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,11 @@ type parityScenario struct {
 	// orderFree: compare the times of equivalent writes by rank (a
 	// rate-limited queue of many equal nodes).
 	orderFree bool
+	// known are the differences expected in this scenario only, besides
+	// parityKnown.
+	known []parity.Known
+	// flags are extra flags for both controllers (names without dashes).
+	flags []string
 }
 
 func scenarioOneSilentNode() parityScenario {
@@ -118,11 +124,19 @@ func scenarioAllDark() parityScenario {
 		},
 		silent: []string{"a1", "a2", "b1"},
 		window: parityGrace + 3*3*time.Second,
+		known:  allDarkKnown,
 	}
 }
 
 func scenarioLargeZone() parityScenario {
-	sc := parityScenario{name: "large-zone-40-of-60", orderFree: true}
+	sc := parityScenario{name: "large-zone-40-of-60", orderFree: true,
+		// Client-side rate limits out of the way: at the default 20 QPS
+		// (burst 30) each controller's writes queue behind its own client
+		// limiter, in an order that is its own (upstream's monitor pass
+		// took 8 s for the 40 nodes, tainting meanwhile at the normal rate
+		// as far as the limiter let it), so the comparison would be of the
+		// two clients' queues rather than of the two controllers.
+		flags: []string{"kube-api-qps=1000", "kube-api-burst=1000"}}
 	for i := range 60 {
 		n := fmt.Sprintf("big-%02d", i)
 		sc.nodes = append(sc.nodes, worldNode{n, "zone-big"})
@@ -163,6 +177,22 @@ var parityKnown = []parity.Known{
 		"PENDING: DisruptionTarget without observedGeneration yet."),
 }
 
+// allDarkKnown: upstream's race when every node goes dark at once
+// (kubernetes/kubernetes#111385). Its tainting goroutine may taint a node
+// NoExecute between the monitor pass that enqueued it and that pass's
+// handleDisruption; entering full disruption, markNodeAsReachable then
+// works on the pass's stale copy of the node, which lacks the taint, so
+// RemoveTaintOffNode does nothing: the taint stays and the node's pods are
+// evicted in full disruption. Ours excludes tainting passes during a
+// monitor pass and removes the taints from the current node, so it writes
+// none of this. (Intermittent upstream: seen in 1 of the first 2 runs.)
+var allDarkKnown = []parity.Known{
+	known(`^write patch nodes//\S+ #\d+ missing$`, "kubernetes/kubernetes#111385: upstream's NoExecute taint during full disruption; ours: none"),
+	known(`^write patch pods/\S+/status #\d+ missing$`, "kubernetes/kubernetes#111385: upstream's DisruptionTarget of a pod evicted in full disruption; ours: none"),
+	known(`^write delete pods/\S+ #\d+ missing$`, "kubernetes/kubernetes#111385: upstream evicts a pod in full disruption; ours does not"),
+	known(`^event Pod \S+ TaintManagerEviction missing$`, "kubernetes/kubernetes#111385: upstream's eviction event in full disruption; ours: none"),
+}
+
 // TestParityOneSilentNode: one node of three stops renewing its Lease; on
 // it a pod without a toleration of its own (admission's 300 s), one with
 // 0 s, one with 3 s, one tolerating unreachable forever; a 0 s pod on a
@@ -191,13 +221,14 @@ func runParity(t *testing.T, sc parityScenario) {
 		t.Run("kube-controller-manager", func(t *testing.T) {
 			t.Parallel()
 			up = runParitySide(t, sc, bins, func(c *cluster.Cluster) (*cluster.Process, error) {
-				return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, parityFlags("--")...)
+				return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, append(parityFlags("--"), prefixed("--", sc.flags)...)...)
 			})
 		})
 		t.Run("nodecontroller", func(t *testing.T) {
 			t.Parallel()
 			nc = runParitySide(t, sc, bins, func(c *cluster.Cluster) (*cluster.Process, error) {
 				args := append([]string{"-kubeconfig=" + c.Kubeconfig(), "-leader-elect=false", "-port=0"}, parityFlags("-")...)
+				args = append(args, prefixed("-", sc.flags)...)
 				return c.StartProcess("nodecontroller", ours, args...)
 			})
 		})
@@ -207,10 +238,11 @@ func runParity(t *testing.T, sc parityScenario) {
 	}
 	t.Logf("both sides in %v", time.Since(t0).Round(100*time.Millisecond))
 	diffs := parity.Compare(up, nc, parity.Options{Tolerance: parityTolerance, FieldTolerance: time.Second, OrderFree: sc.orderFree})
-	explained, unexplained := parity.Split(diffs, parityKnown)
+	knownList := append(slices.Clone(parityKnown), sc.known...)
+	explained, unexplained := parity.Split(diffs, knownList)
 	var report strings.Builder
 	fmt.Fprintf(&report, "# parity %s: %d differences, %d known, %d unexplained\n", sc.name, len(diffs), len(diffs)-len(unexplained), len(unexplained))
-	for i, k := range parityKnown {
+	for i, k := range knownList {
 		for _, d := range explained[i] {
 			fmt.Fprintf(&report, "known   %s\n        reason: %s\n", d, k.Reason)
 		}
@@ -218,7 +250,7 @@ func runParity(t *testing.T, sc parityScenario) {
 	for _, d := range unexplained {
 		fmt.Fprintf(&report, "UNKNOWN %s\n", d)
 	}
-	for i, k := range parityKnown {
+	for i, k := range knownList {
 		if len(explained[i]) == 0 {
 			fmt.Fprintf(&report, "not seen in this scenario: %s\n", k.Pattern)
 		}
@@ -347,6 +379,14 @@ func waitNoAdmissionTaints(t *testing.T, cs kubernetes.Interface, nodes []worldN
 		}
 		return true, nil
 	})
+}
+
+func prefixed(prefix string, flags []string) []string {
+	out := make([]string, len(flags))
+	for i, f := range flags {
+		out[i] = prefix + f
+	}
+	return out
 }
 
 // known builds a parity.Known.

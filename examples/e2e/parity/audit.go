@@ -20,15 +20,18 @@ import (
 )
 
 // Policy is the audit policy (audit.k8s.io/v1) for kube-apiserver's
-// --audit-policy-file: every create, update, patch and delete of Nodes,
-// Pods and Events (and their status) at level RequestResponse, logged once
-// when the response is complete; Leases (the kubelets' renewals) and
-// everything else not at all.
+// --audit-policy-file, logged once per request when the response is
+// complete: every create, update, patch and delete of Nodes, Pods and
+// Events (and their status) at level RequestResponse; every other request
+// by a ServiceAccount at level Metadata (to check that a controller running
+// as one is never refused); nothing else, and never the node Leases in
+// kube-node-lease (the kubelets' renewals).
 const Policy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
 rules:
 - level: None
+  namespaces: ["kube-node-lease"]
   resources:
   - group: coordination.k8s.io
     resources: ["leases"]
@@ -39,6 +42,8 @@ rules:
     resources: ["nodes", "nodes/status", "pods", "pods/status", "events"]
   - group: events.k8s.io
     resources: ["events"]
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
 - level: None
 `
 
@@ -73,7 +78,9 @@ type AuditEvent struct {
 	Verb       string `json:"verb"`
 	RequestURI string `json:"requestURI"`
 	User       struct {
-		Username string `json:"username"`
+		Username string              `json:"username"`
+		Groups   []string            `json:"groups"`
+		Extra    map[string][]string `json:"extra"`
 	} `json:"user"`
 	UserAgent      string     `json:"userAgent"`
 	ObjectRef      *ObjectRef `json:"objectRef"`

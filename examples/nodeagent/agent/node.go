@@ -47,6 +47,7 @@ type node struct {
 	status     map[v1.NodeConditionType]v1.ConditionStatus
 	transition map[v1.NodeConditionType]metav1.Time
 	posted     bool // the current conditions were posted
+	silent     bool // heartbeats paused (SetHeartbeat)
 }
 
 func newNode(cfg NodeConfig) *node {
@@ -81,6 +82,27 @@ func (a *Agent) SetNodeCondition(nodeName string, typ v1.NodeConditionType, s v1
 	return nil
 }
 
+// SetHeartbeat pauses (on false) or resumes the Lease renewals and status
+// posts of node while its pods keep being handled, as when the network
+// path of the heartbeats fails but the node still works (a partial
+// partition). It returns an error for an unknown node.
+func (a *Agent) SetHeartbeat(nodeName string, on bool) error {
+	n, ok := a.nodes[nodeName]
+	if !ok {
+		return fmt.Errorf("agent: unknown node %q", nodeName)
+	}
+	n.mu.Lock()
+	n.silent = !on
+	n.mu.Unlock()
+	return nil
+}
+
+func (n *node) isSilent() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.silent
+}
+
 // runNode registers the node, then renews its Lease and posts its status
 // until ctx is done. Failures are logged and retried on the next tick.
 func (a *Agent) runNode(ctx context.Context, n *node) {
@@ -103,6 +125,9 @@ func (a *Agent) runNode(ctx context.Context, n *node) {
 	status := a.clock.NewTicker(a.cfg.StatusUpdateFrequency)
 	defer status.Stop()
 	renew := func() {
+		if n.isSilent() {
+			return
+		}
 		if err := a.RenewLease(ctx, n.cfg.Name); err != nil {
 			logger.V(2).Info("Lease renewal failed", "err", err)
 			return
@@ -114,6 +139,9 @@ func (a *Agent) runNode(ctx context.Context, n *node) {
 		a.mu.Unlock()
 	}
 	post := func() {
+		if n.isSilent() {
+			return
+		}
 		if err := a.PostNodeStatus(ctx, n.cfg.Name); err != nil {
 			logger.V(2).Info("Node status update failed", "err", err)
 		}

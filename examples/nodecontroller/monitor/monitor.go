@@ -54,6 +54,7 @@ type Monitor struct {
 	sorted    []*v1.Node
 	results   []nodeResult
 	zoneConds map[string][]*v1.NodeCondition
+	byPos     []*nodeState // the state of the node at each position of the last pass's list
 
 	mu       sync.Mutex
 	nodes    map[string]*nodeState
@@ -75,10 +76,12 @@ type zone struct {
 // marked "pass" belong to MonitorPass (monitorMu); the others are guarded by
 // Monitor.mu.
 type nodeState struct {
-	zone   *zone
-	ready  v1.ConditionStatus // Ready status after the last pass; "" before the first
-	legacy legacyStatus
-	seen   uint64 // the last pass that listed the node
+	name    string
+	deleted bool // NodeDeleted dropped it (a byPos entry must not revive it)
+	zone    *zone
+	ready   v1.ConditionStatus // Ready status after the last pass; "" before the first
+	legacy  legacyStatus
+	seen    uint64 // the last pass that listed the node
 
 	from     *v1.Node // the object zone and excluded were computed from
 	region   string   // its region and zone label values
@@ -212,12 +215,15 @@ func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 	m.results = slices.Grow(m.results[:0], len(nodes))[:len(nodes)]
 	results := m.results
 	clear(results)
+	if len(m.byPos) != len(nodes) {
+		m.byPos = slices.Grow(m.byPos[:0], len(nodes))[:len(nodes)]
+	}
 	if m.cfg.Workers == 1 { // no closure for the goroutines to share: no allocation
 		for i, node := range nodes {
-			m.observeNode(ctx, now, pass, node, &results[i])
+			m.observeNode(ctx, now, pass, i, node, &results[i])
 		}
 	} else {
-		m.forEach(len(nodes), func(i int) { m.observeNode(ctx, now, pass, nodes[i], &results[i]) })
+		m.forEach(len(nodes), func(i int) { m.observeNode(ctx, now, pass, i, nodes[i], &results[i]) })
 	}
 	m.forgetVanished(pass, deletes, len(nodes))
 
@@ -247,8 +253,8 @@ func (m *Monitor) listNodes() []*v1.Node {
 
 // observeNode is upstream's per-node work in monitorNodeHealth, up to the
 // mode's decision.
-func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, node *v1.Node, r *nodeResult) {
-	s := m.state(pass, node)
+func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i int, node *v1.Node, r *nodeResult) {
+	s := m.state(pass, i, node)
 	res, err := m.health.Observe(now, node, m.cluster.GetLease(node.Name))
 	if err != nil {
 		return
@@ -272,15 +278,21 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, n
 	r.markPods, r.edge = res.MarkPodsNotReady, res.PodsNotReadyEdge
 }
 
-// state returns the node's state, stamped as listed by pass, with its zone
-// and exclusion label recomputed when the node object changed.
-func (m *Monitor) state(pass uint64, node *v1.Node) *nodeState {
+// state returns the state of the node at position i of the pass's list,
+// stamped as listed by pass, with its zone and exclusion label recomputed
+// when the node object changed. A list in the same order as the last pass's
+// finds each state without a map lookup.
+func (m *Monitor) state(pass uint64, i int, node *v1.Node) *nodeState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s, ok := m.nodes[node.Name]
-	if !ok {
-		s = &nodeState{}
-		m.nodes[node.Name] = s
+	s := m.byPos[i]
+	if s == nil || s.deleted || s.name != node.Name {
+		var ok bool
+		if s, ok = m.nodes[node.Name]; !ok {
+			s = &nodeState{name: node.Name}
+			m.nodes[node.Name] = s
+		}
+		m.byPos[i] = s
 	}
 	s.seen = pass
 	if s.from != node {

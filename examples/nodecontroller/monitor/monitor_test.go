@@ -439,3 +439,31 @@ func TestLegacyDeletionSetsNodeLost(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestNodeDeletedAndListedAgain: a node the informer reported deleted that
+// the next list still holds (deleted and re-created under its name, at the
+// same position in the list) is known again after the pass: its new state
+// is the one the Monitor keeps.
+func TestNodeDeletedAndListedAgain(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.runUntil(10 * time.Second)
+	s.m.NodeDeleted("b")
+	if got := s.m.Stats().Nodes; got != 2 {
+		t.Fatalf("Stats().Nodes after NodeDeleted = %d, want 2", got)
+	}
+	s.runUntil(15 * time.Second)
+	if got := s.m.Stats().Nodes; got != 3 {
+		t.Errorf("Stats().Nodes after the next pass = %d, want 3", got)
+	}
+	// Node b's pods are marked at once when it is not ready: the Monitor
+	// knows its Ready status again.
+	s.c.setReady("b", v1.ConditionFalse, s.now)
+	s.runUntil(20 * time.Second)
+	s.c.addPod("late", "b", s.now, true)
+	if p := s.c.pod("late"); p == nil || podReady(p) {
+		t.Errorf("pod added to not-ready node b still Ready (or gone: %v), want marked Ready=False at once", p == nil)
+	}
+}

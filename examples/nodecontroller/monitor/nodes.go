@@ -53,6 +53,7 @@ func (m *Monitor) NodeDeleted(name string) {
 	s, ok := m.nodes[name]
 	if ok {
 		zone = s.zone.key
+		s.deleted = true
 		delete(m.nodes, name)
 	}
 	m.mu.Unlock()
