@@ -33,7 +33,7 @@ type Record struct {
 	LeaseSeen bool `json:"leaseSeen,omitempty"`
 	// LeaseRenewTime is the saved Lease's RenewTime, nil when the saved Lease
 	// had none (or no Lease was saved). A non-nil value implies LeaseSeen.
-	// Restore clamps a value after its now to its now.
+	// It is a kubelet-clock time, restored as it is (see Restore).
 	LeaseRenewTime *time.Time `json:"leaseRenewTime,omitempty"`
 	// PodsNotReady is the unacknowledged MarkPodsNotReady edge.
 	PodsNotReady bool `json:"podsNotReady,omitempty"`
@@ -67,12 +67,14 @@ func (t *Tracker) Snapshot() []Record {
 //     clamping never postpones a deadline. A zero Probe or ReadyTransition
 //     (a hand-written or truncated record) is read as now, so the node gets
 //     a full grace period instead of going Unknown on its first Observe.
-//   - A LeaseRenewTime after now is clamped to now, so the next real
-//     renewal is never mistaken for an older one.
 //
-// Other kubelet timestamps (heartbeat, Ready transition) are kept as they
-// are, since they are only ever compared for change. Records with an empty
-// name are skipped; with duplicate names the last one wins.
+// Kubelet timestamps (heartbeat, Ready transition, LeaseRenewTime) are kept
+// as they are, even in the future, since they are only ever compared for
+// change: any renewal after the restart differs from a saved RenewTime
+// that ran ahead, so it still counts, while the same unrenewed Lease does
+// not (clamping it would make that Lease look renewed once and grant the
+// node a fresh grace period, which Restore exists to prevent). Records
+// with an empty name are skipped; with duplicate names the last one wins.
 func (t *Tracker) Restore(now time.Time, rs []Record) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -99,7 +101,7 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 		if r.LeaseSeen || r.LeaseRenewTime != nil {
 			rec.lease.present = true
 			if r.LeaseRenewTime != nil {
-				rec.lease.renewSet, rec.lease.renew = true, clampTime(*r.LeaseRenewTime, now)
+				rec.lease.renewSet, rec.lease.renew = true, *r.LeaseRenewTime
 			}
 		}
 		t.nodes[r.Name] = rec

@@ -46,6 +46,11 @@ type Controller struct {
 
 	passMu sync.Mutex // one pass at a time
 
+	startOnce sync.Once
+	startErr  error
+	stopMu    sync.Mutex
+	stopInf   context.CancelFunc // stops the informer started by Start
+
 	mu      sync.Mutex
 	seen    map[string]*nodeState  // by node name
 	deleted map[types.UID]struct{} // deleted by us, until the informer drops them
@@ -128,21 +133,39 @@ func (c *Controller) onDelete(obj any) {
 // informer cache has synced.
 var ErrNotSynced = errors.New("cloudnode: informer cache did not sync")
 
-// Start starts the informer (it stops when ctx is done) and waits for its
-// cache to sync.
+// Start starts the informer (it stops when ctx is done or at Shutdown) and
+// waits for its cache to sync. Only the first call does anything; later
+// calls return its result.
 func (c *Controller) Start(ctx context.Context) error {
-	c.factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.nodes.HasSynced) {
-		return ErrNotSynced
-	}
-	return nil
+	c.startOnce.Do(func() {
+		ictx, cancel := context.WithCancel(ctx)
+		c.stopMu.Lock()
+		c.stopInf = cancel
+		c.stopMu.Unlock()
+		c.factory.Start(ictx.Done())
+		if !cache.WaitForCacheSync(ctx.Done(), c.nodes.HasSynced) {
+			c.startErr = ErrNotSynced
+		}
+	})
+	return c.startErr
 }
 
-// Run starts the controller and makes a pass at once and then every
-// MonitorPeriod of its clock, until ctx is done; it returns nil then, or
-// ErrNotSynced.
+// Shutdown stops the informer and waits for its goroutines to end. Run
+// does this itself when it returns.
+func (c *Controller) Shutdown() {
+	c.stopMu.Lock()
+	if c.stopInf != nil {
+		c.stopInf()
+	}
+	c.stopMu.Unlock()
+	c.factory.Shutdown()
+}
+
+// Run starts the controller (Start) and makes a pass at once and then
+// every MonitorPeriod of its clock, until ctx is done; it returns nil then,
+// or ErrNotSynced. It calls Shutdown on its way out.
 func (c *Controller) Run(ctx context.Context) error {
-	defer c.factory.Shutdown()
+	defer c.Shutdown()
 	if err := c.Start(ctx); err != nil {
 		return err
 	}

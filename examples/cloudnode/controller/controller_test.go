@@ -516,3 +516,32 @@ func TestNewRejects(t *testing.T) {
 		t.Error("nil cloud: New() = nil error")
 	}
 }
+
+// TestRunAfterStart: Run after Start (as the e2e tests do) returns when its
+// context ends, although Start's context is still live: Run stops the
+// informer Start started. (Run used to wait for an informer only Start's
+// context could stop, and hung.)
+func TestRunAfterStart(t *testing.T) {
+	clk := clocktesting.NewFakeClock(testutil.Epoch)
+	c, err := controller.New(fake.NewClientset(node("b1", "B", v1.ConditionTrue)),
+		&fakecloud.Provider{API: fakecloud.New(clk, fakecloud.Config{})}, clk, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := klog.NewContext(context.Background(), klog.Logger{})
+	if err := c.Start(base); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(base)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run() = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}

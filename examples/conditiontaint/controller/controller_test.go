@@ -342,6 +342,7 @@ func pod(name, nodeName string, tolerate *int64, forever bool) *v1.Pod {
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Finalizers: []string{"test/keep"}},
 		Spec:       v1.PodSpec{NodeName: nodeName},
+		Status:     v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}},
 	}
 	if tolerate != nil || forever {
 		p.Spec.Tolerations = []v1.Toleration{{Key: taintKey, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: tolerate}}
@@ -363,6 +364,9 @@ func (h *harness) evicted(name string) bool {
 	}
 	if p.DeletionTimestamp == nil {
 		return false
+	}
+	if len(p.Status.Conditions) != 2 || p.Status.Conditions[0].Type != v1.PodReady {
+		h.t.Errorf("pod %s conditions = %+v, want Ready kept and DisruptionTarget added", name, p.Status.Conditions)
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue && c.Reason == taints.DisruptionTargetReason {
