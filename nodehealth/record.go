@@ -67,6 +67,11 @@ func (t *Tracker) Snapshot() []Record {
 //     clamping never postpones a deadline. A zero Probe or ReadyTransition
 //     (a hand-written or truncated record) is read as now, so the node gets
 //     a full grace period instead of going Unknown on its first Observe.
+//   - Probe and ReadyTransition are read against now once and kept on
+//     now's clock (now.Add, with its monotonic reading), so the grace
+//     periods that run on after the restart are measured on the monotonic
+//     clock: a wall-clock step soon after start-up (an NTP sync) does not
+//     make every restored node stale at once.
 //
 // Kubelet timestamps (heartbeat, Ready transition, LeaseRenewTime) are kept
 // as they are, even in the future, since they are only ever compared for
@@ -85,8 +90,8 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 			continue
 		}
 		rec := &record{
-			probe:        restoredTime(r.Probe, now),
-			transition:   restoredTime(r.ReadyTransition, now),
+			probe:        onClock(r.Probe, now),
+			transition:   onClock(r.ReadyTransition, now),
 			podsNotReady: r.PodsNotReady,
 		}
 		if r.PodsNotReady {
@@ -131,18 +136,14 @@ func (rec *record) export(name string) Record {
 	return r
 }
 
-// restoredTime returns t, or now when t is zero or after now.
-func restoredTime(t, now time.Time) time.Time {
-	if t.IsZero() {
+// onClock returns t, a wall time from storage or from the API server, as an
+// instant of now's clock: t's wall time, with now's monotonic reading (if
+// any) moved back by now.Sub(t), so that the intervals later measured from
+// it follow the monotonic clock and a wall-clock step does not shorten
+// them. A zero t, or one after now (clock skew), is read as now.
+func onClock(t, now time.Time) time.Time {
+	if t.IsZero() || t.After(now) {
 		return now
 	}
-	return clampTime(t, now)
-}
-
-// clampTime returns t, or now when t is after now.
-func clampTime(t, now time.Time) time.Time {
-	if t.After(now) {
-		return now
-	}
-	return t
+	return now.Add(t.Sub(now))
 }
