@@ -494,3 +494,54 @@ func TestNodeSelectorAndDeletion(t *testing.T) {
 	}
 	h.reconcileNode("x") // NotFound: forgotten, no error
 }
+
+func TestExcludedNodesNotCounted(t *testing.T) {
+	// 4 sick of 10 would trip the breaker, but two sick nodes are excluded
+	// from zone health: 2 of 8 count, the zone is Normal, all 4 are tainted.
+	objs := zone("a", 10, 4)
+	for _, o := range objs[:2] {
+		o.SetLabels(map[string]string{v1.LabelTopologyZone: "a", ExcludeDisruptionLabel: ""})
+	}
+	h := newHarness(t, testConfig(), objs...)
+	for range 4 {
+		h.step()
+		h.clock.Step(2 * time.Second)
+	}
+	if got := h.taintedSet(names("a", 10)...); len(got) != 4 {
+		t.Errorf("tainted = %v, want the 4 sick nodes", got)
+	}
+	if got := testutil.ToFloat64(h.m.ZoneSize.WithLabelValues("a")); got != 8 {
+		t.Errorf("zone_size{a} = %v, want 8", got)
+	}
+}
+
+func TestDeletedNodeLeavesQueue(t *testing.T) {
+	h := newHarness(t, testConfig(), zone("a", 10, 2)...)
+	h.step() // a-0 tainted, a-1 waits
+	if got := h.ctl.queues.Len(); got != 1 {
+		t.Fatalf("queued = %d, want 1", got)
+	}
+	if err := h.c.Delete(context.Background(), h.node("a-1")); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileNode("a-1")
+	if got := h.ctl.queues.Len(); got != 0 {
+		t.Errorf("queued after deletion = %d, want 0", got)
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	h := newHarness(t, testConfig(), zone("a", 3, 0)...)
+	if err := h.ctl.Healthz(nil); err != nil {
+		t.Errorf("Healthz before the first pass = %v, want nil (not the leader yet)", err)
+	}
+	h.step()
+	h.clock.Step(10*h.ctl.cfg.PassPeriod.Duration + time.Minute)
+	if err := h.ctl.Healthz(nil); err != nil {
+		t.Errorf("Healthz at the limit = %v, want nil", err)
+	}
+	h.clock.Step(time.Second)
+	if err := h.ctl.Healthz(nil); err == nil {
+		t.Error("Healthz after a stalled loop = nil, want an error")
+	}
+}
