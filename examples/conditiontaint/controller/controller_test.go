@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubelifecycle/lifecycle/taints"
@@ -50,7 +51,12 @@ func testConfig() Config {
 
 func newHarness(t *testing.T, cfg Config, objs ...client.Object) *harness {
 	t.Helper()
-	c := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&v1.Node{}, &v1.Pod{}).Build()
+	return newHarnessWith(t, cfg, interceptor.Funcs{}, objs...)
+}
+
+func newHarnessWith(t *testing.T, cfg Config, fns interceptor.Funcs, objs ...client.Object) *harness {
+	t.Helper()
+	c := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&v1.Node{}, &v1.Pod{}).WithInterceptorFuncs(fns).Build()
 	m, err := NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -543,5 +549,38 @@ func TestHealthz(t *testing.T) {
 	h.clock.Step(time.Second)
 	if err := h.ctl.Healthz(nil); err == nil {
 		t.Error("Healthz after a stalled loop = nil, want an error")
+	}
+}
+
+func TestFailedEvictionIsRetried(t *testing.T) {
+	failures := 2
+	deny := interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		if _, ok := obj.(*v1.Pod); ok && failures > 0 {
+			failures--
+			return apierrors.NewForbidden(v1.Resource("pods"), obj.GetName(), fmt.Errorf("denied by a webhook"))
+		}
+		return c.Delete(ctx, obj, opts...)
+	}}
+	h := newHarnessWith(t, testConfig(), deny, append(zone("a", 10, 1), pod("none", "a-0", nil, false))...)
+	h.reconcilePod("ns", "none")
+	h.step()
+	for attempt := 1; attempt <= 2; attempt++ {
+		if res := h.evictions(); res.RequeueAfter != evictionRetryInterval || h.evicted("none") {
+			t.Fatalf("attempt %d: RequeueAfter %v, evicted %v; want a retry in %v", attempt, res.RequeueAfter, h.evicted("none"), evictionRetryInterval)
+		}
+		if x := h.ctl.Explain(types.NamespacedName{Namespace: "ns", Name: "none"}); x.State != taints.EvictionRetrying || x.Attempts != attempt {
+			t.Errorf("attempt %d: Explain = %v", attempt, x)
+		}
+		h.clock.Step(evictionRetryInterval)
+	}
+	if res := h.evictions(); res.RequeueAfter != 0 || !h.evicted("none") {
+		t.Fatalf("third attempt: RequeueAfter %v, evicted %v; want done", res.RequeueAfter, h.evicted("none"))
+	}
+	evs := h.events()
+	if count(evs, ReasonEvictionFailed) != 2 || count(evs, ReasonEvicted) != 1 {
+		t.Errorf("events = %q, want 2 failures then 1 eviction", evs)
+	}
+	if got := h.decisions(DecisionEvictionFailed, false); got != 2 {
+		t.Errorf("decisions_total{eviction_failed} = %v, want 2", got)
 	}
 }
