@@ -45,8 +45,17 @@ func TestFlagsAndManagerOptions(t *testing.T) {
 		t.Errorf("metrics %q, probes %q", opts.Metrics.BindAddress, opts.HealthProbeBindAddress)
 	}
 	for obj, by := range opts.Cache.ByObject {
-		if _, ok := obj.(*v1.Node); !ok || by.Label.String() != "pool=general" {
-			t.Errorf("cache ByObject %T = %v, want nodes by pool=general", obj, by.Label)
+		switch obj.(type) {
+		case *v1.Node:
+			if by.Label.String() != "pool=general" {
+				t.Errorf("node cache label selector = %v, want pool=general", by.Label)
+			}
+		case *v1.Pod:
+			if by.Field.String() != "spec.nodeName!=" {
+				t.Errorf("pod cache field selector = %v, want bound pods", by.Field)
+			}
+		default:
+			t.Errorf("unexpected cache ByObject %T", obj)
 		}
 	}
 

@@ -16,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -96,7 +97,11 @@ func (f *fixture) start(cfg controller.Config, leaderElect bool) {
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{f.ns: {}},
-			ByObject:          map[client.Object]cache.ByObject{&v1.Node{}: {Label: sel}},
+			// As main.go: nodes by the selector, bound pods only.
+			ByObject: map[client.Object]cache.ByObject{
+				&v1.Node{}: {Label: sel},
+				&v1.Pod{}:  {Field: fields.OneTermNotEqualSelector("spec.nodeName", "")},
+			},
 		},
 	})
 	if err != nil {
