@@ -130,11 +130,12 @@ func decide(now, observed time.Time, o *object, cfg Config, blocking func() []ne
 }
 
 // graceStart is when the grace period starts: the deletionTimestamp, or the
-// first observation when earlier, and never later than now (a timestamp from
-// the future, or a clock that went backwards, counts as no time elapsed).
+// first observation when not later (it then carries the caller's monotonic
+// reading, if any), and never later than now (a timestamp from the future,
+// or a clock that went backwards, counts as no time elapsed).
 func graceStart(now, observed, deletedAt time.Time) time.Time {
 	start := deletedAt
-	if !observed.IsZero() && observed.Before(start) {
+	if !observed.IsZero() && !deletedAt.Before(observed) {
 		start = observed
 	}
 	if now.Before(start) {

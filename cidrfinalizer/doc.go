@@ -78,14 +78,17 @@
 // ends the wait GracePeriod after that at the latest ([DecideObserved] is
 // the pure form). Time going backwards counts as no time elapsed.
 //
-// The Index stores that first instant as given, with its monotonic clock
-// reading, and derives the deadline with Add and compares with Before, so
-// its bound is measured on the monotonic clock when now carries one (fake
-// clocks compare by wall time). The deletionTimestamp is a server wall
-// time: the part of the wait measured from it follows the caller's wall
-// clock, as upstream's time.Since does, so a forward step of that clock can
-// end the grace period early; the finalizer still goes only when no
-// address depends on the object alone.
+// The deletionTimestamp is a server wall time. The Index reads it against
+// now once, at its first decision on the deleting object, and keeps the
+// result on now's clock (now.Add, monotonic reading included); the
+// deadline is derived from it with Add and compared with Before, so the
+// rest of the wait is measured on the monotonic clock when now carries one
+// and a wall-clock step (NTP, a resumed VM) does not end it early (fake
+// clocks compare by wall time). The stateless Decide and DecideObserved
+// compare the timestamp with each now's wall clock, as upstream's
+// time.Since does, so there a forward step can end the grace period early;
+// the finalizer still goes only when no address depends on the object
+// alone.
 //
 // # Concurrency
 //

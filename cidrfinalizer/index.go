@@ -44,7 +44,7 @@ type Index struct {
 type entry struct {
 	obj      object
 	pos      int       // index in Index.list
-	observed time.Time // first Decide while deleting; zero otherwise
+	observed time.Time // the deletion on the caller's clock, set by the first Decide while deleting; zero otherwise
 }
 
 type ipEntry struct {
@@ -155,8 +155,11 @@ func (x *Index) DeleteIPAddress(name string) {
 
 // Decide returns the decision for the ServiceCIDR of that name, with the
 // rules of Decide (see there) over the objects the Index holds. The first
-// Decide on a deleting object records now as its first observation (see
-// DecideObserved). A now earlier than one Decide has already seen counts as
+// Decide on a deleting object records its first observation (see
+// DecideObserved): the deletionTimestamp read against now (now itself when
+// the timestamp is in the future), kept on now's clock, so that the rest
+// of the grace period is measured with now's monotonic reading and a
+// wall-clock step does not end it early. A now earlier than one Decide has already seen counts as
 // that latest instant: a clock going backwards never restarts a wait. Errors: ErrNotFound for a name the Index does not hold,
 // ErrInvalidCIDR for an object with a malformed CIDR. When nothing blocks,
 // Decide does not allocate unless a Condition must be written.
@@ -176,7 +179,10 @@ func (x *Index) Decide(now time.Time, name string) (Decision, error) {
 		x.latest = now
 	}
 	if e.obj.deleting && e.obj.hasFinalizer && e.observed.IsZero() {
-		e.observed = now
+		// The deletionTimestamp (a server wall time) is read against now
+		// once: from then on the grace period is measured on now's clock,
+		// monotonic for a real one, so a wall-clock step cannot end it.
+		e.observed = now.Add(min(e.obj.deletedAt.Sub(now), 0))
 	}
 	return decide(now, e.observed, &e.obj, x.cfg, func() []netip.Addr { return x.blocking(e) }), nil
 }

@@ -176,14 +176,18 @@
 // its monotonic clock reading, and derive every deadline from it with Add
 // and compare with Before, After and Equal: when both instants carry a
 // monotonic reading Go compares those, so a step of the wall clock (NTP, a
-// resumed VM) makes nothing stale early; instants without one (fake clocks,
-// times restored by Restore, Kubernetes timestamps) compare by wall time.
+// resumed VM) makes nothing stale early; instants without one (fake clocks)
+// compare by wall time. Wall times that become probe times (a saved
+// Record's, read by Restore; a CreationTimestamp) are read against now once
+// and kept on now's clock, so the grace that runs on from them is measured
+// on the monotonic clock too.
 // Each keeps the latest now it has seen and uses it in place of an earlier
 // one, so time going backwards counts as no time elapsed: probe times never
 // move back and a stale node stays stale. Kubelet timestamps (heartbeat,
 // transition, Lease RenewTime) are never compared with now, only with their
 // previous value; CreationTimestamp, a server time, is read only as a
-// fallback first probe, clamped to now.
+// fallback first probe, clamped to now. The OrphanTracker's uninitialized
+// delay is likewise read against now once.
 //
 // # Concurrency
 //
@@ -199,8 +203,7 @@
 //     controller restart, so a restart neither grants every node a fresh
 //     grace period (kubernetes/kubernetes#108268) nor forgets to mark pods
 //     NotReady (kubernetes/kubernetes#50067, #135205). Restored instants
-//     have no monotonic reading and are clamped to the restoring clock (see
-//     Restore).
+//     are clamped to the restoring clock and kept on it (see Restore).
 //   - Pods-not-ready edge: unlike upstream, where it is a one-shot event of
 //     the pass that wrote Unknown (lost if the pod listing fails before the
 //     retry set is filled, or on restart), it stays set until acknowledged

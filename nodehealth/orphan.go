@@ -170,6 +170,7 @@ type OrphanTracker struct {
 type orphanRecord struct {
 	uid           types.UID // the node object the record belongs to
 	firstSeen     time.Time // first Observe of this object (uninitialized delay fallback)
+	uninitEnd     time.Time // end of the uninitialized delay, on the caller's clock; zero until computed
 	notFound      int
 	firstNotFound time.Time
 	unknowns      int           // Unknown answers in a row
@@ -193,7 +194,10 @@ func NewOrphanTracker(p OrphanPolicy) (*OrphanTracker, error) {
 // node younger than UninitializedNodeDelay (OrphanUninitialized). Its age is
 // measured from its CreationTimestamp; when that is zero or after now (clock
 // skew), from the first Observe of the node, so a skewed timestamp cannot
-// postpone the check for longer than the delay. A nil or unnamed node yields
+// postpone the check for longer than the delay. The timestamp (a server
+// wall time) is compared with now once, at the first such Observe; the end
+// of the delay is then kept on the caller's clock, so a later wall-clock
+// step does not end it early. A nil or unnamed node yields
 // OrphanInvalidNode. An Existence value outside the three constants counts
 // as Unknown. O(1).
 func (o *OrphanTracker) Observe(now time.Time, node *v1.Node, e Existence) OrphanDecision {
@@ -226,13 +230,18 @@ func (o *OrphanTracker) Observe(now time.Time, node *v1.Node, e Existence) Orpha
 			rec = &orphanRecord{uid: node.UID, firstSeen: now}
 			o.nodes[node.Name] = rec
 		}
-		start := node.CreationTimestamp.Time
-		if start.IsZero() || start.After(now) {
-			start = rec.firstSeen
+		if rec.uninitEnd.IsZero() {
+			start := node.CreationTimestamp.Time
+			if start.IsZero() || start.After(now) {
+				start = rec.firstSeen
+			}
+			// The server's timestamp is read against now once; the rest
+			// of the delay is measured on now's (monotonic) clock.
+			rec.uninitEnd = now.Add(start.Sub(now) + o.p.UninitializedNodeDelay)
 		}
-		if end := start.Add(o.p.UninitializedNodeDelay); now.Before(end) {
-			rec.nextCheck = end
-			return OrphanDecision{Reason: OrphanUninitialized, NextCheck: end, NotFound: rec.notFound}
+		if now.Before(rec.uninitEnd) {
+			rec.nextCheck = rec.uninitEnd
+			return OrphanDecision{Reason: OrphanUninitialized, NextCheck: rec.uninitEnd, NotFound: rec.notFound}
 		}
 	}
 	if e == ExistenceExists {

@@ -33,7 +33,7 @@ type Record struct {
 	LeaseSeen bool `json:"leaseSeen,omitempty"`
 	// LeaseRenewTime is the saved Lease's RenewTime, nil when the saved Lease
 	// had none (or no Lease was saved). A non-nil value implies LeaseSeen.
-	// Restore clamps a value after its now to its now.
+	// It is a kubelet-clock time, restored as it is (see Restore).
 	LeaseRenewTime *time.Time `json:"leaseRenewTime,omitempty"`
 	// PodsNotReady is the unacknowledged MarkPodsNotReady edge.
 	PodsNotReady bool `json:"podsNotReady,omitempty"`
@@ -67,12 +67,19 @@ func (t *Tracker) Snapshot() []Record {
 //     clamping never postpones a deadline. A zero Probe or ReadyTransition
 //     (a hand-written or truncated record) is read as now, so the node gets
 //     a full grace period instead of going Unknown on its first Observe.
-//   - A LeaseRenewTime after now is clamped to now, so the next real
-//     renewal is never mistaken for an older one.
+//   - Probe and ReadyTransition are read against now once and kept on
+//     now's clock (now.Add, with its monotonic reading), so the grace
+//     periods that run on after the restart are measured on the monotonic
+//     clock: a wall-clock step soon after start-up (an NTP sync) does not
+//     make every restored node stale at once.
 //
-// Other kubelet timestamps (heartbeat, Ready transition) are kept as they
-// are, since they are only ever compared for change. Records with an empty
-// name are skipped; with duplicate names the last one wins.
+// Kubelet timestamps (heartbeat, Ready transition, LeaseRenewTime) are kept
+// as they are, even in the future, since they are only ever compared for
+// change: any renewal after the restart differs from a saved RenewTime
+// that ran ahead, so it still counts, while the same unrenewed Lease does
+// not (clamping it would make that Lease look renewed once and grant the
+// node a fresh grace period, which Restore exists to prevent). Records
+// with an empty name are skipped; with duplicate names the last one wins.
 func (t *Tracker) Restore(now time.Time, rs []Record) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -83,8 +90,8 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 			continue
 		}
 		rec := &record{
-			probe:        restoredTime(r.Probe, now),
-			transition:   restoredTime(r.ReadyTransition, now),
+			probe:        onClock(r.Probe, now),
+			transition:   onClock(r.ReadyTransition, now),
 			podsNotReady: r.PodsNotReady,
 		}
 		if r.PodsNotReady {
@@ -99,7 +106,7 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 		if r.LeaseSeen || r.LeaseRenewTime != nil {
 			rec.lease.present = true
 			if r.LeaseRenewTime != nil {
-				rec.lease.renewSet, rec.lease.renew = true, clampTime(*r.LeaseRenewTime, now)
+				rec.lease.renewSet, rec.lease.renew = true, *r.LeaseRenewTime
 			}
 		}
 		t.nodes[r.Name] = rec
@@ -129,18 +136,14 @@ func (rec *record) export(name string) Record {
 	return r
 }
 
-// restoredTime returns t, or now when t is zero or after now.
-func restoredTime(t, now time.Time) time.Time {
-	if t.IsZero() {
+// onClock returns t, a wall time from storage or from the API server, as an
+// instant of now's clock: t's wall time, with now's monotonic reading (if
+// any) moved back by now.Sub(t), so that the intervals later measured from
+// it follow the monotonic clock and a wall-clock step does not shorten
+// them. A zero t, or one after now (clock skew), is read as now.
+func onClock(t, now time.Time) time.Time {
+	if t.IsZero() || t.After(now) {
 		return now
 	}
-	return clampTime(t, now)
-}
-
-// clampTime returns t, or now when t is after now.
-func clampTime(t, now time.Time) time.Time {
-	if t.After(now) {
-		return now
-	}
-	return t
+	return now.Add(t.Sub(now))
 }

@@ -183,17 +183,28 @@ func TestRestoreZeroProbeGetsGrace(t *testing.T) {
 	})
 }
 
-// TestRestoreFutureRenewTimeIsClamped: a saved LeaseRenewTime in the future
-// (a kubelet clock ahead when it was saved, or a corrupt record) must not
-// make the real renewals that follow look older: the node renewing every
-// 10s stays fresh.
-func TestRestoreFutureRenewTimeIsClamped(t *testing.T) {
+// TestRestoreFutureRenewTime: a saved LeaseRenewTime in the future (the
+// kubelet's clock ran ahead when it was saved, or a corrupt record) must
+// not make the real renewals that follow look older: the node renewing
+// every 10s stays fresh. And it is restored as it is: clamped to the
+// Restore instant, the same unrenewed Lease of a dead kubelet would look
+// renewed on the first Observe and get a fresh grace period (stale only at
+// 151s instead of 146s).
+func TestRestoreFutureRenewTime(t *testing.T) {
 	future := sec(3600)
+	rec := Record{Name: "n1", Probe: sec(95), ReadyTransition: sec(0), LeaseSeen: true, LeaseRenewTime: &future,
+		Ready: &v1.NodeCondition{Type: v1.NodeReady, Status: T, LastHeartbeatTime: metav1.NewTime(sec(0))}}
+	dead := newTracker(t)
+	dead.Restore(sec(100), []Record{rec})
+	runSteps(t, dead, []step{
+		{101, observe{readyNode("n1", T, 0, 0), mkLease("n1", 3600)}, "fresh grace=50s deadline=145s trans=0s ready=True->True"},
+		{146, observe{readyNode("n1", T, 0, 0), mkLease("n1", 3600)}, "stale grace=50s deadline=145s trans=146s ready=True->Unknown write pods"},
+	})
+
 	tr := newTracker(t)
-	tr.Restore(sec(100), []Record{{Name: "n1", Probe: sec(95), ReadyTransition: sec(0), LeaseSeen: true, LeaseRenewTime: &future,
-		Ready: &v1.NodeCondition{Type: v1.NodeReady, Status: T, LastHeartbeatTime: metav1.NewTime(sec(0))}}})
-	if got := tr.Snapshot()[0].LeaseRenewTime; got == nil || !got.Equal(sec(100)) {
-		t.Fatalf("restored LeaseRenewTime = %v, want clamped to the Restore instant (100s)", got)
+	tr.Restore(sec(100), []Record{rec})
+	if got := tr.Snapshot()[0].LeaseRenewTime; got == nil || !got.Equal(future) {
+		t.Fatalf("restored LeaseRenewTime = %v, want it kept (%v)", got, future)
 	}
 	var steps []step
 	for at := 110.0; at <= 300; at += 10 {

@@ -205,10 +205,10 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 			// Unlike upstream, a creation time in the future (clock skew)
 			// or missing is read as now: it can neither postpone the first
 			// deadline nor make a node stale at first sight.
-			start := node.CreationTimestamp.Time
-			if start.IsZero() || start.After(now) {
-				start = now
-			}
+			// The creation time is read against now once and kept on
+			// now's clock (see onClock): the startup grace then runs on
+			// the monotonic clock.
+			start := onClock(node.CreationTimestamp.Time, now)
 			rec = &record{probe: start, transition: start}
 			t.nodes[node.Name] = rec
 		} else {

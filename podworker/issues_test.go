@@ -163,10 +163,10 @@ func TestIssue139833FinishedPodRuntimeLeftoverIsKilled(t *testing.T) {
 	}
 }
 
-// TestSpec5CompletionObservableOnEveryPath: a kill's completion is visible
+// TestKillCompletionObservableOnEveryPath: a kill's completion is visible
 // through IsPodKnownTerminated on every path, including a static pod that
 // never started (upstream leaves its completion channels open).
-func TestSpec5CompletionObservableOnEveryPath(t *testing.T) {
+func TestKillCompletionObservableOnEveryPath(t *testing.T) {
 	s1, s2 := staticPod("st", "s1"), staticPod("st", "s2")
 	w := newWorkers(t)
 	now := testutil.Epoch

@@ -182,8 +182,8 @@
 //
 // Matching and the Evictor's decision allocate nothing
 // (AppendMatchingTolerations, MinTolerationTime; MatchingTolerations
-// allocates its result). Per pod, the Evictor keeps a record of about 160
-// bytes and a slot of its pod index; toleration lists are shared by every
+// allocates its result). Per pod, the Evictor keeps a fixed-size record and
+// a slot of its pod index; toleration lists are shared by every
 // pod with an equal list. An unchanged SetPod or SetNodeTaints costs a
 // lookup and a comparison and allocates nothing; SetNodeTaints is
 // O(n log n) in the node's NoExecute taints; Due with nothing due is O(1)

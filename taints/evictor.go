@@ -63,8 +63,8 @@ const (
 	stEvicted                   // Done called: not evicted again (same UID) until DeletePod
 )
 
-// podRec is what the Evictor keeps per pod: 160 bytes, plus a slot of the
-// pod index; the tolerations are shared (tolSet).
+// podRec is what the Evictor keeps per pod: a fixed-size record (its size
+// is pinned by TestPodRecSize), plus a slot of the pod index; the tolerations are shared (tolSet).
 type podRec struct {
 	key        types.NamespacedName
 	uid        types.UID
@@ -101,8 +101,7 @@ type nodeState struct {
 // clock; every time-dependent method takes now, and a now earlier than one
 // already seen counts as no time elapsed.
 //
-// Memory: a pod costs its 160-byte record and a slot of the pod index
-// (under 200 bytes in all); toleration lists are shared between pods with
+// Memory: a pod costs a fixed-size record and a slot of the pod index; toleration lists are shared between pods with
 // equal lists, and instants keep the caller's monotonic reading.
 //
 // The zero Evictor is not usable; call NewEvictor. An Evictor is safe for
@@ -557,7 +556,7 @@ func (e *Evictor) dropIfEmpty(name string, n *nodeState) {
 func (e *Evictor) podStart(now time.Time, pod *v1.Pod) time.Time {
 	if e.cfg.UseTaintTimeAdded {
 		if c := pod.CreationTimestamp.Time; !c.IsZero() && !c.After(now) {
-			return c
+			return onClock(now, c)
 		}
 	}
 	return now
@@ -601,14 +600,24 @@ func (e *Evictor) entries(now time.Time, n *nodeState, in []v1.Taint) ([]taintEn
 	out := make([]taintEntry, len(byPos))
 	for k, p := range byPos {
 		t := &in[p]
-		seen := now
+		var old *taintEntry
 		if j := findIdentity(n.taints, n.byIdent, t); j >= 0 {
-			seen = n.taints[j].seen
+			old = &n.taints[j]
+		}
+		seen := now
+		if old != nil {
+			seen = old.seen
 		}
 		start := seen
 		if e.cfg.UseTaintTimeAdded && t.TimeAdded != nil {
 			if ta := t.TimeAdded.Time; !ta.IsZero() && !ta.After(now) {
-				start = ta
+				// Placed on the caller's clock once, when first seen with this
+				// TimeAdded, so that a later wall-clock step moves nothing.
+				if old != nil && old.taint.TimeAdded != nil && old.taint.TimeAdded.Time.Equal(ta) {
+					start = old.start
+				} else {
+					start = onClock(now, ta)
+				}
 			}
 		}
 		out[k] = taintEntry{taint: copyTaint(*t), seen: seen, start: start}
@@ -730,4 +739,14 @@ func equalTolerations(a, b []v1.Toleration) bool {
 		}
 	}
 	return true
+}
+
+// onClock returns the wall-clock instant t (a TimeAdded or a
+// creationTimestamp, read from the API) as an instant on now's clock: now
+// moved back by how far t is behind now in wall time. When now carries a
+// monotonic reading the result does too, so deadlines derived from it are
+// measured on the monotonic clock and a later wall-clock step fires nothing
+// early. On a fake clock it is t itself (in now's location).
+func onClock(now, t time.Time) time.Time {
+	return now.Add(t.Sub(now))
 }

@@ -77,9 +77,9 @@ func TestWallClockStepFiresNothingEarly(t *testing.T) {
 	}
 }
 
-// TestMixedLanes: fire times with a monotonic reading (from the caller's
-// now) and without (from a taint's TimeAdded under UseTaintTimeAdded) are
-// each due by their own reading and handed out in fire-time order.
+// TestMixedLanes: fire times counted from a taint's TimeAdded (a wall time,
+// placed on the caller's clock) and from a first sighting are handed out in
+// fire-time order.
 func TestMixedLanes(t *testing.T) {
 	t0 := time.Now()
 	e, err := NewEvictor(EvictorConfig{UseTaintTimeAdded: true})
@@ -161,5 +161,45 @@ func TestWallLaneSaturationNeverEarly(t *testing.T) {
 		if g := strings.Join(got, " "); g != tc.want {
 			t.Errorf("Due(%v) = %q, want %q", tc.at, g, tc.want)
 		}
+	}
+}
+
+// TestWallClockStepUseTaintTimeAdded: with UseTaintTimeAdded the countdown
+// starts at the taint's TimeAdded, a wall time from the API server. It is
+// placed on the caller's clock when first seen, so a wall-clock step later
+// (here +10m, while 10s pass) fires nothing early, not even after the
+// node's taints change again past the step.
+func TestWallClockStepUseTaintTimeAdded(t *testing.T) {
+	t0 := time.Now()
+	e, err := NewEvictor(EvictorConfig{UseTaintTimeAdded: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := v1.Taint{Key: unreachable, Effect: v1.TaintEffectNoExecute}
+	ta.TimeAdded = testutil.MetaTime(t0.Round(0).Add(-100 * time.Second))
+	p := pod("a", "n1", tolFor(unreachable, 300))
+	p.CreationTimestamp = *testutil.MetaTime(t0.Round(0).Add(-time.Hour))
+	e.SetPod(t0, p)
+	e.SetNodeTaints(t0, "n1", []v1.Taint{ta})
+
+	stepped := testutil.StepWallClock(t0.Add(10*time.Second), 10*time.Minute)
+	if got := e.Due(stepped); len(got) != 0 {
+		t.Fatalf("Due(t0+10s, wall clock +10m) = %v, want none (due at t0+200s)", got)
+	}
+	// A second NoExecute taint, tolerated forever, arrives after the step:
+	// the first one's countdown keeps its start.
+	other := v1.Taint{Key: "example.com/other", Effect: v1.TaintEffectNoExecute}
+	p = p.DeepCopy()
+	p.Spec.Tolerations = append(p.Spec.Tolerations, v1.Toleration{Key: other.Key, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute})
+	e.SetPod(stepped, p)
+	e.SetNodeTaints(stepped, "n1", []v1.Taint{ta, other})
+	if got := e.Due(stepped); len(got) != 0 {
+		t.Fatalf("Due after a second taint past the step = %v, want none", got)
+	}
+	if d, ok := e.NextDeadline(); !ok || d.Sub(stepped) != 190*time.Second {
+		t.Errorf("NextDeadline() in %v, %v; want 190s (t0+200s on the monotonic clock)", d.Sub(stepped), ok)
+	}
+	if got := e.Due(t0.Add(200 * time.Second)); len(got) != 1 || got[0].Pod != key("a") {
+		t.Errorf("Due(t0+200s) = %v, want default/a", got)
 	}
 }

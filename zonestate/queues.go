@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -37,23 +38,26 @@ var ErrNoConstructor = errors.New("zonestate: NewQueues needs a queue constructo
 //
 // The zero Queues is not usable; call NewQueues. A Queues is safe for
 // concurrent use: Apply and Ensure are serialized by one mutex, held while
-// they call the constructor and the queues' SetRate and Clear; a second
-// mutex guards the zone map and is held by every method while it reads it,
-// and by NextDeadline and Len while they call each queue's NextDeadline or
-// Len. The constructor may therefore call Get, Each, Zones, NextDeadline
-// and Len, but not Apply or Ensure; Each's callback may call anything. A
-// queue used from several goroutines must itself be safe for concurrent use
-// (*evictionqueue.Queue is).
+// they call the constructor and the queues' SetRate, Clear and Len; a
+// second mutex guards the zone map and is held only to read or replace it,
+// never while the constructor or a queue's method runs. The constructor
+// and the queues' methods may therefore call Get, Each, Zones,
+// NextDeadline and Len, but not Apply or Ensure; Each's callback may call
+// anything. A queue used from several goroutines must itself be safe for
+// concurrent use (*evictionqueue.Queue is).
 type Queues[Q RateQueue] struct {
 	applyMu  sync.Mutex // serializes Apply and Ensure
 	newQueue func(now time.Time, zone string, qps float64) (Q, error)
 	full     bool // InFullDisruption of the last Apply; guarded by applyMu
 
+	// mu guards queues and list against readers. Only Apply and Ensure
+	// change the set, each holding applyMu and then mu for the change, so
+	// code holding applyMu may read queues, rate and absent without mu.
 	mu     sync.Mutex
 	queues map[string]Q
-	keys   []string            // sorted keys of queues
-	rate   map[string]float64  // each queue's rate outside full disruption mode
-	absent map[string]struct{} // zones with a queue but no decision in the last Apply
+	list   []zoneQueue[Q]      // the queues sorted by zone; replaced, never modified, on a change
+	rate   map[string]float64  // each queue's rate outside full disruption mode; applyMu
+	absent map[string]struct{} // zones with a queue but no decision in the last Apply; applyMu
 }
 
 // NewQueues returns an empty set whose queues newQueue creates: it is called
@@ -128,12 +132,10 @@ func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 			s.put(z.Key, nq, z.QPS, !d.InFullDisruption)
 			continue
 		}
-		s.mu.Lock()
 		delete(s.absent, z.Key)
 		if !d.InFullDisruption {
 			s.rate[z.Key] = z.QPS
 		}
-		s.mu.Unlock()
 		if !d.EnteredFullDisruption && (z.RateChanged || d.ExitedFullDisruption) {
 			if err := q.SetRate(now, z.QPS); err != nil {
 				fail(z.Key, "set rate", err)
@@ -141,45 +143,38 @@ func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 		}
 	}
 
-	s.mu.Lock()
 	for _, k := range d.Removed {
 		if _, ok := s.queues[k]; ok {
 			s.absent[k] = struct{}{}
 		}
 	}
-	var all []zoneQueue[Q]
 	switch {
 	case d.EnteredFullDisruption:
-		all = s.snapshot()
-	case d.ExitedFullDisruption:
-		for _, k := range s.keys { // sorted, so errors come in zone order
-			if _, ok := s.absent[k]; ok {
-				if r, known := s.rate[k]; known {
-					all = append(all, zoneQueue[Q]{zone: k, q: s.queues[k], rate: r})
-				}
-			}
-		}
-	}
-	s.mu.Unlock()
-
-	for _, e := range all {
-		if d.EnteredFullDisruption {
+		for _, e := range s.list { // sorted, so errors come in zone order
 			e.q.Clear()
 			if err := e.q.SetRate(now, 0); err != nil {
 				fail(e.zone, "stop", err)
 			}
-		} else if err := e.q.SetRate(now, e.rate); err != nil {
-			fail(e.zone, "set rate", err)
+		}
+	case d.ExitedFullDisruption:
+		for _, e := range s.list {
+			if _, ok := s.absent[e.zone]; ok {
+				if r, known := s.rate[e.zone]; known {
+					if err := e.q.SetRate(now, r); err != nil {
+						fail(e.zone, "set rate", err)
+					}
+				}
+			}
 		}
 	}
 
-	s.mu.Lock()
 	for k := range s.absent {
 		if s.queues[k].Len() == 0 {
+			s.mu.Lock()
 			s.drop(k)
+			s.mu.Unlock()
 		}
 	}
-	s.mu.Unlock()
 	return errors.Join(errs...)
 }
 
@@ -208,9 +203,7 @@ func (s *Queues[Q]) Ensure(now time.Time, zone string, qps float64) (Q, error) {
 		return zero, fmt.Errorf("zonestate: zone %q: create queue: %w", zone, err)
 	}
 	s.put(zone, q, qps, true)
-	s.mu.Lock()
 	s.absent[zone] = struct{}{}
-	s.mu.Unlock()
 	return q, nil
 }
 
@@ -227,19 +220,21 @@ func (s *Queues[Q]) Get(zone string) (Q, bool) {
 // returned slice.
 func (s *Queues[Q]) Zones() []string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.keys)
+	list := s.list
+	s.mu.Unlock()
+	keys := make([]string, len(list))
+	for i, e := range list {
+		keys[i] = e.zone
+	}
+	return keys
 }
 
 // Each calls fn for every zone's queue in sorted zone order, until fn
-// returns false. It iterates over a copy taken when it starts (so fn may
-// call any method of the set, Apply included) and runs fn with no lock
-// held.
+// returns false. It iterates over the set as it was when it started (so fn
+// may call any method of the set, Apply included) and runs fn with no lock
+// held. It allocates nothing.
 func (s *Queues[Q]) Each(fn func(zone string, q Q) bool) {
-	s.mu.Lock()
-	all := s.snapshot()
-	s.mu.Unlock()
-	for _, e := range all {
+	for _, e := range s.current() {
 		if !fn(e.zone, e.q) {
 			return
 		}
@@ -249,14 +244,12 @@ func (s *Queues[Q]) Each(fn func(zone string, q Q) bool) {
 // NextDeadline returns the earliest NextDeadline of the set's queues, and
 // false when no queue has one (every queue is empty or stopped). Ties go to
 // the first zone in key order; the result does not depend on it. O(Z) for
-// Z zones; it allocates nothing.
+// Z zones; it allocates nothing, and calls the queues with no lock held.
 func (s *Queues[Q]) NextDeadline() (time.Time, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var at time.Time
 	found := false
-	for _, k := range s.keys {
-		if t, ok := s.queues[k].NextDeadline(); ok && (!found || t.Before(at)) {
+	for _, e := range s.current() {
+		if t, ok := e.q.NextDeadline(); ok && (!found || t.Before(at)) {
 			at, found = t, true
 		}
 	}
@@ -264,53 +257,56 @@ func (s *Queues[Q]) NextDeadline() (time.Time, bool) {
 }
 
 // Len returns the number of pending items over every queue. O(Z); it
-// allocates nothing.
+// allocates nothing, and calls the queues with no lock held.
 func (s *Queues[Q]) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := 0
-	for _, q := range s.queues {
-		n += q.Len()
+	for _, e := range s.current() {
+		n += e.q.Len()
 	}
 	return n
 }
 
-// zoneQueue is one entry of a snapshot.
+// current returns the set's sorted list, which is never modified.
+func (s *Queues[Q]) current() []zoneQueue[Q] {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.list
+}
+
+// zoneQueue is one entry of the sorted list.
 type zoneQueue[Q RateQueue] struct {
 	zone string
 	q    Q
-	rate float64 // set only where Apply needs it
 }
 
-// snapshot copies the set in key order. Called with s.mu held.
-func (s *Queues[Q]) snapshot() []zoneQueue[Q] {
-	out := make([]zoneQueue[Q], len(s.keys))
-	for i, k := range s.keys {
-		out[i] = zoneQueue[Q]{zone: k, q: s.queues[k]}
-	}
-	return out
+// find returns the position of zone in the sorted list, and whether it is
+// there.
+func find[Q RateQueue](list []zoneQueue[Q], zone string) (int, bool) {
+	return slices.BinarySearchFunc(list, zone, func(e zoneQueue[Q], z string) int { return strings.Compare(e.zone, z) })
 }
 
-// put adds the zone's queue, and its rate outside full disruption mode when
-// setRate. Called with s.applyMu held and s.mu not held.
+// put adds the zone's queue (the set has none), and its rate outside full
+// disruption mode when setRate. Called with s.applyMu held and s.mu not
+// held.
 func (s *Queues[Q]) put(zone string, q Q, rate float64, setRate bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.queues[zone] = q
 	if setRate {
 		s.rate[zone] = rate
 	}
-	if i, found := slices.BinarySearch(s.keys, zone); !found {
-		s.keys = slices.Insert(s.keys, i, zone)
-	}
+	i, _ := find(s.list, zone)
+	list := make([]zoneQueue[Q], 0, len(s.list)+1) // a new slice: readers may hold the old one
+	list = append(append(append(list, s.list[:i]...), zoneQueue[Q]{zone: zone, q: q}), s.list[i:]...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queues[zone] = q
+	s.list = list
 }
 
-// drop forgets the zone's queue. Called with s.mu held.
+// drop forgets the zone's queue. Called with s.applyMu and s.mu held.
 func (s *Queues[Q]) drop(zone string) {
 	delete(s.queues, zone)
 	delete(s.rate, zone)
 	delete(s.absent, zone)
-	if i, found := slices.BinarySearch(s.keys, zone); found {
-		s.keys = slices.Delete(s.keys, i, i+1)
+	if i, found := find(s.list, zone); found {
+		s.list = slices.Concat(s.list[:i], s.list[i+1:]) // a new slice: readers may hold the old one
 	}
 }

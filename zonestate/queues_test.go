@@ -485,3 +485,67 @@ func TestQueuesEnsureDuringFullDisruption(t *testing.T) {
 		t.Fatalf("removed zone's queue after exit: rate %v, want its old 0.1", b.qps)
 	}
 }
+
+// lockProbe is a queue that checks, in every method, that the set's zone
+// map lock is not held, so that a queue method may call Get, Each, Zones,
+// NextDeadline or Len of the set that holds it.
+type lockProbe struct {
+	fakeQueue
+	t   *testing.T
+	set **Queues[*lockProbe]
+}
+
+func (p *lockProbe) probe(method string) {
+	if !(*p.set).mu.TryLock() {
+		p.t.Errorf("%s of zone %s's queue called with the zone map locked", method, p.zone)
+		return
+	}
+	(*p.set).mu.Unlock()
+}
+
+func (p *lockProbe) SetRate(now time.Time, qps float64) error {
+	p.probe("SetRate")
+	return p.fakeQueue.SetRate(now, qps)
+}
+
+func (p *lockProbe) Clear() { p.probe("Clear"); p.fakeQueue.Clear() }
+
+func (p *lockProbe) NextDeadline() (time.Time, bool) {
+	p.probe("NextDeadline")
+	return p.fakeQueue.NextDeadline()
+}
+
+func (p *lockProbe) Len() int { p.probe("Len"); return p.fakeQueue.Len() }
+
+// TestQueuesCallQueuesUnlocked: no queue method runs under the lock that
+// guards the zone map (a queue calling back into the set would deadlock).
+func TestQueuesCallQueuesUnlocked(t *testing.T) {
+	var s *Queues[*lockProbe]
+	s, err := NewQueues(func(now time.Time, zone string, qps float64) (*lockProbe, error) {
+		q := &lockProbe{fakeQueue: fakeQueue{zone: zone, qps: qps}, t: t, set: &s}
+		q.probe("constructor")
+		return q, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := NewTracker(DefaultPolicy())
+	for _, in := range []zonesT{
+		{"a": conds("TTT"), "b": conds("TTU")},
+		{"a": conds("UUU"), "b": conds("UUU")}, // enter full disruption: Clear, SetRate 0
+		{"a": conds("TTT")},                    // exit: SetRate; b absent
+		{"a": conds("TTU")},                    // b empty: dropped (Len)
+	} {
+		if err := s.Apply(epoch, tr.Update(in)); err != nil {
+			t.Fatal(err)
+		}
+		s.NextDeadline()
+		s.Len()
+	}
+	if _, err := s.Ensure(epoch, "c", 0.1); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Zones(); !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("Zones() = %q, want [a c]", got)
+	}
+}

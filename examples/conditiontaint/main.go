@@ -14,6 +14,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -96,7 +97,8 @@ func loadConfig(f flags) (controller.Config, error) {
 }
 
 // managerOptions builds the manager's options: leader election, metrics,
-// probes, and a node cache restricted to the configured selector.
+// probes, a node cache restricted to the configured selector and a pod
+// cache of bound pods.
 func managerOptions(f flags, cfg controller.Config) (manager.Options, error) {
 	sel, err := labels.Parse(cfg.NodeSelector)
 	if err != nil {
@@ -114,6 +116,8 @@ func managerOptions(f flags, cfg controller.Config) (manager.Options, error) {
 		HealthProbeBindAddress:        f.probeAddr,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&v1.Node{}: {Label: sel},
+			// Only bound pods can be evicted; pending ones stay out of memory.
+			&v1.Pod{}: {Field: fields.OneTermNotEqualSelector("spec.nodeName", "")},
 		}},
 	}, nil
 }

@@ -7,7 +7,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubelifecycle/lifecycle/examples/conditiontaint/controller"
+	"github.com/kubelifecycle/lifecycle/taints"
 )
 
 func TestFlagsAndManagerOptions(t *testing.T) {
@@ -40,8 +45,17 @@ func TestFlagsAndManagerOptions(t *testing.T) {
 		t.Errorf("metrics %q, probes %q", opts.Metrics.BindAddress, opts.HealthProbeBindAddress)
 	}
 	for obj, by := range opts.Cache.ByObject {
-		if _, ok := obj.(*v1.Node); !ok || by.Label.String() != "pool=general" {
-			t.Errorf("cache ByObject %T = %v, want nodes by pool=general", obj, by.Label)
+		switch obj.(type) {
+		case *v1.Node:
+			if by.Label.String() != "pool=general" {
+				t.Errorf("node cache label selector = %v, want pool=general", by.Label)
+			}
+		case *v1.Pod:
+			if by.Field.String() != "spec.nodeName!=" {
+				t.Errorf("pod cache field selector = %v, want bound pods", by.Field)
+			}
+		default:
+			t.Errorf("unexpected cache ByObject %T", obj)
 		}
 	}
 
@@ -51,5 +65,43 @@ func TestFlagsAndManagerOptions(t *testing.T) {
 	f.config = filepath.Join(dir, "missing.yaml")
 	if _, err := loadConfig(f); err == nil {
 		t.Error("loadConfig accepted a missing file")
+	}
+}
+
+// TestDeployFiles checks deploy/: the shipped configuration loads, the
+// Deployment's arguments parse, and the controller tolerates every
+// NoExecute taint it may write (it must not evict itself).
+func TestDeployFiles(t *testing.T) {
+	data, err := os.ReadFile("deploy/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := controller.LoadConfig(data)
+	if err != nil {
+		t.Fatalf("deploy/config.yaml: %v", err)
+	}
+	if !cfg.DryRun {
+		t.Error("deploy/config.yaml should start in dry-run mode")
+	}
+	data, err = os.ReadFile("deploy/deployment.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(data, &d); err != nil {
+		t.Fatalf("deploy/deployment.yaml: %v", err)
+	}
+	spec := d.Spec.Template.Spec
+	if _, err := parseFlags(spec.Containers[0].Args, io.Discard); err != nil {
+		t.Errorf("Deployment args: %v", err)
+	}
+	for _, r := range cfg.Conditions {
+		if r.Taint.Effect != string(v1.TaintEffectNoExecute) {
+			continue
+		}
+		all, used := taints.MatchingTolerations([]v1.Taint{{Key: r.Taint.Key, Value: r.Taint.Value, Effect: v1.TaintEffectNoExecute}}, spec.Tolerations)
+		if _, forever := taints.MinTolerationTime(used); !all || !forever {
+			t.Errorf("the Deployment does not tolerate %s forever", r.Taint.Key)
+		}
 	}
 }

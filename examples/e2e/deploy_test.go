@@ -626,6 +626,21 @@ func TestDeployRBACAndMetrics(t *testing.T) {
 		}
 	}
 
+	// The leader's health and readiness endpoints.
+	for _, path := range []string{"/healthz", "/readyz"} {
+		url := strings.TrimSuffix(r.metrics, "/metrics") + path
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Errorf("GET %s: %v", url, err)
+			continue
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
+			t.Errorf("GET %s = %s %q, want 200 ok", url, resp.Status, body)
+		}
+	}
+
 	r.proc.Stop(10 * time.Second)
 	_, all := e.saRequests(t)
 	checkNoRefusal(t, slices.DeleteFunc(all, func(ev parity.AuditEvent) bool {

@@ -347,7 +347,7 @@ func exercise(t *testing.T, o *options) []access {
 		mu.Unlock()
 		return false, nil, nil
 	})
-	o.leaseDuration, o.renewDeadline, o.retryPeriod = 600*time.Millisecond, 400*time.Millisecond, 50*time.Millisecond
+	o.leaseDuration, o.renewDeadline, o.retryPeriod = 2*time.Second, 1500*time.Millisecond, 100*time.Millisecond // the Lease keeps whole seconds
 	o.port = 0
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Logger{}))
 	done := make(chan error, 1)

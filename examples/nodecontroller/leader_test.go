@@ -14,7 +14,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -169,4 +171,110 @@ func testLeaderGauge(t *testing.T, m *metrics.Metrics) float64 {
 		}
 	}
 	return -1
+}
+
+// replicaClient returns a clientset of its own (its own action log) over
+// the objects of tracker, as two replicas see one API server.
+func replicaClient(tracker k8stesting.ObjectTracker) *fake.Clientset {
+	c := fake.NewClientset()
+	c.ReactionChain, c.WatchReactionChain = nil, nil
+	c.AddReactor("*", "*", k8stesting.ObjectReaction(tracker))
+	c.AddWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := a.(k8stesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		w, err := tracker.Watch(a.GetResource(), a.GetNamespace(), opts)
+		return err == nil, w, err
+	})
+	return c
+}
+
+// nonLeaseWrites counts the writes of client other than to Leases (the
+// leader election's own).
+func nonLeaseWrites(client *fake.Clientset) int {
+	n := 0
+	for _, a := range client.Actions() {
+		switch a.GetVerb() {
+		case "create", "update", "patch", "delete":
+			if a.GetResource().Resource != "leases" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestFailoverOnlyLeaderWrites runs two replicas as main does (leader
+// election on a Lease, short periods) against one fake API server, each
+// with its own client: the standby writes nothing while the leader leads;
+// when the leader dies without releasing the lease (its context ends, as
+// with SIGKILL: no final snapshot), it writes nothing more, and the standby
+// takes over after the lease expires and writes.
+func TestFailoverOnlyLeaderWrites(t *testing.T) {
+	seed := fake.NewClientset(
+		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{
+			Type: v1.NodeReady, Status: v1.ConditionTrue,
+			LastHeartbeatTime: metav1.NewTime(epoch), LastTransitionTime: metav1.NewTime(epoch)}}}},
+	)
+	tracker := seed.Tracker()
+	replica := func() (*fake.Clientset, *options) {
+		fs, o := newFlagSet(io.Discard)
+		if err := fs.Parse([]string{"-port=0", "-leader-elect-lease-duration=3s",
+			"-leader-elect-renew-deadline=2s", "-leader-elect-retry-period=100ms"}); err != nil {
+			t.Fatal(err)
+		}
+		o.complete(fs)
+		if err := o.validate(); err != nil {
+			t.Fatal(err)
+		}
+		return replicaClient(tracker), o
+	}
+	holder := func() string {
+		l, err := tracker.Get(coordinationv1.SchemeGroupVersion.WithResource("leases"), "kube-system", controller.Name)
+		if err != nil || l.(*coordinationv1.Lease).Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.(*coordinationv1.Lease).Spec.HolderIdentity
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	ctx := klog.NewContext(context.Background(), klog.Logger{})
+	start := func(client *fake.Clientset, o *options) (context.CancelFunc, chan error) {
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- runWith(rctx, o, client, clocktesting.NewFakeClock(epoch)) }()
+		return cancel, done
+	}
+
+	ca, oa := replica()
+	killA, doneA := start(ca, oa)
+	waitFor("replica A to lead and write", func() bool { return holder() != "" && nonLeaseWrites(ca) > 0 })
+	first := holder()
+	cb, ob := replica()
+	killB, doneB := start(cb, ob)
+	defer func() { killB(); <-doneB }()
+	waitFor("replica B to try the lease", func() bool { return len(cb.Actions()) > 0 })
+	time.Sleep(500 * time.Millisecond) // B retries every 100ms meanwhile
+	if n := nonLeaseWrites(cb); n != 0 || holder() != first {
+		t.Fatalf("standby B made %d writes; lease holder %q, want %q", n, holder(), first)
+	}
+
+	killA()
+	if err := <-doneA; err != nil {
+		t.Errorf("replica A: runWith() = %v", err)
+	}
+	after := len(ca.Actions())
+	waitFor("replica B to take over and write", func() bool { return holder() != first && holder() != "" && nonLeaseWrites(cb) > 0 })
+	if got := ca.Actions()[after:]; len(got) != 0 {
+		t.Errorf("replica A acted after it stopped: %v", got)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubelifecycle/lifecycle/taints"
@@ -50,7 +51,12 @@ func testConfig() Config {
 
 func newHarness(t *testing.T, cfg Config, objs ...client.Object) *harness {
 	t.Helper()
-	c := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&v1.Node{}, &v1.Pod{}).Build()
+	return newHarnessWith(t, cfg, interceptor.Funcs{}, objs...)
+}
+
+func newHarnessWith(t *testing.T, cfg Config, fns interceptor.Funcs, objs ...client.Object) *harness {
+	t.Helper()
+	c := fake.NewClientBuilder().WithObjects(objs...).WithStatusSubresource(&v1.Node{}, &v1.Pod{}).WithInterceptorFuncs(fns).Build()
 	m, err := NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -342,6 +348,7 @@ func pod(name, nodeName string, tolerate *int64, forever bool) *v1.Pod {
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Finalizers: []string{"test/keep"}},
 		Spec:       v1.PodSpec{NodeName: nodeName},
+		Status:     v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}},
 	}
 	if tolerate != nil || forever {
 		p.Spec.Tolerations = []v1.Toleration{{Key: taintKey, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: tolerate}}
@@ -363,6 +370,9 @@ func (h *harness) evicted(name string) bool {
 	}
 	if p.DeletionTimestamp == nil {
 		return false
+	}
+	if len(p.Status.Conditions) != 2 || p.Status.Conditions[0].Type != v1.PodReady {
+		h.t.Errorf("pod %s conditions = %+v, want Ready kept and DisruptionTarget added", name, p.Status.Conditions)
 	}
 	for _, c := range p.Status.Conditions {
 		if c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue && c.Reason == taints.DisruptionTargetReason {
@@ -489,4 +499,88 @@ func TestNodeSelectorAndDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.reconcileNode("x") // NotFound: forgotten, no error
+}
+
+func TestExcludedNodesNotCounted(t *testing.T) {
+	// 4 sick of 10 would trip the breaker, but two sick nodes are excluded
+	// from zone health: 2 of 8 count, the zone is Normal, all 4 are tainted.
+	objs := zone("a", 10, 4)
+	for _, o := range objs[:2] {
+		o.SetLabels(map[string]string{v1.LabelTopologyZone: "a", ExcludeDisruptionLabel: ""})
+	}
+	h := newHarness(t, testConfig(), objs...)
+	for range 4 {
+		h.step()
+		h.clock.Step(2 * time.Second)
+	}
+	if got := h.taintedSet(names("a", 10)...); len(got) != 4 {
+		t.Errorf("tainted = %v, want the 4 sick nodes", got)
+	}
+	if got := testutil.ToFloat64(h.m.ZoneSize.WithLabelValues("a")); got != 8 {
+		t.Errorf("zone_size{a} = %v, want 8", got)
+	}
+}
+
+func TestDeletedNodeLeavesQueue(t *testing.T) {
+	h := newHarness(t, testConfig(), zone("a", 10, 2)...)
+	h.step() // a-0 tainted, a-1 waits
+	if got := h.ctl.queues.Len(); got != 1 {
+		t.Fatalf("queued = %d, want 1", got)
+	}
+	if err := h.c.Delete(context.Background(), h.node("a-1")); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcileNode("a-1")
+	if got := h.ctl.queues.Len(); got != 0 {
+		t.Errorf("queued after deletion = %d, want 0", got)
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	h := newHarness(t, testConfig(), zone("a", 3, 0)...)
+	if err := h.ctl.Healthz(nil); err != nil {
+		t.Errorf("Healthz before the first pass = %v, want nil (not the leader yet)", err)
+	}
+	h.step()
+	h.clock.Step(10*h.ctl.cfg.PassPeriod.Duration + time.Minute)
+	if err := h.ctl.Healthz(nil); err != nil {
+		t.Errorf("Healthz at the limit = %v, want nil", err)
+	}
+	h.clock.Step(time.Second)
+	if err := h.ctl.Healthz(nil); err == nil {
+		t.Error("Healthz after a stalled loop = nil, want an error")
+	}
+}
+
+func TestFailedEvictionIsRetried(t *testing.T) {
+	failures := 2
+	deny := interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+		if _, ok := obj.(*v1.Pod); ok && failures > 0 {
+			failures--
+			return apierrors.NewForbidden(v1.Resource("pods"), obj.GetName(), fmt.Errorf("denied by a webhook"))
+		}
+		return c.Delete(ctx, obj, opts...)
+	}}
+	h := newHarnessWith(t, testConfig(), deny, append(zone("a", 10, 1), pod("none", "a-0", nil, false))...)
+	h.reconcilePod("ns", "none")
+	h.step()
+	for attempt := 1; attempt <= 2; attempt++ {
+		if res := h.evictions(); res.RequeueAfter != evictionRetryInterval || h.evicted("none") {
+			t.Fatalf("attempt %d: RequeueAfter %v, evicted %v; want a retry in %v", attempt, res.RequeueAfter, h.evicted("none"), evictionRetryInterval)
+		}
+		if x := h.ctl.Explain(types.NamespacedName{Namespace: "ns", Name: "none"}); x.State != taints.EvictionRetrying || x.Attempts != attempt {
+			t.Errorf("attempt %d: Explain = %v", attempt, x)
+		}
+		h.clock.Step(evictionRetryInterval)
+	}
+	if res := h.evictions(); res.RequeueAfter != 0 || !h.evicted("none") {
+		t.Fatalf("third attempt: RequeueAfter %v, evicted %v; want done", res.RequeueAfter, h.evicted("none"))
+	}
+	evs := h.events()
+	if count(evs, ReasonEvictionFailed) != 2 || count(evs, ReasonEvicted) != 1 {
+		t.Errorf("events = %q, want 2 failures then 1 eviction", evs)
+	}
+	if got := h.decisions(DecisionEvictionFailed, false); got != 2 {
+		t.Errorf("decisions_total{eviction_failed} = %v, want 2", got)
+	}
 }

@@ -76,7 +76,9 @@ func (c *Controller) evict(ctx context.Context, now time.Time, x taints.Eviction
 	if status, ok := nodehealth.DisruptionTargetStatus(now, pod); ok {
 		updated := pod.DeepCopy()
 		updated.Status = *status
-		if err := c.client.Status().Patch(ctx, updated, client.MergeFrom(pod)); err != nil && !apierrors.IsNotFound(err) {
+		// A strategic merge patch merges conditions by type, as upstream
+		// PatchPodStatus does (a JSON merge patch would replace the list).
+		if err := c.client.Status().Patch(ctx, updated, client.StrategicMergeFrom(pod)); err != nil && !apierrors.IsNotFound(err) {
 			c.failed(now, pod, x, err)
 			return
 		}

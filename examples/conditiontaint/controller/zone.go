@@ -213,8 +213,11 @@ func (c *Controller) reportWaiting(zone string, q *evictionqueue.Queue[string]) 
 		if e.reason == ReasonHeldByBreaker {
 			c.metrics.decision(DecisionHeldByBreaker, c.cfg.DryRun)
 			why := fmt.Sprintf("zone %q is %s: %d of %d nodes unhealthy, breaker threshold %v", name, z.State, z.NotReady, z.Size, c.cfg.Zones.UnhealthyThreshold)
-			if full {
+			switch {
+			case full:
 				why = "every zone is fully unhealthy (full disruption mode)"
+			case z.State == zonestate.StateNormal:
+				why = fmt.Sprintf("zone %q's rate is 0 (zones.rate)", name)
 			}
 			c.rec.Eventf(ref, nil, v1.EventTypeWarning, ReasonHeldByBreaker, "Hold", "not tainting: %s", why)
 			continue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,11 +13,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubelifecycle/lifecycle/examples/conditiontaint/controller"
 	"github.com/kubelifecycle/lifecycle/examples/e2e/cluster"
@@ -83,7 +88,7 @@ func (f *fixture) start(cfg controller.Config, leaderElect bool) {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	mgr, err := manager.New(c.Config(), manager.Options{
+	mgr, err := manager.New(f.serviceAccountConfig(c.Config()), manager.Options{
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "conditiontaint-" + f.sel,
 		LeaderElectionNamespace: f.ns,
@@ -92,7 +97,11 @@ func (f *fixture) start(cfg controller.Config, leaderElect bool) {
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{f.ns: {}},
-			ByObject:          map[client.Object]cache.ByObject{&v1.Node{}: {Label: sel}},
+			// As main.go: nodes by the selector, bound pods only.
+			ByObject: map[client.Object]cache.ByObject{
+				&v1.Node{}: {Label: sel},
+				&v1.Pod{}:  {Field: fields.OneTermNotEqualSelector("spec.nodeName", "")},
+			},
 		},
 	})
 	if err != nil {
@@ -122,6 +131,80 @@ func (f *fixture) start(cfg controller.Config, leaderElect bool) {
 		}
 	}()
 	f.t.Cleanup(func() { cancel(); wg.Wait() })
+}
+
+// serviceAccountConfig installs deploy/rbac.yaml for this test (cluster
+// objects renamed, subjects and the leader election Role in the test's
+// namespace) and returns admin with impersonation of its ServiceAccount:
+// the controller runs with exactly the deployed permissions.
+func (f *fixture) serviceAccountConfig(admin *rest.Config) *rest.Config {
+	f.t.Helper()
+	data, err := os.ReadFile("../deploy/rbac.yaml")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ctx := context.Background()
+	rbac := f.cs.RbacV1()
+	var sa string
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			f.t.Fatal(err)
+		}
+		decode := func(into any) {
+			if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+				f.t.Fatalf("rbac.yaml %s: %v", meta.Kind, err)
+			}
+		}
+		switch meta.Kind {
+		case "ServiceAccount":
+			var o v1.ServiceAccount
+			decode(&o)
+			sa = o.Name
+		case "ClusterRole":
+			var o rbacv1.ClusterRole
+			decode(&o)
+			o.Name += "-" + f.sel
+			if _, err := rbac.ClusterRoles().Create(ctx, &o, metav1.CreateOptions{}); err != nil {
+				f.t.Fatal(err)
+			}
+			f.t.Cleanup(func() { _ = rbac.ClusterRoles().Delete(context.Background(), o.Name, metav1.DeleteOptions{}) })
+		case "ClusterRoleBinding":
+			var o rbacv1.ClusterRoleBinding
+			decode(&o)
+			o.Name += "-" + f.sel
+			o.RoleRef.Name += "-" + f.sel
+			o.Subjects[0].Namespace = f.ns
+			if _, err := rbac.ClusterRoleBindings().Create(ctx, &o, metav1.CreateOptions{}); err != nil {
+				f.t.Fatal(err)
+			}
+			f.t.Cleanup(func() { _ = rbac.ClusterRoleBindings().Delete(context.Background(), o.Name, metav1.DeleteOptions{}) })
+		case "Role":
+			var o rbacv1.Role
+			decode(&o)
+			if _, err := rbac.Roles(f.ns).Create(ctx, &o, metav1.CreateOptions{}); err != nil {
+				f.t.Fatal(err)
+			}
+		case "RoleBinding":
+			var o rbacv1.RoleBinding
+			decode(&o)
+			o.Subjects[0].Namespace = f.ns
+			if _, err := rbac.RoleBindings(f.ns).Create(ctx, &o, metav1.CreateOptions{}); err != nil {
+				f.t.Fatal(err)
+			}
+		default:
+			f.t.Fatalf("rbac.yaml: unexpected kind %q", meta.Kind)
+		}
+	}
+	if sa == "" {
+		f.t.Fatal("rbac.yaml: no ServiceAccount")
+	}
+	cfg := rest.CopyConfig(admin)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + f.ns + ":" + sa,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + f.ns, "system:authenticated"},
+	}
+	return cfg
 }
 
 // nodes creates n nodes in zone, the first sick ones already reporting the

@@ -1,0 +1,19 @@
+// Package controller is the conditiontaint controller: custom node
+// conditions (node-problem-detector's KernelDeadlock, ReadonlyFilesystem,
+// …) to taints, on controller-runtime.
+//
+// The pieces and the library packages they drive:
+//
+//	Controller.ReconcileNode      Node reconciler: taints.ConditionTaints.For decides add/remove;
+//	                              removal is immediate, additions go to the zone's evictionqueue.Queue
+//	Controller.Start / Step       zone Runnable (leader only): zonestate.Tracker.UpdateCounts on every
+//	                              node, zonestate.Queues.Apply, then Queue.Try taints at the zone's rate
+//	Controller.ReconcilePod       taints.Evictor.SetPod / DeletePod
+//	Controller.ReconcileEvictions taints.Evictor.Due, nodehealth.DisruptionTargetStatus, delete;
+//	                              RequeueAfter from Evictor.NextDeadline
+//
+// Time comes from a clock.PassiveClock given in Options (a fake one in
+// tests); every library call gets its now. Decisions and non-decisions
+// (held by the breaker, waiting for the zone rate) are Events and
+// lifecycle_conditiontaint_ metrics. See the README for the configuration.
+package controller
