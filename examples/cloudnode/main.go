@@ -131,7 +131,20 @@ func run(ctx context.Context, o *options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	clk := clock.RealClock{}
+	return runLive(ctx, o, client, clock.RealClock{}, nil)
+}
+
+// liveClock is what runLive needs of a clock: clock.RealClock and the fake
+// clock of k8s.io/utils/clock/testing have it.
+type liveClock interface {
+	clock.WithTicker
+	AfterFunc(d time.Duration, f func()) clock.Timer
+}
+
+// runLive runs the controller on client and clk with a fake cloud seeded
+// from the nodes, until ctx is done; stats, if not nil, receives the
+// controller's Stats and the cloud's call counts as it stops.
+func runLive(ctx context.Context, o *options, client kubernetes.Interface, clk liveClock, stats func(controller.Stats, fakecloud.CallStats)) error {
 	cloud := fakecloud.New(clk, fakecloud.Config{SetDeleteDelay: time.Minute})
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: o.cfg.NodeSelector})
 	if err != nil {
@@ -167,12 +180,19 @@ func run(ctx context.Context, o *options, out io.Writer) error {
 		defer srv.Close()
 	}
 	if o.deleteSet != "" {
-		t := time.AfterFunc(o.deleteAfter, func() {
-			klog.InfoS("Fake cloud: deleting scale set", "set", o.deleteSet, "existed", cloud.DeleteScaleSet(o.deleteSet))
+		// On its own goroutine: a fake clock runs AfterFunc callbacks with
+		// its lock held, and DeleteScaleSet reads the clock.
+		t := clk.AfterFunc(o.deleteAfter, func() {
+			go func() {
+				klog.InfoS("Fake cloud: deleting scale set", "set", o.deleteSet, "existed", cloud.DeleteScaleSet(o.deleteSet))
+			}()
 		})
 		defer t.Stop()
 	}
 	err = c.Run(ctx)
 	klog.InfoS("Stopped", "stats", fmt.Sprintf("%+v", c.Stats()), "cloudCalls", cloud.Calls().String())
+	if stats != nil {
+		stats(c.Stats(), cloud.Calls())
+	}
 	return err
 }

@@ -5,8 +5,17 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubelifecycle/lifecycle/examples/cloudnode/controller"
+	"github.com/kubelifecycle/lifecycle/examples/cloudnode/fakecloud"
 )
 
 // TestCompare runs the -compare scenario: during the 30m outage our
@@ -66,5 +75,70 @@ func TestRunRejects(t *testing.T) {
 		if err := run(context.Background(), o, &bytes.Buffer{}); err == nil {
 			t.Errorf("run(%q) = nil, want an error", args)
 		}
+	}
+}
+
+// TestRunLive runs the live mode on a fake clientset and a fake clock: the
+// fake cloud is seeded from the nodes' fake:// providerIDs (a node of
+// another provider is ignored), -delete-scale-set deletes set a after
+// -delete-after, and the controller deletes a1 but keeps b1 (its instance
+// runs) and x1 (a providerID the fake cloud does not know is Unknown: never
+// deleted).
+func TestRunLive(t *testing.T) {
+	node := func(name, pid string) *v1.Node {
+		return &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)},
+			Spec:       v1.NodeSpec{ProviderID: pid},
+			Status:     v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse}}},
+		}
+	}
+	client := fake.NewClientset(node("a1", "fake://a/a1"), node("b1", "fake://b/b1"), node("x1", "other://x1"))
+	clk := clocktesting.NewFakeClock(epoch)
+	fs, o := newFlagSet(&bytes.Buffer{})
+	if err := fs.Parse([]string{"-delete-scale-set", "a", "-delete-after", "1m", "-node-monitor-period", "5s"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Logger{}))
+	defer cancel()
+	type final struct {
+		st    controller.Stats
+		calls fakecloud.CallStats
+	}
+	done := make(chan error, 1)
+	got := make(chan final, 1)
+	go func() {
+		done <- runLive(ctx, o, client, clk, func(st controller.Stats, calls fakecloud.CallStats) { got <- final{st, calls} })
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := client.CoreV1().Nodes().Get(ctx, "a1", metav1.GetOptions{}); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a1 not deleted by %v", clk.Now().Sub(epoch))
+		}
+		if clk.HasWaiters() && clk.Now().Sub(epoch) < 10*time.Minute {
+			clk.Step(5 * time.Second)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if at := clk.Now().Sub(epoch); at < time.Minute {
+		t.Errorf("a1 deleted at %v, before its set was (1m)", at)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("runLive() = %v", err)
+	}
+	f := <-got
+	if f.st.NodesDeleted != 1 {
+		t.Errorf("NodesDeleted = %d, want 1", f.st.NodesDeleted)
+	}
+	for _, name := range []string{"b1", "x1"} {
+		if _, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{}); err != nil {
+			t.Errorf("%s: %v, want kept", name, err)
+		}
+	}
+	if f.calls.Total() == 0 {
+		t.Error("no cloud calls counted")
 	}
 }
