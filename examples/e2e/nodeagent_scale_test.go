@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 // 4 of the issue, the scale test (opt-in: LIFECYCLE_E2E_SCALE=1): one agent
@@ -187,6 +189,7 @@ func TestNodeAgentScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	child.Stdout, child.Stderr = logFile, logFile
+	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no agent outlives the test
 	started := time.Now()
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
