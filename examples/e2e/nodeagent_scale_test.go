@@ -359,17 +359,42 @@ func TestNodeAgentScale(t *testing.T) {
 	if err := child.Process.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
-	var firstUnknown, firstGone time.Duration
+	var firstUnknown, firstGone, allUnknown time.Duration
+	var lastBeat time.Time // the latest heartbeat of a silent node the API holds
 	cluster.Eventually(t, scaleWait, "every pod of the silent zone confirmed deleted", func(ctx context.Context) (bool, error) {
-		if firstUnknown == 0 {
+		if allUnknown == 0 {
 			l, err := pc.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				return false, err
 			}
+			unknown := 0
 			for i := range l.Items {
-				if silentNodes[l.Items[i].Name] && readyStatus(&l.Items[i]) == v1.ConditionUnknown {
-					firstUnknown = time.Since(silenced)
-					break
+				n := &l.Items[i]
+				if !silentNodes[n.Name] {
+					continue
+				}
+				for _, c := range n.Status.Conditions {
+					if c.Type == v1.NodeReady && c.LastHeartbeatTime.After(lastBeat) {
+						lastBeat = c.LastHeartbeatTime.Time
+					}
+				}
+				if readyStatus(n) == v1.ConditionUnknown {
+					unknown++
+				}
+			}
+			if unknown > 0 && firstUnknown == 0 {
+				firstUnknown = time.Since(silenced)
+			}
+			if unknown == len(silentNodes) {
+				allUnknown = time.Since(silenced)
+			}
+			leases, err := pc.CoordinationV1().Leases(agent.LeaseNamespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			for i := range leases.Items {
+				if l := &leases.Items[i]; silentNodes[l.Name] && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(lastBeat) {
+					lastBeat = l.Spec.RenewTime.Time
 				}
 			}
 		}
@@ -397,8 +422,12 @@ func TestNodeAgentScale(t *testing.T) {
 	if untouched != scalePods-want || len(rest.Items) != untouched {
 		t.Errorf("pods outside the silent zone: %d, of which %d Running and not deleting; want %d of each", len(rest.Items), untouched, scalePods-want)
 	}
-	t.Logf("silent zone (%d nodes, %d pods): first node Unknown after %s (grace %s), first pod confirmed deleted after %s, last after %s; agent CPU meanwhile %.2f cores, peak RSS %s",
-		len(silentNodes), want, firstUnknown.Round(time.Millisecond), scaleGrace, firstGone.Round(time.Millisecond), lastGone.Round(time.Millisecond),
+	if d := lastBeat.Sub(silenced); d > time.Second {
+		t.Errorf("a silent node's heartbeat (Lease or Ready) is %s after the silence", d)
+	}
+	t.Logf("silent zone (%d nodes, %d pods): last heartbeat %s after the silence; first node Unknown after %s, all after %s (grace %s); first pod confirmed deleted after %s, last after %s; agent CPU meanwhile %.2f cores, peak RSS %s",
+		len(silentNodes), want, lastBeat.Sub(silenced).Round(time.Millisecond), firstUnknown.Round(time.Millisecond), allUnknown.Round(time.Millisecond), scaleGrace,
+		firstGone.Round(time.Millisecond), lastGone.Round(time.Millisecond),
 		float64(cpuS1-cpuS0)/float64(lastGone), mib(hwm2))
 
 	stopChild()
