@@ -234,12 +234,14 @@ func runParity(t *testing.T, sc parityScenario) {
 	if t.Failed() {
 		return
 	}
-	t.Logf("both sides in %v", time.Since(t0).Round(100*time.Millisecond))
+	skew, at := parity.MaxSkew(up, nc, sc.orderFree)
+	t.Logf("both sides in %v; largest time difference %v (%s), tolerance %v", time.Since(t0).Round(100*time.Millisecond), skew.Round(time.Millisecond), at, parityTolerance)
 	diffs := parity.Compare(up, nc, parity.Options{Tolerance: parityTolerance, FieldTolerance: time.Second, OrderFree: sc.orderFree})
 	knownList := append(slices.Clone(parityKnown), sc.known...)
 	explained, unexplained := parity.Split(diffs, knownList)
 	var report strings.Builder
-	fmt.Fprintf(&report, "# parity %s: %d differences, %d known, %d unexplained\n", sc.name, len(diffs), len(diffs)-len(unexplained), len(unexplained))
+	fmt.Fprintf(&report, "# parity %s: %d differences, %d known, %d unexplained; largest time difference %v (%s)\n",
+		sc.name, len(diffs), len(diffs)-len(unexplained), len(unexplained), skew.Round(time.Millisecond), at)
 	for i, k := range knownList {
 		for _, d := range explained[i] {
 			fmt.Fprintf(&report, "known   %s\n        reason: %s\n", d, k.Reason)
