@@ -24,11 +24,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -51,6 +54,7 @@ type options struct {
 	sc          scenario
 	deleteSet   string
 	deleteAfter time.Duration
+	metricsAddr string
 }
 
 func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
@@ -64,11 +68,12 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.DurationVar(&p.MinNotFoundAge, "min-not-found-age", p.MinNotFoundAge, "how long the NotFound answers must span before a node is deleted")
 	fs.DurationVar(&p.UnknownBackoff, "unknown-backoff", p.UnknownBackoff, "wait after the first cloud error for a node; doubles on each further error")
 	fs.DurationVar(&p.MaxUnknownBackoff, "max-unknown-backoff", p.MaxUnknownBackoff, "cap of the per-node backoff")
-	fs.DurationVar(&o.cfg.UninitializedDelay, "uninitialized-delay", o.cfg.UninitializedDelay, "how long a node with the uninitialized taint is left alone")
+	fs.DurationVar(&p.UninitializedNodeDelay, "uninitialized-node-delay", p.UninitializedNodeDelay, "how long a node with no providerID and the uninitialized taint is left alone after its creation")
 	fs.BoolVar(&o.cfg.UpstreamStyle, "upstream-style", false, "decide as upstream does (every error means keep, retried every period)")
 	fs.StringVar(&o.cfg.NodeSelector, "node-selector", "", "label selector of the nodes to manage (empty: all)")
 	fs.StringVar(&o.deleteSet, "delete-scale-set", "", "fake cloud: scale set to delete after -delete-after")
 	fs.DurationVar(&o.deleteAfter, "delete-after", time.Minute, "fake cloud: when to delete -delete-scale-set")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "", "address (host:port) to serve the lifecycle_cloudnode_* metrics on at /metrics, over plain HTTP; empty: none")
 	fs.BoolVar(&o.compare, "compare", false, "run the scale-set incident offline with both decisions and print the cloud calls")
 	fs.IntVar(&o.sc.NodesA, "compare-nodes-a", o.sc.NodesA, "-compare: NotReady nodes in scale set a (deleted as the outage starts)")
 	fs.IntVar(&o.sc.NodesB, "compare-nodes-b", o.sc.NodesB, "-compare: NotReady nodes in scale set b")
@@ -147,6 +152,19 @@ func run(ctx context.Context, o *options, out io.Writer) error {
 	c, err := controller.New(client, &fakecloud.Provider{API: cloud}, clk, o.cfg)
 	if err != nil {
 		return err
+	}
+	if o.metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(c.Collector())
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		srv := &http.Server{Addr: o.metricsAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				klog.ErrorS(err, "Serving /metrics")
+			}
+		}()
+		defer srv.Close()
 	}
 	if o.deleteSet != "" {
 		t := time.AfterFunc(o.deleteAfter, func() {

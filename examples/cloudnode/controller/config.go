@@ -19,22 +19,16 @@ const Name = "cloud-node-lifecycle-controller"
 
 // Config configures a Controller. DefaultConfig returns upstream's values.
 type Config struct {
-	// Policy decides when a node whose instance is reported gone is deleted
-	// and how a cloud that cannot answer is backed off
-	// (nodehealth.OrphanTracker). Unused when UpstreamStyle is set.
+	// Policy decides when a node whose instance is reported gone is deleted,
+	// how a cloud that cannot answer is backed off and how long an
+	// uninitialized node is left alone (nodehealth.OrphanTracker). With
+	// UpstreamStyle only Policy.UninitializedNodeDelay is used.
 	Policy nodehealth.OrphanPolicy
 	// MonitorPeriod is how often every node is looked at (upstream's
 	// --node-monitor-period, 5s). A node in an Unknown backoff, or waiting
 	// for its NotFound answers to age, is not asked about before its
 	// NextCheck.
 	MonitorPeriod time.Duration
-	// UninitializedDelay is how long a node that still carries the
-	// node.cloudprovider.kubernetes.io/uninitialized taint is left alone
-	// (upstream: 1m). Unlike upstream, which measures it from the node's
-	// creationTimestamp against the local clock and only for nodes without
-	// a providerID, it counts from when this controller first saw the node
-	// (so clock skew cannot shorten it) and applies whatever the providerID.
-	UninitializedDelay time.Duration
 	// UpstreamStyle makes the controller decide as upstream's MonitorNodes
 	// does, for comparison: every error is read as "exists" (the node is
 	// kept and asked about again next period), (false, nil) deletes at
@@ -59,15 +53,14 @@ type Config struct {
 }
 
 // DefaultConfig returns upstream's values: nodehealth.DefaultOrphanPolicy
-// (one NotFound answer deletes; unlike upstream, an Unknown answer backs off
-// from 5s doubling to 5m), a 5s monitor period and a 1m wait for
-// uninitialized nodes.
+// (one NotFound answer deletes; an uninitialized node is left alone for a
+// minute; unlike upstream, an Unknown answer backs off from 5s doubling to
+// 5m) and a 5s monitor period.
 func DefaultConfig() Config {
 	return Config{
-		Policy:             nodehealth.DefaultOrphanPolicy(),
-		MonitorPeriod:      5 * time.Second,
-		UninitializedDelay: time.Minute,
-		ConflictBackoff:    wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, Factor: 1, Jitter: 1},
+		Policy:          nodehealth.DefaultOrphanPolicy(),
+		MonitorPeriod:   5 * time.Second,
+		ConflictBackoff: wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, Factor: 1, Jitter: 1},
 	}
 }
 
@@ -78,9 +71,6 @@ func (c Config) validate() error {
 	var errs []error
 	if c.MonitorPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("MonitorPeriod = %v must be positive", c.MonitorPeriod))
-	}
-	if c.UninitializedDelay < 0 {
-		errs = append(errs, fmt.Errorf("UninitializedDelay = %v must be non-negative", c.UninitializedDelay))
 	}
 	if c.Resync < 0 {
 		errs = append(errs, fmt.Errorf("Resync = %v must be non-negative", c.Resync))

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -190,34 +190,32 @@ func (c *Controller) Lister() corelisters.NodeLister { return c.lister }
 func (c *Controller) Pass(ctx context.Context) {
 	c.passMu.Lock()
 	defer c.passMu.Unlock()
-	nodes, err := c.lister.List(labels.Everything())
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Listing nodes from the cache")
-		return
-	}
-	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	// The indexer's List is one presized slice; the lister's would grow
+	// another. Nothing else in a steady-state pass allocates.
+	nodes := c.nodes.GetIndexer().List()
+	slices.SortFunc(nodes, func(a, b any) int { return strings.Compare(nodeName(a), nodeName(b)) })
 	c.mu.Lock()
 	c.stats.Passes++
 	c.mu.Unlock()
-	for _, n := range nodes {
+	for _, obj := range nodes {
 		if ctx.Err() != nil {
 			return
 		}
-		c.syncNode(ctx, n)
+		if n, ok := obj.(*v1.Node); ok {
+			c.syncNode(ctx, n)
+		}
 	}
 }
 
 // state returns the node's state, new when the name is new or now belongs
-// to another UID (a node deleted and created again: its predecessor's
-// NotFound answers must not count for it). Call with c.mu held.
+// to another UID (a node deleted and created again, its deletion perhaps
+// unseen: the informer relisted). Call with c.mu held.
 func (c *Controller) state(now time.Time, n *v1.Node) *nodeState {
 	st := c.seen[n.Name]
 	if st != nil && st.uid == n.UID {
 		return st
 	}
-	if st != nil && c.orphans != nil {
-		c.orphans.Forget(n.Name)
-	}
+	// The OrphanTracker drops its record by itself when the UID changes.
 	st = &nodeState{uid: n.UID, firstSeen: now}
 	c.seen[n.Name] = st
 	return st
@@ -225,7 +223,7 @@ func (c *Controller) state(now time.Time, n *v1.Node) *nodeState {
 
 // syncNode decides for one node.
 func (c *Controller) syncNode(ctx context.Context, n *v1.Node) {
-	logger := klog.FromContext(ctx).WithValues("node", n.Name)
+	logger := klog.FromContext(ctx)
 	now := c.clock.Now()
 	c.mu.Lock()
 	if _, gone := c.deleted[n.UID]; gone {
@@ -241,7 +239,7 @@ func (c *Controller) syncNode(ctx context.Context, n *v1.Node) {
 	wait := ""
 	switch {
 	case ready:
-	case hasTaint(n, uninitializedTaint) && now.Sub(st.firstSeen) < c.cfg.UninitializedDelay:
+	case c.uninitializedYoung(now, n, st):
 		wait = "uninitialized"
 		c.stats.SkippedUninitialized++
 	case c.orphans == nil:
@@ -264,7 +262,9 @@ func (c *Controller) syncNode(ctx context.Context, n *v1.Node) {
 		return
 	}
 	if wait != "" {
-		logger.V(4).Info("Not asking the cloud yet", "wait", wait)
+		if v := logger.V(4); v.Enabled() {
+			v.Info("Not asking the cloud yet", "node", n.Name, "wait", wait)
+		}
 		return
 	}
 
@@ -277,7 +277,7 @@ func (c *Controller) syncNode(ctx context.Context, n *v1.Node) {
 	if c.orphans == nil { // upstream's MonitorNodes
 		switch {
 		case err != nil:
-			logger.Error(err, "Checking whether the instance exists")
+			logger.Error(err, "Checking whether the instance exists", "node", n.Name)
 		case !exists:
 			c.deleteNode(ctx, n)
 		default:
@@ -290,13 +290,14 @@ func (c *Controller) syncNode(ctx context.Context, n *v1.Node) {
 	d := c.orphans.Observe(now, n, e)
 	c.mu.Lock()
 	st.unknown = d.Reason == nodehealth.OrphanCloudUnknown
-	var ra interface{ RetryAfter() time.Duration }
-	if errors.As(err, &ra) && ra.RetryAfter() > 0 {
-		st.notBefore = now.Add(ra.RetryAfter())
+	if after := retryAfter(err); after > 0 {
+		st.notBefore = now.Add(after)
 	}
 	c.mu.Unlock()
-	logger.V(2).Info("Cloud answered", "existence", e, "decision", d.Reason, "notFound", d.NotFound,
-		"nextCheck", d.NextCheck, "err", err)
+	if v := logger.V(2); v.Enabled() {
+		v.Info("Cloud answered", "node", n.Name, "existence", e, "decision", d.Reason, "notFound", d.NotFound,
+			"nextCheck", d.NextCheck, "err", err)
+	}
 	switch {
 	case d.Delete:
 		c.deleteNode(ctx, n)
@@ -317,19 +318,19 @@ func (c *Controller) deleteNode(ctx context.Context, n *v1.Node) {
 	err := c.client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{
 		Preconditions: metav1.NewUIDPreconditions(string(n.UID)),
 	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case err == nil:
-		c.stats.NodesDeleted++
-	case isNotFound(err):
-		// Gone already: nothing to do.
-	default:
-		c.stats.DeleteFailures++
+	if err != nil && !isNotFound(err) {
 		logger.Error(err, "Unable to delete node", "node", n.Name)
 		c.event(ref, v1.EventTypeWarning, ReasonDeletingNodeFailed, "Failed deleting node %s: %v", n.Name, err)
+		c.mu.Lock()
+		c.stats.DeleteFailures++
+		c.mu.Unlock()
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil {
+		c.stats.NodesDeleted++
+	} // else: gone already
 	c.deleted[n.UID] = struct{}{}
 	if c.orphans != nil {
 		c.orphans.Forget(n.Name)
@@ -377,6 +378,26 @@ func (c *Controller) Stats() Stats {
 	return s
 }
 
+// retryAfter returns the wait an error asks for through a
+// RetryAfter() time.Duration method (an API's 429), or 0.
+func retryAfter(err error) time.Duration {
+	if err == nil {
+		return 0
+	}
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		return ra.RetryAfter()
+	}
+	return 0
+}
+
+func nodeName(obj any) string {
+	if n, ok := obj.(*v1.Node); ok {
+		return n.Name
+	}
+	return ""
+}
+
 func isReady(n *v1.Node) bool {
 	for i := range n.Status.Conditions {
 		if n.Status.Conditions[i].Type == v1.NodeReady {
@@ -384,4 +405,22 @@ func isReady(n *v1.Node) bool {
 		}
 	}
 	return false
+}
+
+// uninitializedYoung reports whether n is a node the cloud controller has
+// not initialized yet (no providerID and upstream's uninitialized taint)
+// younger than Policy.UninitializedNodeDelay, so the cloud is not asked
+// about it at all, as upstream. Its age is measured as the OrphanTracker
+// measures it: from its creationTimestamp, or, when that is zero or after
+// now (clock skew), from when this controller first saw it.
+func (c *Controller) uninitializedYoung(now time.Time, n *v1.Node, st *nodeState) bool {
+	d := c.cfg.Policy.UninitializedNodeDelay
+	if d <= 0 || n.Spec.ProviderID != "" || !hasTaint(n, uninitializedTaint) {
+		return false
+	}
+	start := n.CreationTimestamp.Time
+	if start.IsZero() || start.After(now) {
+		start = st.firstSeen
+	}
+	return now.Before(start.Add(d))
 }

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,7 +33,7 @@ var everything = labels.Everything()
 // fixture is a controller on a fake clientset and a fake cloud, both on one
 // fake clock.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	clock  *clocktesting.FakeClock
 	client *fake.Clientset
@@ -53,7 +55,7 @@ func node(name, set string, ready v1.ConditionStatus) *v1.Node {
 	return n
 }
 
-func newFixture(t *testing.T, cfg controller.Config, cloudCfg fakecloud.Config, nodes ...*v1.Node) *fixture {
+func newFixture(t testing.TB, cfg controller.Config, cloudCfg fakecloud.Config, nodes ...*v1.Node) *fixture {
 	t.Helper()
 	f := &fixture{t: t, clock: clocktesting.NewFakeClock(testutil.Epoch)}
 	f.ctx = klog.NewContext(context.Background(), klog.Logger{})
@@ -61,6 +63,9 @@ func newFixture(t *testing.T, cfg controller.Config, cloudCfg fakecloud.Config, 
 	f.cloud = fakecloud.New(f.clock, cloudCfg)
 	for _, n := range nodes {
 		objs = append(objs, n)
+		if n.Spec.ProviderID == "" {
+			continue
+		}
 		set, id, err := fakecloud.ParseProviderID(n.Spec.ProviderID)
 		if err != nil {
 			t.Fatal(err)
@@ -398,42 +403,55 @@ func TestShutdownTaint(t *testing.T) {
 
 // TestRecreatedNodeStartsFresh: node n has two of the three NotFound
 // answers it needs when it is deleted and created again with a new UID; the
-// next answer is the new node's first, so it is not deleted then.
+// next answer is the new node's first, so it is not deleted then. In
+// "unseen delete" the informer never delivers the deletion (as after a
+// relist): it sees an update of n to the new UID, and the OrphanTracker,
+// which keys its records by UID, starts afresh by itself.
 func TestRecreatedNodeStartsFresh(t *testing.T) {
-	cfg := testConfig()
-	cfg.Policy.Confirmations = 3
-	f := newFixture(t, cfg, fakecloud.Config{}, node("n", "A", v1.ConditionFalse))
-	f.cloud.DeleteInstance("A", "n")
-	f.pass(0)
-	f.pass(5 * time.Second)
-	if err := f.client.CoreV1().Nodes().Delete(f.ctx, "n", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.settle()
-	again := node("n", "A", v1.ConditionFalse)
-	again.UID = "n-uid2"
-	if _, err := f.client.CoreV1().Nodes().Create(f.ctx, again, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	f.pass(10 * time.Second)
-	f.pass(15 * time.Second)
-	if got := f.get("n").UID; got != "n-uid2" {
-		t.Fatalf("node n UID = %s, want n-uid2", got)
-	}
-	f.pass(20 * time.Second)
-	if got := f.names(); len(got) != 0 {
-		t.Errorf("after the new node's 3rd NotFound: nodes %v, want none", got)
+	for _, unseen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unseen delete=%v", unseen), func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Policy.Confirmations = 3
+			f := newFixture(t, cfg, fakecloud.Config{}, node("n", "A", v1.ConditionFalse))
+			f.cloud.DeleteInstance("A", "n")
+			f.pass(0)
+			f.pass(5 * time.Second)
+			again := node("n", "A", v1.ConditionFalse)
+			again.UID = "n-uid2"
+			if unseen {
+				if _, err := f.client.CoreV1().Nodes().Update(f.ctx, again, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err := f.client.CoreV1().Nodes().Delete(f.ctx, "n", metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				f.settle()
+				if _, err := f.client.CoreV1().Nodes().Create(f.ctx, again, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.pass(10 * time.Second)
+			f.pass(15 * time.Second)
+			if got := f.get("n").UID; got != "n-uid2" {
+				t.Fatalf("node n UID = %s, want n-uid2 (kept after its 1st and 2nd NotFound)", got)
+			}
+			f.pass(20 * time.Second)
+			if got := f.names(); len(got) != 0 {
+				t.Errorf("after the new node's 3rd NotFound: nodes %v, want none", got)
+			}
+		})
 	}
 }
 
-// TestUninitializedWaits: a NotReady node with the uninitialized taint is
-// not asked about (nor deleted) for UninitializedDelay after it was first
-// seen.
+// TestUninitializedWaits: a NotReady node with no providerID and the
+// uninitialized taint (its instance gone) is not asked about, nor deleted,
+// for UninitializedNodeDelay after its creation.
 func TestUninitializedWaits(t *testing.T) {
 	n := node("u", "A", v1.ConditionFalse)
+	n.Spec.ProviderID = ""
 	n.Spec.Taints = []v1.Taint{{Key: cloudproviderapi.TaintExternalCloudProvider, Effect: v1.TaintEffectNoSchedule}}
 	f := newFixture(t, testConfig(), fakecloud.Config{}, n)
-	f.cloud.DeleteInstance("A", "u")
 	for s := 0; s < 60; s += 5 {
 		f.pass(time.Duration(s) * time.Second)
 	}
@@ -504,7 +522,7 @@ func TestNewRejects(t *testing.T) {
 		"period":   func(c *controller.Config) { c.MonitorPeriod = 0 },
 		"policy":   func(c *controller.Config) { c.Policy.Confirmations = 0 },
 		"selector": func(c *controller.Config) { c.NodeSelector = "a b" },
-		"uninit":   func(c *controller.Config) { c.UninitializedDelay = -1 },
+		"uninit":   func(c *controller.Config) { c.Policy.UninitializedNodeDelay = -1 },
 	} {
 		cfg := controller.DefaultConfig()
 		mut(&cfg)
@@ -543,5 +561,37 @@ func TestRunAfterStart(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// TestDeleteFailed: a deletion the API server refuses (here: the UID
+// precondition fails, as for a node re-created under the same name that the
+// cache does not show yet) records upstream's DeletingNodeFailed Warning,
+// counts a failure, and is decided again on the next NotFound.
+func TestDeleteFailed(t *testing.T) {
+	f := newFixture(t, testConfig(), fakecloud.Config{}, node("a1", "A", v1.ConditionFalse))
+	f.cloud.DeleteInstance("A", "a1")
+	refuse := true
+	f.client.PrependReactor("delete", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse {
+			return true, nil, apierrors.NewConflict(v1.Resource("nodes"), "a1", errors.New("Precondition failed: UID in precondition: a1-uid1, UID in object meta: a1-uid2"))
+		}
+		return false, nil, nil
+	})
+	f.pass(0)
+	if st := f.c.Stats(); st.DeleteFailures != 1 || st.NodesDeleted != 0 {
+		t.Fatalf("DeleteFailures, NodesDeleted = %d, %d, want 1, 0", st.DeleteFailures, st.NodesDeleted)
+	}
+	want := []string{
+		"Normal DeletingNode Deleting node a1 because it does not exist in the cloud provider",
+		`Warning DeletingNodeFailed Failed deleting node a1: Operation cannot be fulfilled on nodes "a1": Precondition failed: UID in precondition: a1-uid1, UID in object meta: a1-uid2`,
+	}
+	if got := f.events(); !slices.Equal(got, want) {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+	refuse = false
+	f.pass(5 * time.Second)
+	if got := f.names(); len(got) != 0 {
+		t.Errorf("after the retry: nodes %v, want none", got)
 	}
 }

@@ -13,7 +13,8 @@
 //	---------------------------------------  ---------------------------------------------
 //	Ready                                    no cloud call; its NotFound count and backoff
 //	                                         reset; the shutdown taint removed if present
-//	uninitialized taint, seen < 1m           left alone (no cloud call)
+//	uninitialized (no providerID, the        left alone (no cloud call)
+//	  uninitialized taint), younger than 1m
 //	in Unknown backoff / NotFound ageing /   no cloud call until OrphanDecision.NextCheck
 //	  the API's Retry-After                    (or the Retry-After) has passed
 //	otherwise                                InstanceExists → nodehealth.ClassifyExistence

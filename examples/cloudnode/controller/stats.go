@@ -1,13 +1,10 @@
 package controller
 
-// Stats are the controller's counters, plain values (the module has no
-// metrics library). A deployment would export them as Prometheus metrics in
-// our own namespace, since upstream's cloud node lifecycle controller has
-// none of its own: Passes as lifecycle_cloudnode_passes_total,
-// ExistsCalls and ShutdownCalls as
-// lifecycle_cloudnode_cloud_calls_total{method,result}, NodesDeleted as
-// lifecycle_cloudnode_nodes_deleted_total, BackingOff as the gauge
-// lifecycle_cloudnode_nodes_backing_off.
+// Stats are the controller's counters. Controller.Collector exports them as
+// Prometheus metrics (the lifecycle_cloudnode_* names in metrics.go):
+// Passes, ExistsCalls and ShutdownCalls (cloud calls by method and result),
+// the skipped calls, NodesDeleted, DeleteFailures, the taint writes and the
+// BackingOff gauge.
 type Stats struct {
 	// Passes is the number of monitor passes made.
 	Passes int

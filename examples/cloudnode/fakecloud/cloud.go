@@ -286,10 +286,11 @@ func (c *Cloud) FindByNodeName(name string) (Instance, error) {
 }
 
 func resultOf(err error) Result {
+	if err == nil {
+		return ResultOK
+	}
 	var ae *APIError
 	switch {
-	case err == nil:
-		return ResultOK
 	case !errors.As(err, &ae):
 		return ResultError
 	case ae.Code == CodeParentResourceNotFound:

@@ -59,8 +59,11 @@ func (e *RetryAfterError) RetryAfter() time.Duration { return e.After }
 // text), a 429 with a Retry-After becomes a *RetryAfterError, anything else
 // is returned unchanged. nil stays nil.
 func MapError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var ae *APIError
-	if err == nil || !errors.As(err, &ae) {
+	if !errors.As(err, &ae) {
 		return err
 	}
 	switch {

@@ -1,0 +1,58 @@
+package controller_test
+
+import (
+	"fmt"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubelifecycle/lifecycle/examples/cloudnode/controller"
+	"github.com/kubelifecycle/lifecycle/examples/cloudnode/fakecloud"
+)
+
+// steadyFixture has n nodes, every other one Ready, the others NotReady
+// with running instances (each pass asks the cloud about those, as
+// upstream), after a first pass.
+func steadyFixture(t testing.TB, n int) *fixture {
+	nodes := make([]*v1.Node, n)
+	for i := range nodes {
+		ready := v1.ConditionTrue
+		if i%2 == 1 {
+			ready = v1.ConditionFalse
+		}
+		nodes[i] = node(fmt.Sprintf("n%05d", i), "S", ready)
+	}
+	cfg := controller.DefaultConfig()
+	f := newFixture(t, cfg, fakecloud.Config{}, nodes...)
+	f.pass(0)
+	return f
+}
+
+// TestPassAllocsConstant: a steady-state pass allocates a constant number
+// of objects whatever the number of nodes (the cache's list and its sort),
+// nothing per node.
+func TestPassAllocsConstant(t *testing.T) {
+	allocs := map[int]float64{}
+	for _, n := range []int{10, 1000} {
+		f := steadyFixture(t, n)
+		allocs[n] = testing.AllocsPerRun(20, func() { f.c.Pass(f.ctx) })
+	}
+	if allocs[10] != allocs[1000] || allocs[1000] > 4 {
+		t.Errorf("allocs per pass: %v nodes=10, %v nodes=1000; want equal and at most 4", allocs[10], allocs[1000])
+	}
+}
+
+// BenchmarkPass: one steady-state pass over the nodes (half Ready, half
+// NotReady with running instances: 2 fake cloud calls each).
+func BenchmarkPass(b *testing.B) {
+	for _, n := range []int{100, 5000} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			f := steadyFixture(b, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				f.c.Pass(f.ctx)
+			}
+			b.ReportMetric(float64(n), "nodes/op")
+		})
+	}
+}
