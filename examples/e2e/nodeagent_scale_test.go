@@ -1,3 +1,5 @@
+//go:build linux
+
 package e2e
 
 // 4 of the issue, the scale test (opt-in: LIFECYCLE_E2E_SCALE=1): one agent
@@ -80,6 +82,7 @@ func TestNodeAgentScaleChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc.QPS, rc.Burst = 1000, 2000
+	rc.ContentType = "application/vnd.kubernetes.protobuf" // as the kubelet
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)
@@ -187,6 +190,7 @@ func TestNodeAgentScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	child.Stdout, child.Stderr = logFile, logFile
+	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no agent outlives the test
 	started := time.Now()
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
@@ -232,6 +236,13 @@ func TestNodeAgentScale(t *testing.T) {
 	r.waitNodesKnown(t, scaleNodes)
 
 	// 15,000 pods, 30 per node, tolerating unreachable for 0 s.
+	prc := c.Config()
+	prc.QPS, prc.Burst = 500, 1000
+	prc.ContentType = "application/vnd.kubernetes.protobuf"
+	pc, err := kubernetes.NewForConfig(prc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	createStart := time.Now()
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -249,7 +260,7 @@ func TestNodeAgentScale(t *testing.T) {
 					Spec: v1.PodSpec{NodeName: scaleNodeName(prefix, i%scaleNodes),
 						Containers:  []v1.Container{{Name: "c", Image: "registry.invalid/none:1"}},
 						Tolerations: []v1.Toleration{unreachableToleration(testutil.Seconds(0))}}}
-				if _, err := cs.CoreV1().Pods(e.ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+				if _, err := pc.CoreV1().Pods(e.ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 					createErr.Store(err)
 					return
 				}
@@ -261,23 +272,23 @@ func TestNodeAgentScale(t *testing.T) {
 		t.Fatalf("creating pods: %v", err)
 	}
 	created := time.Since(createStart)
-	countPods := func(ctx context.Context, ok func(*v1.Pod) bool) (int, error) {
-		l, err := cs.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	// Pods not Running yet (the watch cache filters by phase).
+	var terminal []string
+	cluster.Eventually(t, scaleWait, "15,000 pods Running", func(ctx context.Context) (bool, error) {
+		l, err := pc.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{ResourceVersion: "0", FieldSelector: "status.phase!=Running"})
 		if err != nil {
-			return 0, err
+			return false, err
 		}
-		n := 0
 		for i := range l.Items {
-			if ok(&l.Items[i]) {
-				n++
+			if p := &l.Items[i]; p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+				terminal = append(terminal, describePod(p))
 			}
 		}
-		return n, nil
-	}
-	cluster.Eventually(t, scaleWait, "15,000 pods Running", func(ctx context.Context) (bool, error) {
-		n, err := countPods(ctx, func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
-		return n == scalePods, err
+		return len(l.Items) == 0 || len(terminal) > 0, nil
 	})
+	if len(terminal) > 0 {
+		t.Fatalf("%d new pods ended although nobody deleted them: %v", len(terminal), terminal[:min(5, len(terminal))])
+	}
 	t.Logf("15,000 pods created in %s; all Running (written by the agent) %s after the first create",
 		created.Round(time.Millisecond), time.Since(createStart).Round(time.Millisecond))
 
@@ -291,7 +302,7 @@ func TestNodeAgentScale(t *testing.T) {
 	var ages []time.Duration
 	for time.Since(t0) < window {
 		tick := time.Now()
-		l, err := cs.CoordinationV1().Leases(agent.LeaseNamespace).List(context.Background(), metav1.ListOptions{})
+		l, err := pc.CoordinationV1().Leases(agent.LeaseNamespace).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,8 +337,20 @@ func TestNodeAgentScale(t *testing.T) {
 			silentNodes[scaleNodeName(prefix, i)] = true
 		}
 	}
-	onSilent := func(p *v1.Pod) bool { return silentNodes[p.Spec.NodeName] }
-	want, err := countPods(context.Background(), onSilent)
+	// countSilent counts the pods on the silent nodes (one indexed list per
+	// node from the watch cache).
+	countSilent := func(ctx context.Context) (int, error) {
+		n := 0
+		for name := range silentNodes {
+			l, err := pc.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{ResourceVersion: "0", FieldSelector: "spec.nodeName=" + name})
+			if err != nil {
+				return 0, err
+			}
+			n += len(l.Items)
+		}
+		return n, nil
+	}
+	want, err := countSilent(context.Background())
 	if err != nil || want != scalePods/scaleZones {
 		t.Fatalf("pods on the silent zone = %d, %v; want %d", want, err, scalePods/scaleZones)
 	}
@@ -336,21 +359,46 @@ func TestNodeAgentScale(t *testing.T) {
 	if err := child.Process.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
-	var firstUnknown, firstGone time.Duration
+	var firstUnknown, firstGone, allUnknown time.Duration
+	var lastBeat time.Time // the latest heartbeat of a silent node the API holds
 	cluster.Eventually(t, scaleWait, "every pod of the silent zone confirmed deleted", func(ctx context.Context) (bool, error) {
-		if firstUnknown == 0 {
-			l, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if allUnknown == 0 {
+			l, err := pc.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
 			if err != nil {
 				return false, err
 			}
+			unknown := 0
 			for i := range l.Items {
-				if silentNodes[l.Items[i].Name] && readyStatus(&l.Items[i]) == v1.ConditionUnknown {
-					firstUnknown = time.Since(silenced)
-					break
+				n := &l.Items[i]
+				if !silentNodes[n.Name] {
+					continue
+				}
+				for _, c := range n.Status.Conditions {
+					if c.Type == v1.NodeReady && c.LastHeartbeatTime.After(lastBeat) {
+						lastBeat = c.LastHeartbeatTime.Time
+					}
+				}
+				if readyStatus(n) == v1.ConditionUnknown {
+					unknown++
+				}
+			}
+			if unknown > 0 && firstUnknown == 0 {
+				firstUnknown = time.Since(silenced)
+			}
+			if unknown == len(silentNodes) {
+				allUnknown = time.Since(silenced)
+			}
+			leases, err := pc.CoordinationV1().Leases(agent.LeaseNamespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			for i := range leases.Items {
+				if l := &leases.Items[i]; silentNodes[l.Name] && l.Spec.RenewTime != nil && l.Spec.RenewTime.After(lastBeat) {
+					lastBeat = l.Spec.RenewTime.Time
 				}
 			}
 		}
-		n, err := countPods(ctx, onSilent)
+		n, err := countSilent(ctx)
 		if err != nil {
 			return false, err
 		}
@@ -361,12 +409,25 @@ func TestNodeAgentScale(t *testing.T) {
 	})
 	lastGone := time.Since(silenced)
 	cpuS1, _, hwm2, _ := procStats(pid)
-	others, err := countPods(context.Background(), func(p *v1.Pod) bool { return !silentNodes[p.Spec.NodeName] && p.DeletionTimestamp == nil })
-	if err != nil || others != scalePods-want {
-		t.Errorf("pods outside the silent zone left alone = %d, %v; want %d", others, err, scalePods-want)
+	rest, err := pc.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("silent zone (%d nodes, %d pods): first node Unknown after %s (grace %s), first pod confirmed deleted after %s, last after %s; agent CPU meanwhile %.2f cores, peak RSS %s",
-		len(silentNodes), want, firstUnknown.Round(time.Millisecond), scaleGrace, firstGone.Round(time.Millisecond), lastGone.Round(time.Millisecond),
+	untouched := 0
+	for i := range rest.Items {
+		if p := &rest.Items[i]; p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil {
+			untouched++
+		}
+	}
+	if untouched != scalePods-want || len(rest.Items) != untouched {
+		t.Errorf("pods outside the silent zone: %d, of which %d Running and not deleting; want %d of each", len(rest.Items), untouched, scalePods-want)
+	}
+	if d := lastBeat.Sub(silenced); d > time.Second {
+		t.Errorf("a silent node's heartbeat (Lease or Ready) is %s after the silence", d)
+	}
+	t.Logf("silent zone (%d nodes, %d pods): last heartbeat %s after the silence; first node Unknown after %s, all after %s (grace %s); first pod confirmed deleted after %s, last after %s; agent CPU meanwhile %.2f cores, peak RSS %s",
+		len(silentNodes), want, lastBeat.Sub(silenced).Round(time.Millisecond), firstUnknown.Round(time.Millisecond), allUnknown.Round(time.Millisecond), scaleGrace,
+		firstGone.Round(time.Millisecond), lastGone.Round(time.Millisecond),
 		float64(cpuS1-cpuS0)/float64(lastGone), mib(hwm2))
 
 	stopChild()

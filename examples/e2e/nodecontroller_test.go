@@ -1,7 +1,7 @@
 package e2e
 
 // The node lifecycle controller (examples/nodecontroller/controller, on
-// package monitor) against the real apiserver (issue 7, tests 1 and 3). The
+// package monitor) against the real apiserver. The
 // controller runs with the real clock and shortened timings; the test plays
 // the kubelets (a goroutine renews the Leases of the nodes it keeps alive,
 // and the test writes Node and Pod status by hand); nothing else runs.

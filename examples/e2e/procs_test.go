@@ -6,6 +6,7 @@ package e2e
 // that report errors instead of failing the test (they run in goroutines).
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,6 +40,9 @@ var ncBinary struct {
 
 // nodeControllerBinary builds examples/nodecontroller once per test binary
 // (into the user cache directory, replaced atomically) and returns its path.
+// It is built with -race: CI's unit tests (go test -race) have compiled its
+// packages that way already, so the build is a link, and a data race in the
+// running controller fails the test (stopProcessAtEnd).
 func nodeControllerBinary(t *testing.T) string {
 	t.Helper()
 	ncBinary.once.Do(func() {
@@ -58,7 +62,7 @@ func nodeControllerBinary(t *testing.T) string {
 			return
 		}
 		tmp := filepath.Join(dir, fmt.Sprintf(".tmp-%d", os.Getpid()))
-		cmd := exec.Command("go", "build", "-o", tmp, "./examples/nodecontroller")
+		cmd := exec.Command("go", "build", "-race", "-o", tmp, "./examples/nodecontroller")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "GOWORK=off")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -97,11 +101,16 @@ func binariesWithKCM(t *testing.T) cluster.Binaries {
 	return b
 }
 
-// stopProcess stops p (SIGTERM, SIGKILL after 10 s) when the test ends,
-// and logs its tail if the test failed.
+// stopProcessAtEnd stops p (SIGTERM, SIGKILL after 10 s) when the test
+// ends, fails the test if the race detector reported a data race in its
+// log, and logs the log's tail if the test failed.
 func stopProcessAtEnd(t *testing.T, p *cluster.Process) {
 	t.Cleanup(func() {
 		p.Stop(10 * time.Second)
+		if b, err := os.ReadFile(p.LogPath()); err == nil && bytes.Contains(b, []byte("WARNING: DATA RACE")) {
+			i := bytes.Index(b, []byte("WARNING: DATA RACE"))
+			t.Errorf("data race in %s:\n%s", p.LogPath(), b[i:min(len(b), i+4000)])
+		}
 		if t.Failed() {
 			t.Logf("last lines of %s:\n%s", p.LogPath(), p.Tail(40))
 		}

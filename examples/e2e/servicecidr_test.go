@@ -2,7 +2,7 @@ package e2e
 
 // The ServiceCIDR finalizer controller (examples/servicecidr/controller, on
 // package cidrfinalizer) against the real apiserver's ServiceCIDR and
-// IPAddress APIs (issue 7, test 2). The controller runs on the real clock
+// IPAddress APIs. The controller runs on the real clock
 // with a shortened grace period. Each test starts its own controller and
 // stops it (and waits for it) at the end.
 //

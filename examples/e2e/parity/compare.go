@@ -268,3 +268,49 @@ func absDur(d time.Duration) time.Duration {
 func dur(d time.Duration) string {
 	return fmt.Sprintf("%+.3fs", d.Seconds())
 }
+
+// MaxSkew is the largest time difference between paired writes (not
+// setup) and Events of the two traces, and what it was between: how close
+// the timings are, below the tolerance. Order-free comparisons pair by rank.
+func MaxSkew(want, got Trace, orderFree bool) (time.Duration, string) {
+	var worst time.Duration
+	what := "nothing paired"
+	consider := func(d time.Duration, w string) {
+		if absDur(d) >= worst {
+			worst, what = absDur(d), w
+		}
+	}
+	pair := func(ws []Write, key func(*Write) string) map[string][]time.Duration {
+		m := map[string][]time.Duration{}
+		for i := range ws {
+			if !ws[i].Setup {
+				k := key(&ws[i])
+				m[k] = append(m[k], ws[i].At)
+			}
+		}
+		for _, ts := range m {
+			slices.Sort(ts)
+		}
+		return m
+	}
+	key := func(w *Write) string { return w.Verb + " " + w.Object }
+	if orderFree {
+		key = (*Write).Class
+	}
+	wm, gm := pair(want.Writes, key), pair(got.Writes, key)
+	for k, ws := range wm {
+		gs := gm[k]
+		for i := range min(len(ws), len(gs)) {
+			consider(gs[i]-ws[i], fmt.Sprintf("write %s #%d", k, i+1))
+		}
+	}
+	if !orderFree {
+		ge := eventMap(got.Events)
+		for _, w := range want.Events {
+			if g := ge[w.Key]; g != nil && !w.Setup && !g.Setup {
+				consider(g.First-w.First, "event "+w.Key)
+			}
+		}
+	}
+	return worst, what
+}

@@ -91,8 +91,12 @@ func TestCompare(t *testing.T) {
 	taint := `{"key":"x","effect":"NoExecute","timeAdded":"2026-01-01T00:00:15Z"}`
 	up := trace(t, "kcm", sideLines("kcm", 15*time.Second, taint, "m")...)
 	opts := Options{Tolerance: time.Second, FieldTolerance: time.Second}
-	if d := Compare(up, trace(t, "ours", sideLines("ours", 15500*time.Millisecond, taint, "m")...), opts); len(d) != 0 {
+	near := trace(t, "ours", sideLines("ours", 15500*time.Millisecond, taint, "m")...)
+	if d := Compare(up, near, opts); len(d) != 0 {
 		t.Errorf("Compare(same within tolerance) = %v, want none", d)
+	}
+	if d, what := MaxSkew(up, near, false); d != 500*time.Millisecond {
+		t.Errorf("MaxSkew() = %v (%s), want 500ms", d, what)
 	}
 	late := trace(t, "ours", sideLines("ours", 18*time.Second, `{"key":"x","effect":"NoSchedule"}`, "other")...)
 	d := Compare(up, late, opts)

@@ -38,6 +38,12 @@ type Agent struct {
 	nodes map[string]*node
 	wake  chan struct{}
 
+	// configMu serialises config events (informer handlers, static pod
+	// files) with Housekeeping, as the kubelet's single sync loop does:
+	// the desired set, SyncKnownPods and the runtime listing must see the
+	// same config, or a pod added in between is taken for an orphan.
+	configMu sync.Mutex
+
 	mu       sync.Mutex
 	cancels  map[types.UID]context.CancelFunc // steps in flight
 	exits    map[types.UID]RuntimePod         // last kill result, for the final status

@@ -38,12 +38,14 @@ func (a *Agent) Collector() prometheus.Collector { return collector{a} }
 
 type collector struct{ a *Agent }
 
+// Describe sends the six descriptors.
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{desiredPodsDesc, activePodsDesc, mirrorPodsDesc, workingPodsDesc, restartedPodsDesc, orphanedRuntimePodsDesc} {
 		ch <- d
 	}
 }
 
+// Collect sends the values of the last housekeeping pass.
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.a.PublishedStats()
 	g := func(d *prometheus.Desc, v int, labels ...string) {

@@ -40,11 +40,15 @@ func (a *Agent) podEvent(old, obj any) {
 	if !ok || !a.ours(p) || isMirror(p) {
 		return
 	}
+	a.configMu.Lock()
+	defer a.configMu.Unlock()
 	typ := podworker.TypeUpdate
 	if old == nil {
 		typ = podworker.TypeCreate
 	}
-	a.update(podworker.UpdateOptions{Type: typ, Pod: p, RuntimeTerminated: terminal(p) && !a.runtimeHas(p.UID)})
+	// RuntimeTerminated matters only on the first update of a terminal pod.
+	rtTerminated := typ == podworker.TypeCreate && terminal(p) && !a.runtimeHas(p.UID)
+	a.update(podworker.UpdateOptions{Type: typ, Pod: p, RuntimeTerminated: rtTerminated})
 }
 
 // podDeleted handles a pod gone from the API (upstream HandlePodRemoves):
@@ -58,6 +62,8 @@ func (a *Agent) podDeleted(obj any) {
 	if !ok || !a.ours(p) || isMirror(p) {
 		return
 	}
+	a.configMu.Lock()
+	defer a.configMu.Unlock()
 	a.update(podworker.UpdateOptions{Type: podworker.TypeKill, Pod: p})
 }
 
@@ -127,7 +133,28 @@ func (a *Agent) desired() []*v1.Pod {
 // (kubernetes/kubernetes#139833); mirror pods without a static pod are
 // deleted; then the metrics are published.
 func (a *Agent) Housekeeping(ctx context.Context) {
+	a.housekeepConfig(ctx)
+	if a.static != nil {
+		a.cleanupMirrors(ctx)
+	}
+	s := a.workers.Stats()
+	a.mu.Lock()
+	a.lastPub = s
+	a.counters.Housekeepings++
+	a.mu.Unlock()
+	a.kick()
+}
+
+// housekeepConfig is the part of Housekeeping that must not interleave
+// with config events. The runtime is listed before SyncKnownPods: every
+// pod in the listing was started by a step, so it has a record by then,
+// and a UID missing from the result is a true orphan (a pod that starts
+// after the listing is simply not in it).
+func (a *Agent) housekeepConfig(ctx context.Context) {
 	logger := klog.FromContext(ctx)
+	a.configMu.Lock()
+	defer a.configMu.Unlock()
+	running, listErr := a.cfg.Runtime.ListPods(ctx)
 	now := a.clock.Now()
 	desired := a.desired()
 	known := a.workers.SyncKnownPods(now, desired)
@@ -138,33 +165,26 @@ func (a *Agent) Housekeeping(ctx context.Context) {
 		case p.DeletionTimestamp == nil && !terminal(p):
 			r := a.update(podworker.UpdateOptions{Type: podworker.TypeCreate, Pod: p, MirrorPod: a.mirrorOf(p)})
 			logger.V(2).Info("Restarting pod worker", "pod", klog.KObj(p), "outcome", r.Outcome)
+			known[p.UID] = podworker.PodWorkerSync{} // not a runtime orphan
 		case p.DeletionTimestamp != nil && terminal(p) && !podworker.IsStaticPod(p):
 			a.update(podworker.UpdateOptions{Type: podworker.TypeKill, Pod: p, RuntimeTerminated: true})
+			known[p.UID] = podworker.PodWorkerSync{}
 		}
 	}
-	if pods, err := a.cfg.Runtime.ListPods(ctx); err != nil {
-		logger.V(2).Info("Runtime pods unknown: orphans wait", "err", err)
-	} else {
-		one := int64(1)
-		for _, rp := range pods {
-			if s, ok := known[rp.UID]; ok && !s.Finished {
-				continue
-			}
-			running := rp.RunningPod
-			r := a.update(podworker.UpdateOptions{Type: podworker.TypeKill, RunningPod: &running,
-				Kill: &podworker.KillOptions{GracePeriodOverride: &one}})
-			logger.V(2).Info("Killing runtime pod unknown to the workers", "pod", klog.KRef(rp.Namespace, rp.Name), "uid", rp.UID, "outcome", r.Outcome)
+	if listErr != nil {
+		logger.V(2).Info("Runtime pods unknown: orphans wait", "err", listErr)
+		return
+	}
+	one := int64(1)
+	for _, rp := range running {
+		if s, ok := known[rp.UID]; ok && !s.Finished {
+			continue
 		}
+		rpod := rp.RunningPod
+		r := a.update(podworker.UpdateOptions{Type: podworker.TypeKill, RunningPod: &rpod,
+			Kill: &podworker.KillOptions{GracePeriodOverride: &one}})
+		logger.V(2).Info("Killing runtime pod unknown to the workers", "pod", klog.KRef(rp.Namespace, rp.Name), "uid", rp.UID, "outcome", r.Outcome)
 	}
-	if a.static != nil {
-		a.cleanupMirrors(ctx)
-	}
-	s := a.workers.Stats()
-	a.mu.Lock()
-	a.lastPub = s
-	a.counters.Housekeepings++
-	a.mu.Unlock()
-	a.kick()
 }
 
 // RunStep performs one pod worker step (upstream SyncPod,

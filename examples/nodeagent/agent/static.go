@@ -136,6 +136,8 @@ func (a *Agent) syncStatic(ctx context.Context) {
 		logger.Error(err, "Unable to read static pods")
 		return
 	}
+	a.configMu.Lock()
+	defer a.configMu.Unlock()
 	s := a.static
 	s.mu.Lock()
 	old := s.byID

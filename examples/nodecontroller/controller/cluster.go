@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/nodehealth"
 )
 
 // nodeNameIndex is the pod indexer on spec.nodeName (upstream's
@@ -226,15 +228,22 @@ func podReady(st *v1.PodStatus) v1.ConditionStatus {
 	return ""
 }
 
-// EvictPod adds cond to the pod's status with a strategic-merge patch of the
-// status subresource (skipped when the pod already has a condition of that
-// type, status and reason), then deletes the pod with a UID precondition.
-// The pod is read from the cache (from the API server when the cache does
-// not have it yet). A cached pod with another UID is reported as a conflict:
-// it is a new pod under the same name, not the one the decision was for.
+// EvictPod writes the DisruptionTarget status upstream's taint eviction
+// controller writes (nodehealth.DisruptionTargetStatus at
+// cond.LastTransitionTime: observedGeneration is the pod's generation) by a
+// strategic-merge patch of the status subresource, skipped when the pod has
+// that condition already, then deletes the pod with a UID precondition. cond
+// must be a DisruptionTarget condition (the Monitor passes
+// taints.DisruptionTargetCondition), or nil to only delete. The pod is read
+// from the cache (from the API server when the cache does not have it yet).
+// A cached pod with another UID is reported as a conflict: it is a new pod
+// under the same name, not the one the decision was for.
 func (c *cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid types.UID, cond *v1.PodCondition) error {
 	pods := c.client.CoreV1().Pods(key.Namespace)
 	if cond != nil {
+		if cond.Type != v1.DisruptionTarget {
+			return fmt.Errorf("nodecontroller: evict pod %s: condition %s, want %s", key, cond.Type, v1.DisruptionTarget)
+		}
 		pod, err := c.pods.Pods(key.Namespace).Get(key.Name)
 		if err != nil {
 			pod, err = pods.Get(ctx, key.Name, metav1.GetOptions{})
@@ -245,13 +254,9 @@ func (c *cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid ty
 		if uid != "" && pod.UID != uid {
 			return uidConflict(key, uid, pod.UID)
 		}
-		if !hasPodCondition(pod, cond) {
-			// observedGeneration is the pod's generation, as upstream's
-			// addConditionAndDeletePod sets it
-			// (apipod.CalculatePodConditionObservedGeneration).
-			withGen := *cond
-			withGen.ObservedGeneration = pod.Generation
-			patch, err := conditionPatch(pod.UID, &withGen)
+		if st, change := nodehealth.DisruptionTargetStatus(cond.LastTransitionTime.Time, pod); change {
+			i := slices.IndexFunc(st.Conditions, func(c v1.PodCondition) bool { return c.Type == v1.DisruptionTarget })
+			patch, err := conditionPatch(pod.UID, &st.Conditions[i])
 			if err != nil {
 				return err
 			}
@@ -271,15 +276,6 @@ func (c *cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid ty
 func uidConflict(key types.NamespacedName, want, have types.UID) error {
 	return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, key.String(),
 		fmt.Errorf("UID precondition failed: the pod is %s now, the eviction was for %s", have, want))
-}
-
-func hasPodCondition(pod *v1.Pod, cond *v1.PodCondition) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == cond.Type {
-			return c.Status == cond.Status && c.Reason == cond.Reason
-		}
-	}
-	return false
 }
 
 // conditionPatch is the strategic-merge patch of the status subresource

@@ -410,6 +410,72 @@ func TestEvictPodUIDPrecondition(t *testing.T) {
 	}
 }
 
+// TestEvictPodDisruptionTargetStatus: the status written before an eviction
+// is upstream's (nodehealth.DisruptionTargetStatus): a DisruptionTarget
+// condition that differs from it in observedGeneration or message is
+// patched again; an identical one is not; a condition of another type is
+// refused and the pod kept.
+func TestEvictPodDisruptionTargetStatus(t *testing.T) {
+	t.Parallel()
+	upstream := taints.DisruptionTargetCondition(testutil.Epoch)
+	tests := []struct {
+		name      string
+		have      *v1.PodCondition // the pod's DisruptionTarget condition, generation 3
+		cond      v1.PodCondition
+		wantPatch bool
+		wantErr   bool
+	}{
+		{name: "none", cond: upstream, wantPatch: true},
+		{name: "stale observedGeneration", have: &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+			Reason: taints.DisruptionTargetReason, Message: taints.DisruptionTargetMessage, ObservedGeneration: 1}, cond: upstream, wantPatch: true},
+		{name: "other message", have: &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+			Reason: taints.DisruptionTargetReason, Message: "set by hand", ObservedGeneration: 3}, cond: upstream, wantPatch: true},
+		{name: "identical", have: &v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+			Reason: taints.DisruptionTargetReason, Message: taints.DisruptionTargetMessage, ObservedGeneration: 3}, cond: upstream},
+		{name: "not DisruptionTarget", cond: v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := pod("p", "a", false)
+			p.Generation = 3
+			if tt.have != nil {
+				p.Status.Conditions = []v1.PodCondition{*tt.have}
+			}
+			f := newFixture(t, testConfig(), readyNode("a", ""), lease("a"), p)
+			err := f.c.Cluster().EvictPod(f.ctx, types.NamespacedName{Namespace: "default", Name: "p"}, "uid-p", &tt.cond)
+			if tt.wantErr {
+				if err == nil || f.pod("p") == nil {
+					t.Fatalf("EvictPod(%s) = %v, pod kept %v; want an error and the pod kept", tt.cond.Type, err, f.pod("p") != nil)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("EvictPod = %v", err)
+			}
+			patches := f.actions("patch", "pods", "status")
+			if got := len(patches) > 0; got != tt.wantPatch {
+				t.Fatalf("status patched = %v, want %v", got, tt.wantPatch)
+			}
+			if !tt.wantPatch {
+				return
+			}
+			var got v1.Pod
+			if err := jsonUnmarshal(string(patches[0].(k8stesting.PatchAction).GetPatch()), &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Status.Conditions) != 1 {
+				t.Fatalf("patched conditions %+v, want one", got.Status.Conditions)
+			}
+			c := got.Status.Conditions[0]
+			if c.Type != v1.DisruptionTarget || c.Reason != taints.DisruptionTargetReason ||
+				c.Message != taints.DisruptionTargetMessage || c.ObservedGeneration != 3 {
+				t.Errorf("patched condition %+v, want upstream's with observedGeneration 3", c)
+			}
+		})
+	}
+}
+
 // TestNewPodOnUnreachableNodeMarkedNotReady: a pod bound to a node that is
 // already Unknown is marked Ready=False from its add event (upstream
 // processPod). The first write fails: the pod's event is requeued with the

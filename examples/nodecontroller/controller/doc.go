@@ -51,8 +51,8 @@
 //   - Pod Ready=False: UpdateStatus of a copy of the cached pod; NotFound is
 //     ignored by the Monitor.
 //   - Eviction: the DisruptionTarget condition by a strategic-merge patch of
-//     the pod's status (only when the pod does not have it yet; the patch
-//     carries the UID), then Delete with a UID precondition. A pod re-created
+//     the pod's status (nodehealth.DisruptionTargetStatus; skipped when the
+//     pod has that condition already; the patch carries the UID), then Delete with a UID precondition. A pod re-created
 //     under the same name is reported as a conflict and left alone. NotFound
 //     is returned; the Monitor counts it as done.
 //
