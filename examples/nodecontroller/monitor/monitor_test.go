@@ -193,6 +193,43 @@ func TestFullDisruptionRemovesTaintAddedMeanwhile(t *testing.T) {
 	}
 }
 
+// TestSwapOnStaleListAfterFullDisruption: the pass after the one that
+// entered full disruption (and removed every health taint) lists a node
+// from a cache that shows its Unknown status but still the not-ready taint
+// the cleanup removed. The swap to unreachable is decided on the node as
+// read for the write, which has no health taint: nothing is written, and a
+// pod that tolerates only not-ready is not evicted during full disruption.
+func TestSwapOnStaleListAfterFullDisruption(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.c.addPod("p-a", "a", s.now, false, v1.Toleration{Key: v1.TaintNodeNotReady, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute})
+	s.c.setReady("a", v1.ConditionFalse, s.now)
+	s.runUntil(10 * time.Second)
+	if got := s.first(monitor.KindTaintAdded, "a", "", "node.kubernetes.io/not-ready:NoExecute"); got != 0 {
+		t.Fatalf("a tainted not-ready at %v, want 0s", got)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		s.dead[n] = true
+	}
+	s.runUntil(65 * time.Second)
+	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 65*time.Second {
+		t.Fatalf("full disruption entered at %v, want 65s", got)
+	}
+	// The cache has the Unknown status written by that pass, but not yet
+	// its swap nor the cleanup.
+	stale, _ := taints.AddOrUpdate(s.c.node("a"), taints.NotReadyTaint(), s.now)
+	s.c.SetStaleList("a", stale)
+	s.runUntil(80 * time.Second)
+	if ts := s.c.node("a").Spec.Taints; slices.ContainsFunc(ts, func(x v1.Taint) bool { return x.Effect == v1.TaintEffectNoExecute }) {
+		t.Errorf("node a taints = %v in full disruption, want no NoExecute taint", ts)
+	}
+	if ev := s.c.Evicted(); len(ev) != 0 {
+		t.Errorf("evicted %v during full disruption, want none", ev)
+	}
+}
+
 // TestOneDarkZoneAmongHealthy: a whole zone dark while another zone is healthy
 // is fully disrupted but tainted at the normal rate (upstream by design).
 func TestOneDarkZoneAmongHealthy(t *testing.T) {
