@@ -278,6 +278,42 @@ func TestFailedWritesAreRetried(t *testing.T) {
 	}
 }
 
+// TestPodMarkingFailureKeepsEdge: a pod status write that fails while a
+// pass marks the pods of a node gone Unknown leaves the pods-not-ready edge
+// unacknowledged, so the next pass marks the pod it missed.
+func TestPodMarkingFailureKeepsEdge(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.c.addPod("p1", "a", s.now, true)
+	s.c.addPod("p2", "a", s.now, true)
+	s.dead["a"] = true
+	s.runUntil(50 * time.Second)
+	s.c.conflictStatus = 1 // the first pod write of the pass at 55s
+	s.runUntil(55 * time.Second)
+	ready := func() (n int) {
+		for _, p := range []string{"p1", "p2"} {
+			if i := slices.IndexFunc(s.c.pod(p).Status.Conditions, func(c v1.PodCondition) bool {
+				return c.Type == v1.PodReady && c.Status == v1.ConditionTrue
+			}); i >= 0 {
+				n++
+			}
+		}
+		return n
+	}
+	if got := ready(); got != 1 {
+		t.Fatalf("%d pods Ready after the pass at 55s with one failed write, want 1", got)
+	}
+	s.runUntil(60 * time.Second)
+	if got := ready(); got != 0 {
+		t.Fatalf("%d pods Ready after the pass at 60s, want 0 (the edge was kept)", got)
+	}
+	if got := s.c.Counts().PodsMarkedNotReady; got != 2 {
+		t.Errorf("%d pod Ready=False writes, want 2", got)
+	}
+}
+
 // TestLegacyPodEvictionTimeout models the pre-1.27 mode: no NoExecute taint;
 // the node's pods are deleted once it has been silent for the 5m timeout
 // counted from its last heartbeat.
