@@ -525,15 +525,24 @@ func isWrite(ev *parity.AuditEvent) bool {
 func checkNoRefusal(t *testing.T, all []parity.AuditEvent) {
 	t.Helper()
 	n := 0
+	refused := map[string]int{}
+	var order []string
 	for _, ev := range all {
 		if c := ev.Code(); c == http.StatusForbidden || c == http.StatusUnauthorized {
-			t.Errorf("RBAC: %s %s refused (HTTP %d): the manifests' roles lack this verb", ev.Verb, ev.RequestURI, c)
+			k := fmt.Sprintf("%s %s (HTTP %d)", ev.Verb, ev.RequestURI, c)
+			if refused[k] == 0 {
+				order = append(order, k)
+			}
+			refused[k]++
 		}
 		if isWrite(&ev) {
 			n++
 		}
 	}
-	t.Logf("the ServiceAccount made %d requests, %d of them writes, none refused", len(all), n)
+	for _, k := range order {
+		t.Errorf("RBAC: %s refused %d times: the manifests' roles lack this verb", k, refused[k])
+	}
+	t.Logf("the ServiceAccount made %d requests, %d of them writes, %d refused", len(all), n, len(order))
 }
 
 func TestDeployRBACAndMetrics(t *testing.T) {
@@ -541,6 +550,16 @@ func TestDeployRBACAndMetrics(t *testing.T) {
 	pods := []worldPod{{"n1-zero", "n1", 0}, {"n1-none", "n1", tolNone}}
 	e := newDepEnv(t, nodes, pods)
 	r := e.startReplica("nc-0")
+	// Even when the test fails half-way (a refused write stops the
+	// controller's progress), say which requests were refused.
+	t.Cleanup(func() {
+		r.proc.Stop(10 * time.Second)
+		_, all := e.saRequests(t)
+		checkNoRefusal(t, slices.DeleteFunc(all, func(ev parity.AuditEvent) bool {
+			// The test's own probes, from the nc-probe token.
+			return slices.Contains(ev.User.Extra["authentication.kubernetes.io/pod-name"], "nc-probe")
+		}))
+	})
 	e.waitLeader(t, r)
 	waitNoAdmissionTaints(t, e.cs, nodes, r.proc)
 
@@ -568,7 +587,7 @@ func TestDeployRBACAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster.Eventually(t, depGrace+60*time.Second, "pod n1-zero evicted", func(ctx context.Context) (bool, error) {
+	cluster.Eventually(t, depGrace+40*time.Second, "pod n1-zero evicted", func(ctx context.Context) (bool, error) {
 		p, err := e.cs.CoreV1().Pods(parityNS).Get(ctx, "n1-zero", metav1.GetOptions{})
 		return err == nil && p.DeletionTimestamp != nil, err
 	})
@@ -641,12 +660,6 @@ func TestDeployRBACAndMetrics(t *testing.T) {
 		}
 	}
 
-	r.proc.Stop(10 * time.Second)
-	_, all := e.saRequests(t)
-	checkNoRefusal(t, slices.DeleteFunc(all, func(ev parity.AuditEvent) bool {
-		// The test's own probes above, from the nc-probe token.
-		return slices.Contains(ev.User.Extra["authentication.kubernetes.io/pod-name"], "nc-probe")
-	}))
 }
 
 func TestDeployFailover(t *testing.T) {

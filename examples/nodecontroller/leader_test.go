@@ -159,6 +159,42 @@ func TestLeaderCallbacks(t *testing.T) {
 	}
 }
 
+// TestLeaderTermEndedBeforeStart: the leader elector runs OnStartedLeading
+// on a goroutine of its own and, when the lease is lost at once, cancels
+// the term's context and calls OnStoppedLeading before that goroutine runs.
+// The late OnStartedLeading then starts nothing: no controller, no leader
+// gauge, no write.
+func TestLeaderTermEndedBeforeStart(t *testing.T) {
+	client := fake.NewClientset()
+	clk := clocktesting.NewFakeClock(epoch)
+	cfg := controller.DefaultConfig()
+	cfg.SkipFinalSnapshot = true
+	m := metrics.New(clk)
+	wire(&cfg, m)
+	built := 0
+	r := &runner{metrics: m, newController: func() (*controller.Controller, error) {
+		built++
+		return controller.New(client, clk, cfg)
+	}}
+	cb := r.callbacks()
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Logger{}))
+	cancel()
+	cb.OnStoppedLeading()
+	cb.OnStartedLeading(ctx)
+	if built != 0 {
+		t.Errorf("%d controllers built for a term that had ended", built)
+	}
+	if err := r.err(); err != nil {
+		t.Errorf("runner error %v after a term that had ended, want none", err)
+	}
+	if got := testLeaderGauge(t, m); got != 0 {
+		t.Errorf("leader gauge = %v, want 0", got)
+	}
+	if n := writes(client); n != 0 {
+		t.Errorf("%d writes", n)
+	}
+}
+
 func testLeaderGauge(t *testing.T, m *metrics.Metrics) float64 {
 	t.Helper()
 	fams, err := m.Registry.Gather()

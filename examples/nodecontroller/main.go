@@ -385,8 +385,14 @@ type runner struct {
 	lastErr error
 }
 
-// lead runs a new controller until ctx is done and returns Run's error.
+// lead runs a new controller until ctx is done and returns Run's error. A
+// term that ended before its controller could be registered for stop (the
+// leader elector runs OnStartedLeading on a goroutine of its own, and may
+// cancel ctx and call OnStoppedLeading before it gets here) runs nothing.
 func (r *runner) lead(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil
+	}
 	c, err := r.newController()
 	if err != nil {
 		r.setErr(err)
@@ -395,6 +401,11 @@ func (r *runner) lead(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	r.mu.Lock()
+	if ctx.Err() != nil { // stop ran first (the elector cancels ctx before it calls OnStoppedLeading)
+		r.mu.Unlock()
+		cancel()
+		return nil
+	}
 	r.ctrl, r.cancel, r.done = c, cancel, done
 	r.mu.Unlock()
 	r.metrics.Attach(c.Monitor(), r.legacy)

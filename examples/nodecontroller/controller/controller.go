@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/nodehealth"
 )
 
 // Controller is a node lifecycle controller: a monitor.Monitor fed by
@@ -326,12 +328,7 @@ func (c *Controller) restore(ctx context.Context) {
 		}
 		return
 	}
-	kept := rs[:0]
-	for _, r := range rs {
-		if c.cluster.GetNode(r.Name) != nil {
-			kept = append(kept, r)
-		}
-	}
+	kept := c.existing(rs)
 	if dropped := len(rs) - len(kept); dropped > 0 {
 		logger.Info("Dropped the snapshot records of nodes that no longer exist", "records", dropped)
 	}
@@ -350,12 +347,7 @@ func (c *Controller) SaveSnapshot(ctx context.Context) error {
 	}
 	now := c.clock.Now()
 	rs := c.mon.Health().Snapshot()
-	kept := rs[:0]
-	for _, r := range rs {
-		if c.cluster.GetNode(r.Name) != nil {
-			kept = append(kept, r)
-		}
-	}
+	kept := c.existing(rs)
 	err := c.cfg.Snapshots.Save(ctx, kept)
 	if err == nil {
 		c.snapMu.Lock()
@@ -363,6 +355,11 @@ func (c *Controller) SaveSnapshot(ctx context.Context) error {
 		c.snapMu.Unlock()
 	}
 	return err
+}
+
+// existing returns the records of rs whose node the cache holds, in place.
+func (c *Controller) existing(rs []nodehealth.Record) []nodehealth.Record {
+	return slices.DeleteFunc(rs, func(r nodehealth.Record) bool { return c.cluster.GetNode(r.Name) == nil })
 }
 
 func (c *Controller) maybeSnapshot(ctx context.Context, now time.Time) {

@@ -57,6 +57,12 @@
 //     a cluster entering full disruption taints none of them, even for a
 //     moment. Upstream's doNoExecuteTaintingPass may taint one before
 //     handleDisruption runs.
+//   - A not-ready ↔ unreachable swap is decided again on the node as read
+//     for the write: a node without a health taint by then is not tainted by
+//     the swap (it goes through its zone queue on the next pass). Upstream
+//     SwapNodeControllerTaint adds the new taint whatever the node holds, so
+//     a cache that lags the full-disruption cleanup can taint a node, and
+//     evict its pods, while the cluster is in full disruption.
 //   - Nodes seen for the first time (after a restart) keep their NoExecute
 //     health taints; upstream removes them and re-adds them through the
 //     rate-limited queue, restarting every eviction countdown
@@ -96,10 +102,11 @@
 // and EvictionPass keep running during the rest of the pass, pod marking
 // included (one write per pod, hours for a large outage behind a throttled
 // client). Events are delivered synchronously; the callback must be safe for
-// concurrent use when Workers > 1. No lock is held while the Monitor calls
-// the Cluster or the callback, so both may call back into it (an in-memory
-// Cluster forwards its own writes to NodeChanged and PodChanged as an
-// informer would).
+// concurrent use when Workers > 1. The Monitor's state lock is never held
+// while it calls the Cluster or the callback, so both may call back into it
+// (an in-memory Cluster forwards its own writes to NodeChanged and
+// PodChanged as an informer would); but TaintPass and the zone decision call
+// them with the tainting lock held, so neither may run a pass.
 //
 // # Cost
 //

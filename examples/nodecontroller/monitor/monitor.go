@@ -33,7 +33,9 @@ const LabelExcludeDisruption = "node.kubernetes.io/exclude-disruption"
 // node after the pass entered full disruption and cleaned it), and every
 // other method may run while a pass is in progress. It never holds its state
 // lock while it calls the Cluster or the event callback, so both may call
-// back into the Monitor.
+// back into the Monitor's other methods (NodeChanged, PodDeleted, Stats,
+// ...), but not start a pass: a TaintPass, and a MonitorPass's zone
+// decision, call them with the tainting lock held.
 type Monitor struct {
 	cfg     Config
 	cluster Cluster

@@ -193,6 +193,43 @@ func TestFullDisruptionRemovesTaintAddedMeanwhile(t *testing.T) {
 	}
 }
 
+// TestSwapOnStaleListAfterFullDisruption: the pass after the one that
+// entered full disruption (and removed every health taint) lists a node
+// from a cache that shows its Unknown status but still the not-ready taint
+// the cleanup removed. The swap to unreachable is decided on the node as
+// read for the write, which has no health taint: nothing is written, and a
+// pod that tolerates only not-ready is not evicted during full disruption.
+func TestSwapOnStaleListAfterFullDisruption(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.c.addPod("p-a", "a", s.now, false, v1.Toleration{Key: v1.TaintNodeNotReady, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute})
+	s.c.setReady("a", v1.ConditionFalse, s.now)
+	s.runUntil(10 * time.Second)
+	if got := s.first(monitor.KindTaintAdded, "a", "", "node.kubernetes.io/not-ready:NoExecute"); got != 0 {
+		t.Fatalf("a tainted not-ready at %v, want 0s", got)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		s.dead[n] = true
+	}
+	s.runUntil(65 * time.Second)
+	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 65*time.Second {
+		t.Fatalf("full disruption entered at %v, want 65s", got)
+	}
+	// The cache has the Unknown status written by that pass, but not yet
+	// its swap nor the cleanup.
+	stale, _ := taints.AddOrUpdate(s.c.node("a"), taints.NotReadyTaint(), s.now)
+	s.c.SetStaleList("a", stale)
+	s.runUntil(80 * time.Second)
+	if ts := s.c.node("a").Spec.Taints; slices.ContainsFunc(ts, func(x v1.Taint) bool { return x.Effect == v1.TaintEffectNoExecute }) {
+		t.Errorf("node a taints = %v in full disruption, want no NoExecute taint", ts)
+	}
+	if ev := s.c.Evicted(); len(ev) != 0 {
+		t.Errorf("evicted %v during full disruption, want none", ev)
+	}
+}
+
 // TestOneDarkZoneAmongHealthy: a whole zone dark while another zone is healthy
 // is fully disrupted but tainted at the normal rate (upstream by design).
 func TestOneDarkZoneAmongHealthy(t *testing.T) {
@@ -238,6 +275,42 @@ func TestFailedWritesAreRetried(t *testing.T) {
 	evicted := s.first(monitor.KindPodEvicted, "", "default/bare", "")
 	if want := tainted + 7*cfg.EvictionRetry; evicted != want {
 		t.Errorf("evicted at %v, want %v (7 failures 2s apart after the taint at %v)", evicted, want, tainted)
+	}
+}
+
+// TestPodMarkingFailureKeepsEdge: a pod status write that fails while a
+// pass marks the pods of a node gone Unknown leaves the pods-not-ready edge
+// unacknowledged, so the next pass marks the pod it missed.
+func TestPodMarkingFailureKeepsEdge(t *testing.T) {
+	s := newSim(t, testConfig())
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.c.addPod("p1", "a", s.now, true)
+	s.c.addPod("p2", "a", s.now, true)
+	s.dead["a"] = true
+	s.runUntil(50 * time.Second)
+	s.c.conflictStatus = 1 // the first pod write of the pass at 55s
+	s.runUntil(55 * time.Second)
+	ready := func() (n int) {
+		for _, p := range []string{"p1", "p2"} {
+			if i := slices.IndexFunc(s.c.pod(p).Status.Conditions, func(c v1.PodCondition) bool {
+				return c.Type == v1.PodReady && c.Status == v1.ConditionTrue
+			}); i >= 0 {
+				n++
+			}
+		}
+		return n
+	}
+	if got := ready(); got != 1 {
+		t.Fatalf("%d pods Ready after the pass at 55s with one failed write, want 1", got)
+	}
+	s.runUntil(60 * time.Second)
+	if got := ready(); got != 0 {
+		t.Fatalf("%d pods Ready after the pass at 60s, want 0 (the edge was kept)", got)
+	}
+	if got := s.c.Counts().PodsMarkedNotReady; got != 2 {
+		t.Errorf("%d pod Ready=False writes, want 2", got)
 	}
 }
 

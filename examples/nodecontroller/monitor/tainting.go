@@ -49,7 +49,16 @@ func (t taintMode) decide(ctx context.Context, now time.Time, node *v1.Node, s *
 		// removes and re-adds it on every pass and so reshuffles the order
 		// of every waiting node every 5s.
 	case taints.NoExecuteSwap:
+		// Decided again on the node as read for the write: only a node that
+		// still has a health taint has it swapped. Unlike upstream
+		// (SwapNodeControllerTaint adds the new taint whatever the node
+		// holds), a list that lags the full-disruption cleanup cannot taint
+		// a node again while evictions are stopped; a node whose taint went
+		// otherwise is queued again by the next pass.
 		_, _ = m.writeTaints(ctx, now, node.Name, func(n *v1.Node) (*v1.Node, bool) {
+			if !hasHealthTaint(n.Spec.Taints) {
+				return n, false
+			}
 			return taints.SwapHealthTaint(n, taint, now)
 		})
 	case taints.NoExecuteRemove:
