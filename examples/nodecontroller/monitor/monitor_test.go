@@ -222,12 +222,7 @@ func TestSwapOnStaleListAfterFullDisruption(t *testing.T) {
 	stale, _ := taints.AddOrUpdate(s.c.node("a"), taints.NotReadyTaint(), s.now)
 	s.c.SetStaleList("a", stale)
 	s.runUntil(80 * time.Second)
-	if ts := s.c.node("a").Spec.Taints; slices.ContainsFunc(ts, func(x v1.Taint) bool { return x.Effect == v1.TaintEffectNoExecute }) {
-		t.Errorf("node a taints = %v in full disruption, want no NoExecute taint", ts)
-	}
-	if ev := s.c.Evicted(); len(ev) != 0 {
-		t.Errorf("evicted %v during full disruption, want none", ev)
-	}
+	s.checkFullDisruptionClean("a")
 }
 
 // TestFullDisruptionCleanupRetried: the taint write that removes node a's
@@ -262,11 +257,18 @@ func TestFullDisruptionCleanupRetried(t *testing.T) {
 	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 65*time.Second {
 		t.Fatalf("full disruption entered at %v, want 65s", got)
 	}
-	if ts := s.c.node("a").Spec.Taints; slices.ContainsFunc(ts, func(x v1.Taint) bool { return x.Effect == v1.TaintEffectNoExecute }) {
-		t.Errorf("node a taints = %v in full disruption, want no NoExecute taint", ts)
+	s.checkFullDisruptionClean("a")
+}
+
+// checkFullDisruptionClean fails the test when node carries a NoExecute
+// taint or any pod was evicted (the cluster is in full disruption).
+func (s *sim) checkFullDisruptionClean(node string) {
+	s.t.Helper()
+	if ts := s.c.node(node).Spec.Taints; slices.ContainsFunc(ts, func(x v1.Taint) bool { return x.Effect == v1.TaintEffectNoExecute }) {
+		s.t.Errorf("node %s taints = %v in full disruption, want no NoExecute taint", node, ts)
 	}
 	if ev := s.c.Evicted(); len(ev) != 0 {
-		t.Errorf("evicted %v during full disruption, want none", ev)
+		s.t.Errorf("evicted %v during full disruption, want none", ev)
 	}
 }
 
