@@ -320,6 +320,9 @@ const ReasonSnapshotUnreadable = "SnapshotUnreadable"
 func (c *Controller) restore(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	rs, err := c.cfg.Snapshots.Load(ctx)
+	if err != nil && ctx.Err() != nil {
+		return // stopping (leadership lost): no Event, the controller writes nothing more
+	}
 	if err != nil {
 		logger.Error(err, "Cannot read the node health snapshot, starting without it: every node gets a fresh grace period")
 		if ref, ok := c.cfg.Snapshots.(interface{ ObjectReference() *v1.ObjectReference }); ok && c.cfg.Recorder != nil {

@@ -178,6 +178,45 @@ func TestUnreadableSnapshotStartsWithout(t *testing.T) {
 	}
 }
 
+// TestSnapshotLoadCancelledRecordsNothing: a load that fails because the
+// controller's context ended meanwhile (leadership lost while starting)
+// records no Warning Event: a replica that no longer leads writes nothing.
+func TestSnapshotLoadCancelledRecordsNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testConfig(), cluster3()...)
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	cfg := testConfig()
+	cfg.Snapshots = cancellingStore{cancel}
+	rec := record.NewFakeRecorder(10)
+	cfg.Recorder = rec
+	c, err := controller.New(f.client, f.clock, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown()
+	_ = c.Start(ctx)
+	if got := drain(rec); len(got) != 0 {
+		t.Errorf("events = %q after a load cancelled with the context, want none", got)
+	}
+}
+
+// cancellingStore's Load ends the context it was given, as losing the
+// lease does, and fails with its error. It has a ConfigMap to record
+// Events on, as ConfigMapStore.
+type cancellingStore struct{ cancel context.CancelFunc }
+
+func (s cancellingStore) Load(ctx context.Context) ([]nodehealth.Record, error) {
+	s.cancel()
+	return nil, ctx.Err()
+}
+
+func (cancellingStore) Save(context.Context, []nodehealth.Record) error { return nil }
+
+func (cancellingStore) ObjectReference() *v1.ObjectReference {
+	return &v1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "kube-system", Name: "snap"}
+}
+
 // TestSnapshotDropsVanishedNodes: the records of nodes that no longer exist
 // are not restored, and so never saved again.
 func TestSnapshotDropsVanishedNodes(t *testing.T) {

@@ -57,6 +57,8 @@ type Monitor struct {
 	results   []nodeResult
 	zoneConds map[string][]*v1.NodeCondition
 	byPos     []*nodeState // the state of the node at each position of the last pass's list
+	// inFullDisruption is the last zone decision's InFullDisruption.
+	inFullDisruption bool
 
 	mu       sync.Mutex
 	nodes    map[string]*nodeState
@@ -388,6 +390,7 @@ func (m *Monitor) decide(ctx context.Context, now time.Time, nodes []*v1.Node, r
 		z.conds = z.conds[:0]
 	}
 	m.mu.Unlock()
+	m.inFullDisruption = d.InFullDisruption
 	m.applyZoneDecision(ctx, now, d, nodes)
 	if d.EnteredFullDisruption {
 		return marks // the queues were emptied: nothing this pass queued goes in

@@ -222,11 +222,53 @@ func TestSwapOnStaleListAfterFullDisruption(t *testing.T) {
 	stale, _ := taints.AddOrUpdate(s.c.node("a"), taints.NotReadyTaint(), s.now)
 	s.c.SetStaleList("a", stale)
 	s.runUntil(80 * time.Second)
-	if ts := s.c.node("a").Spec.Taints; slices.ContainsFunc(ts, func(x v1.Taint) bool { return x.Effect == v1.TaintEffectNoExecute }) {
-		t.Errorf("node a taints = %v in full disruption, want no NoExecute taint", ts)
+	s.checkFullDisruptionClean("a")
+}
+
+// TestFullDisruptionCleanupRetried: the taint write that removes node a's
+// unreachable taint on entering full disruption fails. The next pass removes
+// it, so the pod that tolerates the taint for 30s is not evicted during full
+// disruption.
+func TestFullDisruptionCleanupRetried(t *testing.T) {
+	s := newSim(t, testConfig())
+	m, err := monitor.New(testConfig(), s.c, func(e monitor.Event) {
+		s.events = append(s.events, e)
+		if e.Kind == monitor.KindDisruptionMode && e.Entered {
+			s.c.FailTaintWrites(1) // the cleanup of a, the first node
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.m = m
+	s.c.Attach(m)
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.c.addPod("p-a", "a", s.now, false, v1.Toleration{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists,
+		Effect: v1.TaintEffectNoExecute, TolerationSeconds: ptr[int64](30)})
+	s.dead["a"] = true
+	s.runUntil(10 * time.Second)
+	s.dead["b"], s.dead["c"] = true, true
+	s.runUntil(120 * time.Second)
+	if got := s.first(monitor.KindTaintAdded, "a", "", unreachableNoExecute); got != 55*time.Second {
+		t.Fatalf("a tainted at %v, want 55s", got)
+	}
+	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 65*time.Second {
+		t.Fatalf("full disruption entered at %v, want 65s", got)
+	}
+	s.checkFullDisruptionClean("a")
+}
+
+// checkFullDisruptionClean fails the test when node carries a NoExecute
+// taint or any pod was evicted (the cluster is in full disruption).
+func (s *sim) checkFullDisruptionClean(node string) {
+	s.t.Helper()
+	if ts := s.c.node(node).Spec.Taints; slices.ContainsFunc(ts, func(x v1.Taint) bool { return x.Effect == v1.TaintEffectNoExecute }) {
+		s.t.Errorf("node %s taints = %v in full disruption, want no NoExecute taint", node, ts)
 	}
 	if ev := s.c.Evicted(); len(ev) != 0 {
-		t.Errorf("evicted %v during full disruption, want none", ev)
+		s.t.Errorf("evicted %v during full disruption, want none", ev)
 	}
 }
 
