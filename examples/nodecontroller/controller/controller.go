@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -53,8 +52,9 @@ type Controller struct {
 	stopMu    sync.Mutex
 	stopInf   context.CancelFunc // stops the informers started by Start
 
-	knownMu sync.Mutex
-	known   map[string]types.UID // nodes seen by the monitor passes (RegisteredNode, RemovingNode)
+	knownMu   sync.Mutex
+	known     map[string]knownNode // nodes seen by the monitor passes (RegisteredNode, RemovingNode)
+	knownPass uint64               // recordNodeSetChanges calls, stamps knownNode.seen
 
 	snapMu   sync.Mutex
 	lastSnap time.Time // clock time of the last saved snapshot
