@@ -272,6 +272,42 @@ func (s *sim) checkFullDisruptionClean(node string) {
 	}
 }
 
+// TestNoEvictionBeforeFullDisruptionCleanupRetry: the cleanup write of
+// node a fails on entering full disruption (65s), and a's pod becomes due at
+// 67s, before the next pass removes the taint (70s). No pod is deleted
+// while the cluster is in full disruption.
+func TestNoEvictionBeforeFullDisruptionCleanupRetry(t *testing.T) {
+	s := newSim(t, testConfig())
+	m, err := monitor.New(testConfig(), s.c, func(e monitor.Event) {
+		s.events = append(s.events, e)
+		if e.Kind == monitor.KindDisruptionMode && e.Entered {
+			s.c.FailTaintWrites(1) // the cleanup of a, the first node
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.m = m
+	s.c.Attach(m)
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.c.addPod("p-a", "a", s.now, false, v1.Toleration{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists,
+		Effect: v1.TaintEffectNoExecute, TolerationSeconds: ptr[int64](12)})
+	s.dead["a"] = true
+	s.runUntil(10 * time.Second)
+	s.dead["b"], s.dead["c"] = true, true
+	s.runUntil(68 * time.Second)
+	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 65*time.Second {
+		t.Fatalf("full disruption entered at %v, want 65s", got)
+	}
+	if ev := s.c.Evicted(); len(ev) != 0 {
+		t.Errorf("evicted %v during full disruption, want none", ev)
+	}
+	s.runUntil(120 * time.Second)
+	s.checkFullDisruptionClean("a")
+}
+
 // TestOneDarkZoneAmongHealthy: a whole zone dark while another zone is healthy
 // is fully disrupted but tainted at the normal rate (upstream by design).
 func TestOneDarkZoneAmongHealthy(t *testing.T) {
