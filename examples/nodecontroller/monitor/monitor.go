@@ -563,9 +563,14 @@ func (m *Monitor) zoneOf(node string) string {
 }
 
 // NextDeadline is the earliest instant at which TaintPass or EvictionPass
-// has work, if any is pending. MonitorPass runs on its own period.
+// has work, if any is pending (none from EvictionPass while the cluster is
+// in full disruption). MonitorPass runs on its own period.
 func (m *Monitor) NextDeadline() (time.Time, bool) {
-	at, ok := m.evictor.NextDeadline()
+	var at time.Time
+	var ok bool
+	if !m.evictPaused.Load() {
+		at, ok = m.evictor.NextDeadline()
+	}
 	if t, qok := m.queues.NextDeadline(); qok && (!ok || t.Before(at)) {
 		at, ok = t, true
 	}

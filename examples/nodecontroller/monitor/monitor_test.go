@@ -263,6 +263,9 @@ func TestNoEvictionBeforeFullDisruptionCleanupRetry(t *testing.T) {
 	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 65*time.Second {
 		t.Fatalf("full disruption entered at %v, want 65s", got)
 	}
+	if at, ok := s.m.NextDeadline(); ok {
+		t.Errorf("NextDeadline() = %v in full disruption, want none (no pass has work)", at.Sub(testutil.Epoch))
+	}
 	if ev := s.c.Evicted(); len(ev) != 0 {
 		t.Errorf("evicted %v during full disruption, want none", ev)
 	}
