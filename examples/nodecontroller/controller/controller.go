@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -53,8 +52,9 @@ type Controller struct {
 	stopMu    sync.Mutex
 	stopInf   context.CancelFunc // stops the informers started by Start
 
-	knownMu sync.Mutex
-	known   map[string]types.UID // nodes seen by the monitor passes (RegisteredNode, RemovingNode)
+	knownMu   sync.Mutex
+	known     map[string]knownNode // nodes seen by the monitor passes (RegisteredNode, RemovingNode)
+	knownPass uint64               // recordNodeSetChanges calls, stamps knownNode.seen
 
 	snapMu   sync.Mutex
 	lastSnap time.Time // clock time of the last saved snapshot
@@ -284,8 +284,13 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 // MonitorPass runs one monitor pass at the clock's current time, then saves
-// a snapshot if Config.SnapshotPeriod has passed since the last one.
+// a snapshot if Config.SnapshotPeriod has passed since the last one. It
+// does nothing once ctx is done: a controller that stopped (its leader
+// lost the lease) writes nothing more, Kubernetes Events included.
 func (c *Controller) MonitorPass(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
 	now := c.clock.Now()
 	c.recordNodeSetChanges()
 	c.mon.MonitorPass(ctx, now)
@@ -297,8 +302,12 @@ func (c *Controller) MonitorPass(ctx context.Context) {
 }
 
 // TaintPass runs one tainting pass and one eviction pass at the clock's
-// current time (Monitor.TaintPass and Monitor.EvictionPass).
+// current time (Monitor.TaintPass and Monitor.EvictionPass); nothing once
+// ctx is done.
 func (c *Controller) TaintPass(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
 	now := c.clock.Now()
 	c.mon.TaintPass(ctx, now)
 	c.mon.EvictionPass(ctx, c.clock.Now()) // not now: the tainting pass may have taken a while

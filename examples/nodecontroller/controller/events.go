@@ -95,7 +95,9 @@ func podRef(key string) (*v1.ObjectReference, string) {
 // previous monitor passes did not see and RemovingNode for every one they
 // saw that is gone, as upstream's monitorNodeHealth does with classifyNodes
 // (pkg/controller/nodelifecycle/node_lifecycle_controller.go), through
-// controllerutil.RecordNodeEvent ("Node %s event: %s").
+// controllerutil.RecordNodeEvent ("Node %s event: %s"). Unlike a set
+// built every pass, the stamps allocate nothing while no node comes or
+// goes.
 func (c *Controller) recordNodeSetChanges() {
 	if c.cfg.Recorder == nil {
 		return
@@ -104,22 +106,35 @@ func (c *Controller) recordNodeSetChanges() {
 	c.knownMu.Lock()
 	defer c.knownMu.Unlock()
 	if c.known == nil {
-		c.known = make(map[string]types.UID, len(nodes))
+		c.known = make(map[string]knownNode, len(nodes))
 	}
-	listed := make(map[string]bool, len(nodes))
+	c.knownPass++
+	pass := c.knownPass
 	for _, n := range nodes {
-		listed[n.Name] = true
-		if _, ok := c.known[n.Name]; !ok {
-			c.known[n.Name] = n.UID
+		k, ok := c.known[n.Name]
+		if !ok {
+			k.uid = n.UID
 			c.recordNodeEvent(n.Name, n.UID, ReasonRegisteredNode, fmt.Sprintf("Registered Node %v in Controller", n.Name))
 		}
+		k.seen = pass
+		c.known[n.Name] = k
 	}
-	for name, uid := range c.known {
-		if !listed[name] {
+	if len(c.known) == len(nodes) {
+		return // every known node was listed
+	}
+	for name, k := range c.known {
+		if k.seen != pass {
 			delete(c.known, name)
-			c.recordNodeEvent(name, uid, ReasonRemovingNode, fmt.Sprintf("Removing Node %v from Controller", name))
+			c.recordNodeEvent(name, k.uid, ReasonRemovingNode, fmt.Sprintf("Removing Node %v from Controller", name))
 		}
 	}
+}
+
+// knownNode is a node recordNodeSetChanges registered: its UID when first
+// seen, and the last call that listed it.
+type knownNode struct {
+	uid  types.UID
+	seen uint64
 }
 
 func (c *Controller) recordNodeEvent(name string, uid types.UID, reason, event string) {

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -113,6 +114,37 @@ func TestRecordsUpstreamEvents(t *testing.T) {
 				t.Errorf("%d pod-evicted monitor events, want one Kubernetes Event each (%d)", n, marked)
 			}
 		})
+	}
+}
+
+// TestNoWriteAfterContextEnded: a monitor or tainting pass started after
+// the controller's context ended (leadership lost between two loop
+// iterations) writes nothing, Kubernetes Events included: here a node
+// registered meanwhile and another gone silent.
+func TestNoWriteAfterContextEnded(t *testing.T) {
+	t.Parallel()
+	rec := record.NewFakeRecorder(100)
+	cfg := testConfig()
+	cfg.Recorder = rec
+	f := newFixture(t, cfg, cluster3()...)
+	f.pass(true)
+	drain(rec)
+	f.create(readyNode("d", "z1"))
+	f.clock.Step(2 * time.Minute) // every node's grace period has run out
+	f.settle()
+	f.client.ClearActions()
+	ctx, cancel := context.WithCancel(f.ctx)
+	cancel()
+	f.c.MonitorPass(ctx)
+	f.c.TaintPass(ctx)
+	if got := drain(rec); len(got) != 0 {
+		t.Errorf("events after the context ended: %q", got)
+	}
+	for _, a := range f.client.Actions() {
+		switch a.GetVerb() {
+		case "create", "update", "patch", "delete":
+			t.Errorf("write after the context ended: %s %s/%s", a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
+		}
 	}
 }
 

@@ -63,10 +63,13 @@
 //     SwapNodeControllerTaint adds the new taint whatever the node holds, so
 //     a cache that lags the full-disruption cleanup can taint a node, and
 //     evict its pods, while the cluster is in full disruption.
-//   - While the cluster stays in full disruption every monitor pass removes
-//     the health taints a failed cleanup left; upstream tries
-//     markNodeAsReachable once, on entering, and the taint eviction
-//     controller then evicts the pods of a node whose write failed.
+//   - No pod is deleted while the cluster is in full disruption: EvictionPass
+//     pauses from the zone decision that enters it (before the health
+//     taints are removed), and every monitor pass removes the health taints
+//     a failed cleanup left. Upstream tries markNodeAsReachable once, on
+//     entering, and its taint eviction controller, which knows nothing of
+//     full disruption, evicts until it sees the taints go (for good, on a
+//     node whose write failed).
 //   - Nodes seen for the first time (after a restart) keep their NoExecute
 //     health taints; upstream removes them and re-adds them through the
 //     rate-limited queue, restarting every eviction countdown

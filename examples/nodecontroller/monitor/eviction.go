@@ -16,15 +16,29 @@ import (
 // goroutines (upstream: 8). A failed deletion is retried after
 // Config.EvictionRetry, never abandoned. In legacy mode the Evictor sees no
 // taints and the pass has nothing to do.
+//
+// Unlike upstream, whose taint eviction controller does not know of full
+// disruption, no pod is deleted while the cluster is in full disruption:
+// from the zone decision that enters it, a pass deletes nothing (a pass in
+// flight stops before its next deletion) and every due eviction is retried
+// after Config.EvictionRetry; it is cancelled once its node's health taint
+// is removed.
 func (m *Monitor) EvictionPass(ctx context.Context, now time.Time) {
 	m.evictMu.Lock()
 	defer m.evictMu.Unlock()
+	if m.evictPaused.Load() {
+		return
+	}
 	due := m.evictor.Due(now)
 	if len(due) == 0 {
 		return
 	}
 	m.forEach(len(due), func(i int) {
 		ev := due[i]
+		if m.evictPaused.Load() {
+			m.evictor.RetryEviction(now, ev, m.cfg.EvictionRetry)
+			return
+		}
 		cond := taints.DisruptionTargetCondition(now)
 		err := m.cluster.EvictPod(ctx, ev.Pod, ev.UID, &cond)
 		switch {

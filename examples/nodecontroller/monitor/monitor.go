@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -50,6 +51,10 @@ type Monitor struct {
 	monitorMu sync.Mutex // one MonitorPass at a time; guards the pass buffers
 	taintMu   sync.Mutex // one TaintPass (or zone decision) at a time
 	evictMu   sync.Mutex // one EvictionPass at a time
+
+	// evictPaused is set while the cluster is in full disruption, from the
+	// zone decision that enters it, before the health taints are removed.
+	evictPaused atomic.Bool
 
 	// Buffers reused from pass to pass, so that a steady pass allocates
 	// almost nothing. They belong to MonitorPass (monitorMu).
@@ -391,6 +396,7 @@ func (m *Monitor) decide(ctx context.Context, now time.Time, nodes []*v1.Node, r
 	}
 	m.mu.Unlock()
 	m.inFullDisruption = d.InFullDisruption
+	m.evictPaused.Store(d.InFullDisruption)
 	m.applyZoneDecision(ctx, now, d, nodes)
 	if d.EnteredFullDisruption {
 		return marks // the queues were emptied: nothing this pass queued goes in
@@ -557,9 +563,14 @@ func (m *Monitor) zoneOf(node string) string {
 }
 
 // NextDeadline is the earliest instant at which TaintPass or EvictionPass
-// has work, if any is pending. MonitorPass runs on its own period.
+// has work, if any is pending (none from EvictionPass while the cluster is
+// in full disruption). MonitorPass runs on its own period.
 func (m *Monitor) NextDeadline() (time.Time, bool) {
-	at, ok := m.evictor.NextDeadline()
+	var at time.Time
+	var ok bool
+	if !m.evictPaused.Load() {
+		at, ok = m.evictor.NextDeadline()
+	}
 	if t, qok := m.queues.NextDeadline(); qok && (!ok || t.Before(at)) {
 		at, ok = t, true
 	}

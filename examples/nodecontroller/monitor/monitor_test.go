@@ -230,26 +230,7 @@ func TestSwapOnStaleListAfterFullDisruption(t *testing.T) {
 // it, so the pod that tolerates the taint for 30s is not evicted during full
 // disruption.
 func TestFullDisruptionCleanupRetried(t *testing.T) {
-	s := newSim(t, testConfig())
-	m, err := monitor.New(testConfig(), s.c, func(e monitor.Event) {
-		s.events = append(s.events, e)
-		if e.Kind == monitor.KindDisruptionMode && e.Entered {
-			s.c.FailTaintWrites(1) // the cleanup of a, the first node
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.m = m
-	s.c.Attach(m)
-	for _, n := range []string{"a", "b", "c"} {
-		s.c.addNode(n, "z1", s.now)
-	}
-	s.c.addPod("p-a", "a", s.now, false, v1.Toleration{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists,
-		Effect: v1.TaintEffectNoExecute, TolerationSeconds: ptr[int64](30)})
-	s.dead["a"] = true
-	s.runUntil(10 * time.Second)
-	s.dead["b"], s.dead["c"] = true, true
+	s := newCleanupFailSim(t, 30)
 	s.runUntil(120 * time.Second)
 	if got := s.first(monitor.KindTaintAdded, "a", "", unreachableNoExecute); got != 55*time.Second {
 		t.Fatalf("a tainted at %v, want 55s", got)
@@ -270,6 +251,55 @@ func (s *sim) checkFullDisruptionClean(node string) {
 	if ev := s.c.Evicted(); len(ev) != 0 {
 		s.t.Errorf("evicted %v during full disruption, want none", ev)
 	}
+}
+
+// TestNoEvictionBeforeFullDisruptionCleanupRetry: the cleanup write of
+// node a fails on entering full disruption (65s), and a's pod becomes due at
+// 67s, before the next pass removes the taint (70s). No pod is deleted
+// while the cluster is in full disruption.
+func TestNoEvictionBeforeFullDisruptionCleanupRetry(t *testing.T) {
+	s := newCleanupFailSim(t, 12)
+	s.runUntil(68 * time.Second)
+	if got := s.first(monitor.KindDisruptionMode, "", "", ""); got != 65*time.Second {
+		t.Fatalf("full disruption entered at %v, want 65s", got)
+	}
+	if at, ok := s.m.NextDeadline(); ok {
+		t.Errorf("NextDeadline() = %v in full disruption, want none (no pass has work)", at.Sub(testutil.Epoch))
+	}
+	if ev := s.c.Evicted(); len(ev) != 0 {
+		t.Errorf("evicted %v during full disruption, want none", ev)
+	}
+	s.runUntil(120 * time.Second)
+	s.checkFullDisruptionClean("a")
+}
+
+// newCleanupFailSim returns a sim of nodes a, b and c in one zone: a goes
+// silent at 0s and is tainted at 55s, b and c at 10s, so the cluster enters
+// full disruption at 65s, where the write removing a's taint fails. a's pod
+// p-a tolerates the unreachable taint for tolerationSeconds.
+func newCleanupFailSim(t *testing.T, tolerationSeconds int64) *sim {
+	t.Helper()
+	s := newSim(t, testConfig())
+	m, err := monitor.New(testConfig(), s.c, func(e monitor.Event) {
+		s.events = append(s.events, e)
+		if e.Kind == monitor.KindDisruptionMode && e.Entered {
+			s.c.FailTaintWrites(1) // the cleanup of a, the first node
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.m = m
+	s.c.Attach(m)
+	for _, n := range []string{"a", "b", "c"} {
+		s.c.addNode(n, "z1", s.now)
+	}
+	s.c.addPod("p-a", "a", s.now, false, v1.Toleration{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists,
+		Effect: v1.TaintEffectNoExecute, TolerationSeconds: &tolerationSeconds})
+	s.dead["a"] = true
+	s.runUntil(10 * time.Second)
+	s.dead["b"], s.dead["c"] = true, true
+	return s
 }
 
 // TestOneDarkZoneAmongHealthy: a whole zone dark while another zone is healthy

@@ -292,21 +292,28 @@ func (c *Cluster) Reserve(nodes, pods int) {
 // filled before its Receiver was attached.
 func (c *Cluster) Sync(ctx context.Context) {
 	c.mu.Lock()
-	recv, now, nodes := c.recv, c.now, slices.Clone(c.nodes)
-	for _, rec := range nodes {
-		rec.shared = true
-	}
-	c.mu.Unlock()
+	recv, now := c.recv, c.now
 	if recv == nil {
+		c.mu.Unlock()
 		return
 	}
-	for _, rec := range nodes {
+	// The objects and pod lists as they are now (a pod list handed out is
+	// copied before a later change): writes may run while they are sent.
+	nodes := make([]*v1.Node, 0, len(c.nodes))
+	pods := make([][]*v1.Pod, 0, len(c.nodes))
+	for _, rec := range c.nodes {
 		if rec.node != nil {
-			recv.NodeChanged(ctx, now, rec.node)
+			nodes = append(nodes, rec.node)
 		}
+		rec.shared = true
+		pods = append(pods, rec.pods)
 	}
-	for _, rec := range nodes {
-		for _, p := range rec.pods {
+	c.mu.Unlock()
+	for _, n := range nodes {
+		recv.NodeChanged(ctx, now, n)
+	}
+	for _, ps := range pods {
+		for _, p := range ps {
 			recv.PodChanged(ctx, now, p)
 		}
 	}

@@ -262,3 +262,35 @@ func TestListNodesSharedAndStable(t *testing.T) {
 		t.Errorf("ListNodes after re-adding n1 = %v, want n0, n1, n2", got)
 	}
 }
+
+// nopReceiver receives the Cluster's events and does nothing.
+type nopReceiver struct{}
+
+func (nopReceiver) NodeChanged(context.Context, time.Time, *v1.Node) {}
+func (nopReceiver) NodeDeleted(string)                               {}
+func (nopReceiver) PodChanged(context.Context, time.Time, *v1.Pod)   {}
+func (nopReceiver) PodDeleted(types.NamespacedName)                  {}
+
+// TestSyncConcurrentWrites: Sync reads the nodes and pods under the
+// Cluster's lock, so writes may run meanwhile (go test -race).
+func TestSyncConcurrentWrites(t *testing.T) {
+	ctx := context.Background()
+	c := monitortest.New(epoch)
+	for _, n := range []string{"n0", "n1", "n2"} {
+		c.AddNode(ctx, node(n, "z", epoch), nil)
+		c.AddPod(ctx, pod("p-"+n, n, epoch))
+	}
+	c.Attach(nopReceiver{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			c.PostNodeStatus(ctx, "n1", v1.ConditionFalse, epoch.Add(time.Duration(i)*time.Second))
+			c.AddPod(ctx, pod("p-n1", "n1", epoch))
+		}
+	}()
+	for range 200 {
+		c.Sync(ctx)
+	}
+	<-done
+}
