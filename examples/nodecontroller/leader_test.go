@@ -139,10 +139,18 @@ func TestLeaderCallbacks(t *testing.T) {
 			t.Errorf("term %d: leader gauge = %v while leading, want 1", term, got)
 		}
 		cb.OnStoppedLeading()
+		// When OnStoppedLeading returns, the term's controller has stopped
+		// (its Run returned); OnStartedLeading itself returns just after.
+		r.mu.Lock()
+		running := r.ctrl != nil
+		r.mu.Unlock()
+		if running {
+			t.Fatalf("term %d: OnStoppedLeading returned before the controller stopped", term)
+		}
 		select {
 		case <-done:
-		default:
-			t.Fatalf("term %d: OnStoppedLeading returned before the controller stopped", term)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("term %d: OnStartedLeading did not return after the controller stopped", term)
 		}
 		cancel()
 		stopped := len(client.Actions())
