@@ -82,7 +82,11 @@ type Config struct {
 	// Recorder, if not nil, records the Kubernetes Events upstream's
 	// controllers record for the same decisions: NodeNotReady on a node
 	// written Unknown, TaintManagerEviction (NodeControllerEviction and
-	// DeletingAllPods in legacy mode) on evicted pods. main.go passes a
+	// DeletingAllPods in legacy mode) on evicted pods, and
+	// TaintManagerEviction "Cancelling deletion of Pod" on a pod whose
+	// scheduled eviction was cancelled (New then sets
+	// Monitor.CancelledEvictions to DefaultCancelledEvictions when it is
+	// 0). main.go passes a
 	// record.EventBroadcaster's recorder; tests can pass
 	// record.NewFakeRecorder. It is called like OnEvent, and client-go's
 	// recorders never block.

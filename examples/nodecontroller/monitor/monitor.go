@@ -141,6 +141,9 @@ func New(cfg Config, cluster Cluster, emit func(Event)) (*Monitor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := evictor.KeepCancellations(cfg.CancelledEvictions); err != nil {
+		return nil, err
+	}
 	queues, err := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
 		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: 1})
 	})
