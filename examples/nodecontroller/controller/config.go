@@ -25,7 +25,9 @@ type Config struct {
 	// Monitor is the whole node lifecycle policy: grace periods, eviction
 	// rates and thresholds, monitor and tainting periods, the Evictor
 	// (Monitor.Evictor.UseTaintTimeAdded keeps countdowns across restarts)
-	// and legacy mode. It is validated by monitor.New.
+	// and legacy mode. It is validated by monitor.New. The monitor reads
+	// the controller's clock per node (monitor.Monitor.SetNodeClock), so
+	// that each node's conditions carry the time of that node's write.
 	Monitor monitor.Config
 
 	// LeaseNamespace is where the node Leases live. Empty means

@@ -125,6 +125,9 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 	if err != nil {
 		return nil, fmt.Errorf("nodecontroller: %w", err)
 	}
+	// Each node's conditions carry the time of that node's write, as
+	// upstream's monitorNodeHealth.
+	mon.SetNodeClock(clk.Now)
 	c.mon = mon
 	if _, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onNode,

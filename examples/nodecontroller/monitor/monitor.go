@@ -62,6 +62,8 @@ type Monitor struct {
 	results   []nodeResult
 	zoneConds map[string][]*v1.NodeCondition
 	byPos     []*nodeState // the state of the node at each position of the last pass's list
+	// nodeNow is SetNodeClock's clock (MonitorPass's, monitorMu), or nil.
+	nodeNow func() time.Time
 	// inFullDisruption is the last zone decision's InFullDisruption.
 	inFullDisruption bool
 
@@ -168,6 +170,22 @@ func New(cfg Config, cluster Cluster, emit func(Event)) (*Monitor, error) {
 	return m, nil
 }
 
+// SetNodeClock makes MonitorPass read now once per node, when the node is
+// processed: that node's health is evaluated, its Unknown conditions
+// written (their lastTransitionTime and lastHeartbeatTime) and its per-node
+// decision taken at that instant, as upstream's monitorNodeHealth does
+// (tryUpdateNodeHealth reads the controller's clock for each node), rather
+// than at the pass's start. now must be safe for concurrent use when
+// Config.Workers > 1; an instant before the pass's now counts as the pass's
+// now. nil, the default, makes every node use the now MonitorPass was
+// given (simulations on a virtual clock). It waits for a MonitorPass in
+// progress.
+func (m *Monitor) SetNodeClock(now func() time.Time) {
+	m.monitorMu.Lock()
+	defer m.monitorMu.Unlock()
+	m.nodeNow = now
+}
+
 // Config returns the Monitor's configuration.
 func (m *Monitor) Config() Config { return m.cfg }
 
@@ -264,9 +282,15 @@ func (m *Monitor) listNodes() []*v1.Node {
 }
 
 // observeNode is upstream's per-node work in monitorNodeHealth, up to the
-// mode's decision.
+// mode's decision, at the pass's now or, with SetNodeClock, at the node's
+// own instant.
 func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i int, node *v1.Node, r *nodeResult) {
 	s := m.state(pass, i, node)
+	if m.nodeNow != nil {
+		if t := m.nodeNow(); t.After(now) {
+			now = t // this node's instant (upstream reads the clock per node)
+		}
+	}
 	res, err := m.health.Observe(now, node, m.cluster.GetLease(node.Name))
 	if err != nil {
 		return
