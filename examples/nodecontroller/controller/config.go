@@ -76,6 +76,13 @@ type Config struct {
 	// and the nodes the informer cache holds then (shared: read only). The
 	// metrics of examples/nodecontroller/metrics use it.
 	OnMonitorPass func(took time.Duration, nodes []*v1.Node)
+	// OnNodeHealth, if not nil, is called during every monitor pass for
+	// each node with the time its health update took on the controller's
+	// clock (reading its Lease, evaluating it, writing its status when
+	// needed), as upstream observes each tryUpdateNodeHealth call. It runs
+	// on the monitor's workers: it must be quick and safe for concurrent
+	// use. metrics.Metrics.ObserveNodeHealth fits.
+	OnNodeHealth func(node string, took time.Duration)
 
 	// OnEvent, if not nil, receives every monitor.Event, synchronously, from
 	// the goroutine that made the decision: it must be quick and safe for

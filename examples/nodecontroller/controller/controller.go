@@ -128,6 +128,9 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 	// Each node's conditions carry the time of that node's write, as
 	// upstream's monitorNodeHealth.
 	mon.SetNodeClock(clk.Now)
+	if cfg.OnNodeHealth != nil {
+		mon.SetNodeHealthObserver(cfg.OnNodeHealth)
+	}
 	c.mon = mon
 	if _, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onNode,

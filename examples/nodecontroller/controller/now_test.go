@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +46,41 @@ func TestLastTransitionTimePerNode(t *testing.T) {
 		want := start.Add(time.Duration(i) * time.Second).Truncate(time.Second)
 		if got := ready.LastTransitionTime.Time; !got.Equal(want) {
 			t.Errorf("node %s Ready lastTransitionTime = %v, want %v (the time of its own write)", n, got, want)
+		}
+	}
+}
+
+// TestOnNodeHealth: Config.OnNodeHealth sees every node once per monitor
+// pass with its health update's duration on the controller's clock: here
+// each status write takes a second (a reactor steps the fake clock), and a
+// node with nothing to write takes none.
+func TestOnNodeHealth(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	took := map[string][]time.Duration{}
+	cfg := testConfig()
+	cfg.OnNodeHealth = func(node string, d time.Duration) {
+		mu.Lock()
+		took[node] = append(took[node], d)
+		mu.Unlock()
+	}
+	f := newFixture(t, cfg, cluster3()...)
+	f.pass(true)
+	f.clock.Step(2 * time.Minute) // every grace period has run out
+	f.settle()
+	f.client.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" {
+			f.clock.Step(time.Second)
+		}
+		return false, nil, nil
+	})
+	f.c.MonitorPass(f.ctx)
+	f.settle()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, n := range []string{"a", "b", "c"} {
+		if want := []time.Duration{0, time.Second}; !slices.Equal(took[n], want) {
+			t.Errorf("node %s health updates took %v, want %v (nothing written, then one 1s write)", n, took[n], want)
 		}
 	}
 }

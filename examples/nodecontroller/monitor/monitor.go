@@ -64,6 +64,8 @@ type Monitor struct {
 	byPos     []*nodeState // the state of the node at each position of the last pass's list
 	// nodeNow is SetNodeClock's clock (MonitorPass's, monitorMu), or nil.
 	nodeNow func() time.Time
+	// healthHook is SetNodeHealthObserver's observer (monitorMu), or nil.
+	healthHook func(node string, took time.Duration)
 	// inFullDisruption is the last zone decision's InFullDisruption.
 	inFullDisruption bool
 
@@ -186,6 +188,20 @@ func (m *Monitor) SetNodeClock(now func() time.Time) {
 	m.nodeNow = now
 }
 
+// SetNodeHealthObserver makes MonitorPass call observe for every node with
+// the time its health update took (reading its Lease, evaluating it and
+// writing its status when needed) on the SetNodeClock clock, as upstream's
+// monitorNodeHealth observes each tryUpdateNodeHealth call in
+// node_collector_update_node_health_duration_seconds. Without a node clock
+// it is never called. observe runs on the pass's workers (it must be safe
+// for concurrent use when Config.Workers > 1) and must be quick. nil
+// removes it. It waits for a MonitorPass in progress.
+func (m *Monitor) SetNodeHealthObserver(observe func(node string, took time.Duration)) {
+	m.monitorMu.Lock()
+	defer m.monitorMu.Unlock()
+	m.healthHook = observe
+}
+
 // Config returns the Monitor's configuration.
 func (m *Monitor) Config() Config { return m.cfg }
 
@@ -293,10 +309,12 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i
 	}
 	res, err := m.health.Observe(now, node, m.cluster.GetLease(node.Name))
 	if err != nil {
+		m.observedHealth(node.Name, now)
 		return
 	}
 	if res.StatusUpdate != nil {
 		if err := m.cluster.UpdateNodeStatus(ctx, node, res.StatusUpdate); err != nil {
+			m.observedHealth(node.Name, now)
 			if !apierrors.IsNotFound(err) {
 				m.emit(now, KindWriteFailed, node.Name, "", "node status: "+err.Error())
 			}
@@ -305,6 +323,7 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i
 			return
 		}
 	}
+	m.observedHealth(node.Name, now)
 	m.noteReady(now, node.Name, s, res)
 	*r = nodeResult{zone: s.zone, ready: res.CurrentReady, counted: !s.excluded, state: s}
 	if res.CurrentReady == nil {
@@ -312,6 +331,15 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i
 	}
 	m.mode.decide(ctx, now, node, s, res, r)
 	r.markPods, r.edge = res.MarkPodsNotReady, res.PodsNotReadyEdge
+}
+
+// observedHealth reports a node's health update, started at start, to the
+// SetNodeHealthObserver observer.
+func (m *Monitor) observedHealth(node string, start time.Time) {
+	if m.healthHook == nil || m.nodeNow == nil {
+		return
+	}
+	m.healthHook(node, max(m.nodeNow().Sub(start), 0))
 }
 
 // state returns the state of the node at position i of the pass's list,
