@@ -59,3 +59,22 @@ func TestPerNodeNow(t *testing.T) {
 		}
 	}
 }
+
+// TestSteadyPassAllocationsControllerWiring is TestSteadyPassAllocations
+// with the controller's wiring: a per-node clock, a node health observer
+// and cancelled evictions reported. None of them allocates in a steady pass.
+func TestSteadyPassAllocationsControllerWiring(t *testing.T) {
+	cfg := testConfig()
+	cfg.CancelledEvictions = 64
+	c := newBenchCluster(t, cfg, 600, 3, 5)
+	c.m.SetNodeClock(func() time.Time { return benchEpoch })
+	observed := 0
+	c.m.SetNodeHealthObserver(func(string, time.Duration) { observed++ })
+	c.decisionPass(benchEpoch)
+	if observed != 600 {
+		t.Errorf("observer saw %d node health updates in a pass over 600 nodes, want 600", observed)
+	}
+	if n := testing.AllocsPerRun(20, func() { c.decisionPass(benchEpoch) }); n > 2 {
+		t.Errorf("steady decision pass over 600 nodes: %v allocations, want at most 2", n)
+	}
+}
