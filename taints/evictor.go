@@ -2,6 +2,7 @@ package taints
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,6 +115,93 @@ type Evictor struct {
 	tols  tolTable // interned toleration lists
 	queue *fireQueue
 	last  time.Time // latest now seen
+
+	cancelled []Cancellation // pending for AppendCancelled, at most maxCancel
+	maxCancel int
+	dropped   uint64 // cancellations not kept: the buffer was full
+}
+
+// Cancellation is a scheduled eviction the Evictor cancelled, reported by
+// AppendCancelled: upstream's taint eviction controller records a Normal
+// TaintManagerEviction Event "Cancelling deletion of Pod <namespace>/<name>"
+// for each (cancelWorkWithEvent in
+// pkg/controller/tainteviction/taint_eviction.go at v1.36.3).
+type Cancellation struct {
+	Pod  types.NamespacedName
+	UID  types.UID
+	Node string
+	// At is the fire time the eviction was scheduled for.
+	At time.Time
+}
+
+// AppendCancelled appends the scheduled evictions cancelled since the last
+// call to dst, in the order they were cancelled, forgets them, and returns
+// the extended slice. Only evictions that were scheduled count (as
+// upstream, whose TimedWorkerQueue.CancelWork reports whether work was
+// queued): a pod whose node lost its NoExecute taints, that now tolerates
+// them forever, that was deleted, moved or recreated, or whose node was
+// deleted, while its eviction was in the queue (a retry after a failed
+// deletion included); and, as upstream's processPodOnNode cancels and
+// re-adds it, a scheduled eviction brought forward to now because a taint
+// is no longer tolerated. A pod with nothing scheduled, or whose eviction
+// is handed out or done, yields none. A fire time moved by
+// RescheduleEarlier or RescheduleRecompute is not a cancellation.
+//
+// Nothing is kept until KeepCancellations(max > 0) is called; past max
+// pending, cancellations are only counted (CancelledDropped), so a caller
+// that never drains costs bounded memory. The Evictor reuses its buffer:
+// with nothing pending AppendCancelled costs O(1) and allocates nothing,
+// and once the buffer has grown, recording allocates nothing either. Drain
+// it after the calls that may cancel (SetNodeTaints, SetPod, DeletePod,
+// DeleteNode); no caller code runs under the Evictor's lock.
+func (e *Evictor) AppendCancelled(dst []Cancellation) []Cancellation {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.cancelled) == 0 {
+		return dst
+	}
+	dst = append(dst, e.cancelled...)
+	clear(e.cancelled) // drop the strings' references
+	e.cancelled = e.cancelled[:0]
+	return dst
+}
+
+// MaxCancellationsLimit is the largest max KeepCancellations accepts.
+const MaxCancellationsLimit = 1 << 20
+
+// KeepCancellations makes the Evictor keep up to max cancelled scheduled
+// evictions for AppendCancelled (the facts behind upstream's "Cancelling
+// deletion of Pod" event); past that many pending, further ones are only
+// counted (CancelledDropped). 0, the default, keeps none. Lowering max below
+// the number pending keeps those. It returns an error wrapping
+// ErrInvalidConfig, and changes nothing, when max is negative or above
+// MaxCancellationsLimit.
+func (e *Evictor) KeepCancellations(max int) error {
+	if max < 0 || max > MaxCancellationsLimit {
+		return fmt.Errorf("%w: KeepCancellations(%d): max must be in [0, %d]", ErrInvalidConfig, max, MaxCancellationsLimit)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.maxCancel = max
+	return nil
+}
+
+// CancelledDropped returns how many cancellations were not kept for
+// AppendCancelled because the KeepCancellations maximum were pending (every
+// cancellation, while it is 0). O(1).
+func (e *Evictor) CancelledDropped() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.dropped
+}
+
+// noteCancelled records that rec's scheduled eviction was cancelled.
+func (e *Evictor) noteCancelled(rec *podRec) {
+	if len(e.cancelled) >= e.maxCancel {
+		e.dropped++
+		return
+	}
+	e.cancelled = append(e.cancelled, Cancellation{Pod: rec.key, UID: rec.uid, Node: rec.node.name, At: rec.at})
 }
 
 // NewEvictor returns an empty Evictor with a copy of cfg, or an error
@@ -450,6 +538,9 @@ func (e *Evictor) evaluate(now time.Time, rec *podRec) {
 		if rec.state == stScheduled && (rec.attempts > 0 || !rec.at.After(now)) {
 			return // already due, or backing off after a failure
 		}
+		if rec.state == stScheduled {
+			e.noteCancelled(rec) // upstream cancels it, then adds work due now
+		}
 		e.schedule(rec, now, ReasonNotTolerated)
 	case vAt:
 		if rec.state == stScheduled {
@@ -494,6 +585,7 @@ func (e *Evictor) cancel(rec *podRec) {
 	if rec.state != stScheduled {
 		return
 	}
+	e.noteCancelled(rec)
 	e.queue.remove(rec)
 	rec.state = stIdle
 	rec.attempts = 0

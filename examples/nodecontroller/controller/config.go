@@ -25,7 +25,9 @@ type Config struct {
 	// Monitor is the whole node lifecycle policy: grace periods, eviction
 	// rates and thresholds, monitor and tainting periods, the Evictor
 	// (Monitor.Evictor.UseTaintTimeAdded keeps countdowns across restarts)
-	// and legacy mode. It is validated by monitor.New.
+	// and legacy mode. It is validated by monitor.New. The monitor reads
+	// the controller's clock per node (monitor.Monitor.SetNodeClock), so
+	// that each node's conditions carry the time of that node's write.
 	Monitor monitor.Config
 
 	// LeaseNamespace is where the node Leases live. Empty means
@@ -74,6 +76,13 @@ type Config struct {
 	// and the nodes the informer cache holds then (shared: read only). The
 	// metrics of examples/nodecontroller/metrics use it.
 	OnMonitorPass func(took time.Duration, nodes []*v1.Node)
+	// OnNodeHealth, if not nil, is called during every monitor pass for
+	// each node with the time its health update took on the controller's
+	// clock (reading its Lease, evaluating it, writing its status when
+	// needed), as upstream observes each tryUpdateNodeHealth call. It runs
+	// on the monitor's workers: it must be quick and safe for concurrent
+	// use. metrics.Metrics.ObserveNodeHealth fits.
+	OnNodeHealth func(node string, took time.Duration)
 
 	// OnEvent, if not nil, receives every monitor.Event, synchronously, from
 	// the goroutine that made the decision: it must be quick and safe for
@@ -82,7 +91,11 @@ type Config struct {
 	// Recorder, if not nil, records the Kubernetes Events upstream's
 	// controllers record for the same decisions: NodeNotReady on a node
 	// written Unknown, TaintManagerEviction (NodeControllerEviction and
-	// DeletingAllPods in legacy mode) on evicted pods. main.go passes a
+	// DeletingAllPods in legacy mode) on evicted pods, and
+	// TaintManagerEviction "Cancelling deletion of Pod" on a pod whose
+	// scheduled eviction was cancelled (New then sets
+	// Monitor.CancelledEvictions to DefaultCancelledEvictions when it is
+	// 0). main.go passes a
 	// record.EventBroadcaster's recorder; tests can pass
 	// record.NewFakeRecorder. It is called like OnEvent, and client-go's
 	// recorders never block.

@@ -116,9 +116,20 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		recorder: cfg.Recorder,
 		failures: make(map[item]uint64),
 	}
-	mon, err := monitor.New(cfg.Monitor, c.cluster, c.emit)
+	mcfg := cfg.Monitor
+	if mcfg.CancelledEvictions == 0 && cfg.Recorder != nil {
+		// Record upstream's "Cancelling deletion of Pod" events.
+		mcfg.CancelledEvictions = DefaultCancelledEvictions
+	}
+	mon, err := monitor.New(mcfg, c.cluster, c.emit)
 	if err != nil {
 		return nil, fmt.Errorf("nodecontroller: %w", err)
+	}
+	// Each node's conditions carry the time of that node's write, as
+	// upstream's monitorNodeHealth.
+	mon.SetNodeClock(clk.Now)
+	if cfg.OnNodeHealth != nil {
+		mon.SetNodeHealthObserver(cfg.OnNodeHealth)
 	}
 	c.mon = mon
 	if _, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{

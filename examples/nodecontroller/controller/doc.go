@@ -63,13 +63,13 @@
 // RegisteredNode and RemovingNode when a monitor pass first sees a node or
 // no longer sees it, NodeNotReady on a node written Unknown and a Warning
 // NodeNotReady on each pod marked Ready=False, TaintManagerEviction on a pod
-// deleted for a NoExecute taint (through Config.EvictionRecorder when set:
-// upstream records it as taint-eviction-controller, the rest as
-// node-controller), and in legacy mode DeletingAllPods and
-// NodeControllerEviction. The rest (zone states, taints, failed writes) goes
-// to Config.OnEvent only, as upstream only logs it. Not recorded:
-// TaintManagerEviction "Cancelling deletion", which needs the Monitor to
-// report a cancelled eviction.
+// deleted for a NoExecute taint ("Marking for deletion") and on a pod whose
+// scheduled deletion was cancelled ("Cancelling deletion"; through
+// Config.EvictionRecorder when set: upstream records them as
+// taint-eviction-controller, the rest as node-controller), and in legacy
+// mode DeletingAllPods and NodeControllerEviction. The rest (zone states,
+// taints, failed writes) goes to Config.OnEvent only, as upstream only logs
+// it.
 //
 // # Restarts
 //

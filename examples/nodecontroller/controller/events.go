@@ -21,7 +21,9 @@ const (
 	// ready").
 	ReasonNodeNotReady = "NodeNotReady"
 	// ReasonTaintManagerEviction is recorded on a Pod deleted because of a
-	// NoExecute taint it does not tolerate (any longer).
+	// NoExecute taint it does not tolerate (any longer) ("Marking for
+	// deletion Pod <ns>/<name>"), and on a Pod whose scheduled deletion was
+	// cancelled ("Cancelling deletion of Pod <ns>/<name>").
 	ReasonTaintManagerEviction = "TaintManagerEviction"
 	// ReasonNodeControllerEviction is recorded, in legacy mode, on a Pod
 	// deleted because its node was not ready for the pod eviction timeout.
@@ -44,8 +46,7 @@ const (
 // upstream Event: they are only logged (Config.OnEvent). The per-pod
 // "Node is not ready" warning is recorded by the pod status write
 // (cluster.UpdatePodStatus), RegisteredNode and RemovingNode by
-// MonitorPass. Upstream's "Cancelling deletion" TaintManagerEviction event
-// is not recorded: the monitor does not report a cancelled eviction.
+// MonitorPass.
 func (c *Controller) recordEvent(e monitor.Event) {
 	r := c.cfg.Recorder
 	switch e.Kind {
@@ -67,8 +68,25 @@ func (c *Controller) recordEvent(e monitor.Event) {
 		}
 		r.Eventf(ref, v1.EventTypeNormal, ReasonTaintManagerEviction,
 			"Marking for deletion Pod %s", e.Pod)
+	case monitor.KindEvictionCancelled:
+		// Upstream emitCancelPodDeletionEvent
+		// (pkg/controller/tainteviction/taint_eviction.go).
+		ref, _ := podRef(e.Pod)
+		if c.cfg.EvictionRecorder != nil {
+			r = c.cfg.EvictionRecorder
+		}
+		r.Eventf(ref, v1.EventTypeNormal, ReasonTaintManagerEviction,
+			"Cancelling deletion of Pod %s", e.Pod)
 	}
 }
+
+// DefaultCancelledEvictions is the Monitor's CancelledEvictions bound New
+// sets when Config.Monitor leaves it 0 and a recorder is configured, so that
+// upstream's "Cancelling deletion of Pod" TaintManagerEviction Event is
+// recorded for every scheduled eviction cancelled (beyond that many pending
+// between two reports, which come at least every tainting period, they are
+// dropped and counted by the Evictor).
+const DefaultCancelledEvictions = 4096
 
 // nodeRef references a node by name, with its UID when the cache has it (an
 // Event names its object by UID too, so that a re-created node does not

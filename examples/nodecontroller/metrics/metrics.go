@@ -161,6 +161,15 @@ func (m *Metrics) OnEvent(e monitor.Event) {
 	}
 }
 
+// ObserveNodeHealth records one node's health update in
+// node_collector_update_node_health_duration_seconds, as upstream's
+// monitorNodeHealth does for each tryUpdateNodeHealth call; it fits
+// controller.Config.OnNodeHealth. The node's name is not a label (upstream
+// has none).
+func (m *Metrics) ObserveNodeHealth(_ string, took time.Duration) {
+	m.nodeHealthDuration.Observe(took.Seconds())
+}
+
 // ObserveMonitorPass records a monitor pass: its duration and the zone
 // gauges, computed as upstream's handleDisruption does from the nodes'
 // Ready conditions (a node without Ready=True is unhealthy; nodes labelled

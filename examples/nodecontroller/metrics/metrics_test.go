@@ -101,7 +101,7 @@ func TestUpstreamNamesTypesBuckets(t *testing.T) {
 	for _, tt := range tests {
 		f := got[tt.name]
 		if f == nil {
-			if tt.name != metrics.UpdateNodeHealthDuration { // registered, observed by nobody yet: still exported
+			if tt.name != metrics.UpdateNodeHealthDuration { // registered, not observed in this test: still exported
 				t.Errorf("%s not exported", tt.name)
 			}
 			continue

@@ -51,6 +51,18 @@ type Config struct {
 	// PodEvictionTimeout since the last heartbeat. 0 is the taint-based mode
 	// of every release since 1.27.
 	PodEvictionTimeout time.Duration
+
+	// CancelledEvictions > 0 makes the Monitor report every cancelled
+	// scheduled eviction as a KindEvictionCancelled Event (upstream records
+	// "Cancelling deletion of Pod <ns>/<name>", cancelWorkWithEvent in
+	// pkg/controller/tainteviction/taint_eviction.go); it bounds how many
+	// are kept between two reports (taints.Evictor.KeepCancellations, at
+	// most taints.MaxCancellationsLimit). They are reported by the
+	// NodeChanged, PodChanged and EvictionPass call that follows the
+	// cancellation (PodDeleted and NodeDeleted take no time: their
+	// cancellations wait for the next of those). 0, the default, reports
+	// none, so simulations keep their timelines.
+	CancelledEvictions int
 }
 
 // DefaultConfig returns the Kubernetes v1.36 controller defaults.
@@ -92,6 +104,9 @@ func (c Config) validate() error {
 		if d.v < 0 || (d.pos && d.v == 0) {
 			errs = append(errs, fmt.Errorf("%s = %v must be %s", d.name, d.v, map[bool]string{true: "positive", false: "non-negative"}[d.pos]))
 		}
+	}
+	if c.CancelledEvictions < 0 || c.CancelledEvictions > taints.MaxCancellationsLimit {
+		errs = append(errs, fmt.Errorf("CancelledEvictions = %d must be in [0, %d]", c.CancelledEvictions, taints.MaxCancellationsLimit))
 	}
 	if c.Workers < 1 {
 		errs = append(errs, fmt.Errorf("Workers = %d must be at least 1", c.Workers))

@@ -24,6 +24,9 @@ const (
 	KindDisruptionMode Kind = "disruption-mode" // full disruption mode entered or exited
 	KindWriteFailed    Kind = "write-failed"    // an API write failed and will be retried
 	KindNodeEvicting   Kind = "node-evicting"   // legacy mode: the node's pods are queued for deletion
+	// KindEvictionCancelled: a pod's scheduled NoExecute eviction was
+	// cancelled (reported only with Config.CancelledEvictions > 0).
+	KindEvictionCancelled Kind = "eviction-cancelled"
 )
 
 // Event is one thing the Monitor did or saw, for timelines, Kubernetes

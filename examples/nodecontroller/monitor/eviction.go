@@ -26,6 +26,7 @@ import (
 func (m *Monitor) EvictionPass(ctx context.Context, now time.Time) {
 	m.evictMu.Lock()
 	defer m.evictMu.Unlock()
+	m.reportCancelled(now)
 	if m.evictPaused.Load() {
 		return
 	}
@@ -54,4 +55,17 @@ func (m *Monitor) EvictionPass(ctx context.Context, now time.Time) {
 			m.emit(now, KindWriteFailed, ev.Node, ev.Pod.String(), "pod deletion: "+err.Error())
 		}
 	})
+}
+
+// reportCancelled emits a KindEvictionCancelled Event for each scheduled
+// eviction the Evictor cancelled since the last report. With nothing to
+// report it allocates nothing.
+func (m *Monitor) reportCancelled(now time.Time) {
+	if m.cfg.CancelledEvictions == 0 {
+		return
+	}
+	for _, c := range m.evictor.AppendCancelled(nil) {
+		m.emit(now, KindEvictionCancelled, c.Node, c.Pod.String(),
+			"scheduled deletion cancelled (was due "+c.At.UTC().Format(time.RFC3339)+")")
+	}
 }

@@ -62,6 +62,10 @@ type Monitor struct {
 	results   []nodeResult
 	zoneConds map[string][]*v1.NodeCondition
 	byPos     []*nodeState // the state of the node at each position of the last pass's list
+	// nodeNow is SetNodeClock's clock (MonitorPass's, monitorMu), or nil.
+	nodeNow func() time.Time
+	// healthHook is SetNodeHealthObserver's observer (monitorMu), or nil.
+	healthHook func(node string, took time.Duration)
 	// inFullDisruption is the last zone decision's InFullDisruption.
 	inFullDisruption bool
 
@@ -141,6 +145,9 @@ func New(cfg Config, cluster Cluster, emit func(Event)) (*Monitor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := evictor.KeepCancellations(cfg.CancelledEvictions); err != nil {
+		return nil, err
+	}
 	queues, err := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
 		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: 1})
 	})
@@ -163,6 +170,36 @@ func New(cfg Config, cluster Cluster, emit func(Event)) (*Monitor, error) {
 		m.mode = taintMode{m}
 	}
 	return m, nil
+}
+
+// SetNodeClock makes MonitorPass read now once per node, when the node is
+// processed: that node's health is evaluated, its Unknown conditions
+// written (their lastTransitionTime and lastHeartbeatTime) and its per-node
+// decision taken at that instant, as upstream's monitorNodeHealth does
+// (tryUpdateNodeHealth reads the controller's clock for each node), rather
+// than at the pass's start. now must be safe for concurrent use when
+// Config.Workers > 1; an instant before the pass's now counts as the pass's
+// now. nil, the default, makes every node use the now MonitorPass was
+// given (simulations on a virtual clock). It waits for a MonitorPass in
+// progress.
+func (m *Monitor) SetNodeClock(now func() time.Time) {
+	m.monitorMu.Lock()
+	defer m.monitorMu.Unlock()
+	m.nodeNow = now
+}
+
+// SetNodeHealthObserver makes MonitorPass call observe for every node with
+// the time its health update took (reading its Lease, evaluating it and
+// writing its status when needed) on the SetNodeClock clock, as upstream's
+// monitorNodeHealth observes each tryUpdateNodeHealth call in
+// node_collector_update_node_health_duration_seconds. Without a node clock
+// it is never called. observe runs on the pass's workers (it must be safe
+// for concurrent use when Config.Workers > 1) and must be quick. nil
+// removes it. It waits for a MonitorPass in progress.
+func (m *Monitor) SetNodeHealthObserver(observe func(node string, took time.Duration)) {
+	m.monitorMu.Lock()
+	defer m.monitorMu.Unlock()
+	m.healthHook = observe
 }
 
 // Config returns the Monitor's configuration.
@@ -261,15 +298,23 @@ func (m *Monitor) listNodes() []*v1.Node {
 }
 
 // observeNode is upstream's per-node work in monitorNodeHealth, up to the
-// mode's decision.
+// mode's decision, at the pass's now or, with SetNodeClock, at the node's
+// own instant.
 func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i int, node *v1.Node, r *nodeResult) {
 	s := m.state(pass, i, node)
+	if m.nodeNow != nil {
+		if t := m.nodeNow(); t.After(now) {
+			now = t // this node's instant (upstream reads the clock per node)
+		}
+	}
 	res, err := m.health.Observe(now, node, m.cluster.GetLease(node.Name))
 	if err != nil {
+		m.observedHealth(node.Name, now)
 		return
 	}
 	if res.StatusUpdate != nil {
 		if err := m.cluster.UpdateNodeStatus(ctx, node, res.StatusUpdate); err != nil {
+			m.observedHealth(node.Name, now)
 			if !apierrors.IsNotFound(err) {
 				m.emit(now, KindWriteFailed, node.Name, "", "node status: "+err.Error())
 			}
@@ -278,6 +323,7 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i
 			return
 		}
 	}
+	m.observedHealth(node.Name, now)
 	m.noteReady(now, node.Name, s, res)
 	*r = nodeResult{zone: s.zone, ready: res.CurrentReady, counted: !s.excluded, state: s}
 	if res.CurrentReady == nil {
@@ -285,6 +331,15 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i
 	}
 	m.mode.decide(ctx, now, node, s, res, r)
 	r.markPods, r.edge = res.MarkPodsNotReady, res.PodsNotReadyEdge
+}
+
+// observedHealth reports a node's health update, started at start, to the
+// SetNodeHealthObserver observer.
+func (m *Monitor) observedHealth(node string, start time.Time) {
+	if m.healthHook == nil || m.nodeNow == nil {
+		return
+	}
+	m.healthHook(node, max(m.nodeNow().Sub(start), 0))
 }
 
 // state returns the state of the node at position i of the pass's list,

@@ -22,6 +22,7 @@ func (m *Monitor) NodeChanged(ctx context.Context, now time.Time, node *v1.Node)
 	}
 	if m.mode.feedsEvictor() {
 		m.evictor.SetNodeTaints(now, node.Name, node.Spec.Taints)
+		m.reportCancelled(now)
 	}
 	if add, remove := taints.ForConditions(node, now); len(add)+len(remove) > 0 {
 		_, _ = m.writeTaints(ctx, now, node.Name, func(n *v1.Node) (*v1.Node, bool) {
@@ -95,6 +96,7 @@ func (m *Monitor) writeTaints(ctx context.Context, now time.Time, name string, m
 	}
 	if m.mode.feedsEvictor() && written != nil {
 		m.evictor.SetNodeTaints(now, name, written.Spec.Taints)
+		m.reportCancelled(now)
 	}
 	return written, nil
 }

@@ -21,6 +21,7 @@ func (m *Monitor) PodChanged(ctx context.Context, now time.Time, pod *v1.Pod) {
 	}
 	if m.mode.feedsEvictor() {
 		m.evictor.SetPod(now, pod)
+		m.reportCancelled(now)
 	}
 	if pod.Spec.NodeName == "" {
 		return
@@ -35,7 +36,9 @@ func (m *Monitor) PodChanged(ctx context.Context, now time.Time, pod *v1.Pod) {
 	}
 }
 
-// PodDeleted forwards a pod deletion.
+// PodDeleted forwards a pod deletion. A scheduled eviction it cancels is
+// reported (Config.CancelledEvictions) by the next NodeChanged, PodChanged
+// or EvictionPass.
 func (m *Monitor) PodDeleted(key types.NamespacedName) {
 	m.evictor.DeletePod(key)
 }
