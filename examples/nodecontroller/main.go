@@ -344,6 +344,7 @@ func wire(cfg *controller.Config, m *metrics.Metrics) {
 		m.OnEvent(e)
 	}
 	cfg.OnMonitorPass = m.ObserveMonitorPass
+	cfg.OnNodeHealth = m.ObserveNodeHealth
 }
 
 // newLeaderElector returns the elector of a Lease lock named by the
