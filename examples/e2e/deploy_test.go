@@ -285,7 +285,7 @@ func writeTokenKubeconfig(t *testing.T, c *cluster.Cluster, path, token string) 
 }
 
 // depEnv is one deploy test: a fresh cluster with an audit log, the
-// manifests applied, a kubelet.
+// manifests applied, the world's node agents.
 type depEnv struct {
 	t        *testing.T
 	c        *cluster.Cluster
@@ -293,11 +293,11 @@ type depEnv struct {
 	m        *manifests
 	auditLog string
 	dir      string
-	kubelet  *leaseKubelet
+	world    *world
 	bin      string
 }
 
-func newDepEnv(t *testing.T, nodes []worldNode, pods []worldPod) *depEnv {
+func newDepEnv(t *testing.T, nodes []worldNode, pods []worldPod, silent ...string) *depEnv {
 	t.Helper()
 	m := loadManifests(t)
 	bin := nodeControllerBinary(t)
@@ -317,10 +317,7 @@ func newDepEnv(t *testing.T, nodes []worldNode, pods []worldPod) *depEnv {
 	t.Cleanup(func() { _ = c.Stop() })
 	e.c, e.cs = c, c.Clientset(t)
 	m.apply(t, c)
-	e.kubelet = startLeaseKubelet(t, e.cs, 500*time.Millisecond)
-	if err := createWorld(context.Background(), e.cs, parityNS, nodes, pods, e.kubelet); err != nil {
-		t.Fatal(err)
-	}
+	e.world = startWorld(t, c, parityNS, nodes, pods, silent, 500*time.Millisecond)
 	return e
 }
 
@@ -548,7 +545,7 @@ func checkNoRefusal(t *testing.T, all []parity.AuditEvent) {
 func TestDeployRBACAndMetrics(t *testing.T) {
 	nodes := []worldNode{{"n1", "zone-a"}, {"n2", "zone-a"}, {"n3", "zone-a"}}
 	pods := []worldPod{{"n1-zero", "n1", 0}, {"n1-none", "n1", tolNone}}
-	e := newDepEnv(t, nodes, pods)
+	e := newDepEnv(t, nodes, pods, "n1")
 	r := e.startReplica("nc-0")
 	// Even when the test fails half-way (a refused write stops the
 	// controller's progress), say which requests were refused.
@@ -583,7 +580,7 @@ func TestDeployRBACAndMetrics(t *testing.T) {
 	}
 
 	// n1 goes silent: Unknown, tainted, its 0 s pod evicted.
-	origin, err := e.kubelet.silence("n1")
+	origin, err := e.world.silence(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -658,7 +655,7 @@ func TestDeployFailover(t *testing.T) {
 	const tol = 12 // seconds: the pod whose countdown crosses the failover
 	nodes := []worldNode{{"n1", "zone-a"}, {"n2", "zone-a"}, {"n3", "zone-a"}}
 	pods := []worldPod{{"n1-tol", "n1", tol}, {"n1-zero", "n1", 0}, {"n1-none", "n1", tolNone}}
-	e := newDepEnv(t, nodes, pods)
+	e := newDepEnv(t, nodes, pods, "n1")
 	ra, rb := e.startReplica("nc-a"), e.startReplica("nc-b")
 	leader := e.waitLeader(t, ra, rb)
 	standby := map[*replica]*replica{ra: rb, rb: ra}[leader]
@@ -672,7 +669,7 @@ func TestDeployFailover(t *testing.T) {
 
 	// n1 goes silent and is tainted at T (timeAdded); the leader evicts the
 	// 0 s pod; the 12 s pod counts down from T.
-	if _, err := e.kubelet.silence("n1"); err != nil {
+	if _, err := e.world.silence(t); err != nil {
 		t.Fatal(err)
 	}
 	var T time.Time

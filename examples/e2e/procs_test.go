@@ -2,8 +2,7 @@ package e2e
 
 // Helpers for the tests that run controllers as processes (the parity,
 // RBAC, failover and metrics tests): the examples/nodecontroller binary,
-// a world of nodes and pods with fixed names, and Lease-renewing kubelets
-// that report errors instead of failing the test (they run in goroutines).
+// and a world of nodes and pods with fixed names, run by node agents.
 
 import (
 	"bytes"
@@ -13,17 +12,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/kubelifecycle/lifecycle/examples/e2e/cluster"
+	"github.com/kubelifecycle/lifecycle/examples/nodeagent/agent"
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
@@ -134,33 +135,59 @@ const (
 	tolForever = -2
 )
 
-// world creates the nodes (Ready, with Leases that kubelet renews) and
-// the pods (Running, Ready) in namespace ns.
-func createWorld(ctx context.Context, cs kubernetes.Interface, ns string, nodes []worldNode, pods []worldPod, k *leaseKubelet) error {
+// world is a scenario's nodes and pods, played by node agents
+// (examples/nodeagent/agent) in the test process: one agent serves the
+// nodes that will go silent, another the rest. The agents register the
+// nodes (Ready, with the kubelet's conditions), renew their Leases every
+// renew period and run the pods (Running, Ready). Silencing stops the first
+// agent, as when those nodes' kubelets die: their Leases and status stop, and
+// nobody confirms their pods' deletions, which stay Terminating.
+type world struct {
+	cs           kubernetes.Interface
+	silentNodes  []string
+	live, silent *agentRun // nil when the group has no node
+}
+
+// startWorld creates namespace ns, starts the agents and the pods, and
+// returns once every node is Ready with a Lease and every pod Running. Its
+// agents stop when the test ends.
+func startWorld(t *testing.T, c *cluster.Cluster, ns string, nodes []worldNode, pods []worldPod, silent []string, renew time.Duration) *world {
+	t.Helper()
+	ctx := context.Background()
+	cs := c.Clientset(t)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+		t.Fatal(err)
 	}
+	var live, quiet []agent.NodeConfig
 	for _, wn := range nodes {
-		now := time.Now()
-		n := testutil.WithZone(testutil.Node(wn.name, now), ncRegion, wn.zone)
-		n.UID, n.CreationTimestamp = "", metav1.Time{}
-		got, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("create node %s: %w", wn.name, err)
+		nc := agent.NodeConfig{Name: wn.name, Labels: map[string]string{v1.LabelTopologyRegion: ncRegion, v1.LabelTopologyZone: wn.zone}}
+		if slices.Contains(silent, wn.name) {
+			quiet = append(quiet, nc)
+		} else {
+			live = append(live, nc)
 		}
-		got = testutil.WithReady(got, v1.ConditionTrue, now, now)
-		if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("node %s Ready: %w", wn.name, err)
-		}
-		l := testutil.Lease(wn.name, time.Now())
-		d := int32(40)
-		l.Spec.LeaseDurationSeconds = &d
-		gl, err := cs.CoordinationV1().Leases(l.Namespace).Create(ctx, l, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("create lease %s: %w", wn.name, err)
-		}
-		k.add(wn.name, gl)
 	}
+	if len(quiet) != len(silent) {
+		t.Fatalf("silent nodes %v: not all in the world", silent)
+	}
+	w := &world{cs: cs, silentNodes: silent}
+	ac := agentClient(t, c)
+	start := func(group []agent.NodeConfig) *agentRun {
+		if len(group) == 0 {
+			return nil
+		}
+		cfg := agentConfig(ns, agent.NewFakeRuntime(clock.RealClock{}), group...)
+		cfg.LeaseDuration = 40 * time.Second
+		cfg.LeaseRenewInterval = renew
+		// Status is posted at registration and on a change only, as a
+		// kubelet with a Lease does between its 5-minute reports
+		// (nodeStatusReportFrequency): the Lease alone tells the
+		// controllers the node is alive, and silence's origin is exact.
+		cfg.StatusUpdateFrequency = time.Hour
+		return startAgent(t, ac, cfg, 0)
+	}
+	w.live, w.silent = start(live), start(quiet)
+
 	for _, wp := range pods {
 		var tol []v1.Toleration
 		switch wp.tol {
@@ -175,114 +202,63 @@ func createWorld(ctx context.Context, cs kubernetes.Interface, ns string, nodes 
 			Spec: v1.PodSpec{NodeName: wp.node, Tolerations: tol,
 				Containers: []v1.Container{{Name: "c", Image: "registry.invalid/none:1"}}},
 		}
-		got, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create pod %s: %v", wp.name, err)
+		}
+	}
+	cluster.Eventually(t, naWait, fmt.Sprintf("the agents run %d nodes and %d pods", len(nodes), len(pods)), func(ctx context.Context) (bool, error) {
+		for _, wn := range nodes {
+			n, err := cs.CoreV1().Nodes().Get(ctx, wn.name, metav1.GetOptions{})
+			if err != nil || readyStatus(n) != v1.ConditionTrue {
+				return false, err
+			}
+			if _, err := cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, wn.name, metav1.GetOptions{}); err != nil {
+				return false, err
+			}
+		}
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return fmt.Errorf("create pod %s: %w", wp.name, err)
+			return false, err
 		}
-		now := metav1.Now()
-		got.Status.Phase = v1.PodRunning
-		got.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: now}}
-		if _, err := cs.CoreV1().Pods(ns).UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("pod %s Ready: %w", wp.name, err)
-		}
-	}
-	return nil
-}
-
-// leaseKubelet renews the Leases of live nodes every period (Update with
-// the resourceVersion read), like fakeKubelet, for many nodes and without
-// a testing.T.
-type leaseKubelet struct {
-	cs     kubernetes.Interface
-	period time.Duration
-	mu     sync.Mutex
-	nodes  map[string]*kubeletNode
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func startLeaseKubelet(t *testing.T, cs kubernetes.Interface, period time.Duration) *leaseKubelet {
-	ctx, cancel := context.WithCancel(context.Background())
-	k := &leaseKubelet{cs: cs, period: period, nodes: map[string]*kubeletNode{}, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(k.done)
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
+		running := 0
+		for i := range l.Items {
+			if c := podCondition(&l.Items[i], v1.PodReady); l.Items[i].Status.Phase == v1.PodRunning && c != nil && c.Status == v1.ConditionTrue {
+				running++
 			}
-			k.mu.Lock()
-			nodes := make([]*kubeletNode, 0, len(k.nodes))
-			for _, n := range k.nodes {
-				nodes = append(nodes, n)
-			}
-			k.mu.Unlock()
-			var wg sync.WaitGroup
-			for _, n := range nodes {
-				wg.Go(func() { k.renew(ctx, n) })
-			}
-			wg.Wait()
 		}
-	}()
-	t.Cleanup(k.stop)
-	return k
+		return running == len(pods), nil
+	})
+	return w
 }
 
-func (k *leaseKubelet) stop() { k.cancel(); <-k.done }
-
-func (k *leaseKubelet) add(node string, lease *coordinationv1.Lease) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.nodes[node] = &kubeletNode{name: node, live: true, lease: lease, lastRenew: lease.Spec.RenewTime.Time}
-}
-
-func (k *leaseKubelet) renew(ctx context.Context, n *kubeletNode) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !n.live {
-		return
+// silence stops the agent of the silent nodes and returns their last sign
+// of life as stored in the API (the latest Lease renewal or Ready
+// heartbeat): the origin of the controllers' timelines.
+func (w *world) silence(t *testing.T) (time.Time, error) {
+	t.Helper()
+	if w.silent == nil {
+		return time.Time{}, errors.New("the world has no silent node")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	leases := k.cs.CoordinationV1().Leases(v1.NamespaceNodeLease)
-	if n.lease == nil {
-		l, err := leases.Get(ctx, n.name, metav1.GetOptions{})
-		if err != nil {
-			return
-		}
-		n.lease = l
-	}
-	start := time.Now()
-	l := n.lease.DeepCopy()
-	l.Spec.RenewTime = &metav1.MicroTime{Time: start}
-	got, err := leases.Update(ctx, l, metav1.UpdateOptions{})
-	if err != nil {
-		n.lease = nil
-		return
-	}
-	n.lease, n.lastRenew = got, start
-}
-
-// silence stops renewing the nodes' Leases (waiting for renewals in flight)
-// and returns the latest of their last successful renewals.
-func (k *leaseKubelet) silence(nodes ...string) (time.Time, error) {
+	w.silent.stop(t)
+	ctx := context.Background()
 	var last time.Time
-	for _, name := range nodes {
-		k.mu.Lock()
-		n := k.nodes[name]
-		k.mu.Unlock()
-		if n == nil {
-			return last, errors.New("no kubelet for node " + name)
+	for _, name := range w.silentNodes {
+		l, err := w.cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return last, err
 		}
-		n.mu.Lock()
-		n.live = false
-		if n.lastRenew.After(last) {
-			last = n.lastRenew
+		if r := l.Spec.RenewTime; r != nil && r.After(last) {
+			last = r.Time
 		}
-		n.mu.Unlock()
+		n, err := w.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return last, err
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeReady && c.LastHeartbeatTime.After(last) {
+				last = c.LastHeartbeatTime.Time
+			}
+		}
 	}
 	return last, nil
 }

@@ -171,8 +171,13 @@ func compareByRank(want, got []Write, opts Options) []Difference {
 // Known is one documented difference: every [Difference] whose ID matches
 // Pattern is expected, for Reason.
 type Known struct {
+	// Pattern matches the Difference's ID.
 	Pattern *regexp.Regexp
-	Reason  string
+	// Detail, when set, must match its Detail too (to tell apart two kinds
+	// of write whose IDs look alike, such as a node's taint and label
+	// patches).
+	Detail *regexp.Regexp
+	Reason string
 }
 
 // Split separates the differences some entry of known explains (with that
@@ -182,7 +187,7 @@ func Split(diffs []Difference, known []Known) (explained map[int][]Difference, u
 	for _, d := range diffs {
 		hit := false
 		for i, k := range known {
-			if k.Pattern.MatchString(d.ID) {
+			if k.Pattern.MatchString(d.ID) && (k.Detail == nil || k.Detail.MatchString(d.Detail)) {
 				explained[i] = append(explained[i], d)
 				hit = true
 				break

@@ -87,6 +87,20 @@ func TestBuildTrace(t *testing.T) {
 	}
 }
 
+// An empty patch that changes nothing is counted, not compared; a patch
+// with a body that changes nothing is still a write.
+func TestBuildTraceEmptyPatch(t *testing.T) {
+	created := node("1", "True", "2026-01-01T00:00:00Z", "")
+	tr := trace(t, "kcm",
+		line(0, "test", "create", "nodes", "", "n1", "", 201, "", created),
+		line(12*time.Second, "kcm", "patch", "nodes", "", "n1", "", 200, `{}`, created),
+		line(13*time.Second, "kcm", "patch", "nodes", "", "n1", "", 200, `{"metadata":{"labels":null}}`, created),
+	)
+	if tr.Empty != 1 || len(tr.Writes) != 1 || len(tr.Writes[0].Request) == 0 {
+		t.Errorf("trace: %d empty, writes %s; want 1 empty and the patch with a body kept", tr.Empty, tr.Summary())
+	}
+}
+
 func TestCompare(t *testing.T) {
 	taint := `{"key":"x","effect":"NoExecute","timeAdded":"2026-01-01T00:00:15Z"}`
 	up := trace(t, "kcm", sideLines("kcm", 15*time.Second, taint, "m")...)
@@ -119,6 +133,11 @@ func TestCompare(t *testing.T) {
 	explained, rest := Split(d, []Known{{Pattern: regexp.MustCompile(`^event `), Reason: "r"}})
 	if len(explained[0]) != 2 || len(rest) != len(d)-2 {
 		t.Errorf("Split() = %v, %v", explained, rest)
+	}
+	// With Detail, the ID is not enough.
+	explained, _ = Split(d, []Known{{Pattern: regexp.MustCompile(`^event `), Detail: regexp.MustCompile(`^never$`), Reason: "r"}})
+	if len(explained[0]) != 0 {
+		t.Errorf("Split(Detail never matching) explained %v", explained[0])
 	}
 	if d := Compare(up, trace(t, "nobody", sideLines("kcm", 15*time.Second, taint, "m")...), opts); len(d) != 3 {
 		t.Errorf("Compare(up, empty) = %v, want 2 missing writes and 1 missing event", d)

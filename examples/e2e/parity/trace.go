@@ -95,6 +95,12 @@ type Trace struct {
 	Writes []Write
 	// Failed are its writes that failed (conflicts, for example).
 	Failed []Write
+	// Empty counts its successful patches with an empty body ("{}"): they
+	// change nothing and are not compared. Upstream sends one when a node's
+	// labels turn out consistent on the fresh read (AddOrUpdateLabelsOnNode
+	// in pkg/controller/controller_utils.go), which depends on how fast its
+	// cache caught up.
+	Empty int
 	// Events by key, sorted.
 	Events []*EventRecord
 }
@@ -167,7 +173,11 @@ func BuildTrace(events []AuditEvent, byController func(*AuditEvent) bool, origin
 			}
 			if ok {
 				w.Changes, w.Times = changes(state[key], after, created[key], origin)
-				tr.Writes = append(tr.Writes, w)
+				if e.Verb == "patch" && len(w.Request) == 0 && len(w.Changes) == 0 {
+					tr.Empty++
+				} else {
+					tr.Writes = append(tr.Writes, w)
+				}
 			} else {
 				tr.Failed = append(tr.Failed, w)
 			}
@@ -362,7 +372,7 @@ func requestPaths(body json.RawMessage) []string {
 	flatten("", v, m)
 	out := make([]string, 0, len(m))
 	for p := range m {
-		if p == "kind" || p == "apiVersion" {
+		if p == "" || p == "kind" || p == "apiVersion" { // "": the body is {}
 			continue
 		}
 		out = append(out, p)

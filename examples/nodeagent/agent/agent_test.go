@@ -157,6 +157,13 @@ func TestNodeRegistrationLeaseAndStatus(t *testing.T) {
 	if n.Labels[v1.LabelTopologyZone] != "z1" || n.Labels[v1.LabelHostname] != "n1" {
 		t.Errorf("node labels = %v, want zone z1 and hostname n1", n.Labels)
 	}
+	// The kubelet's OS and architecture labels, stable and beta: without the
+	// beta ones the node lifecycle controller would patch them in.
+	for _, k := range []string{v1.LabelOSStable, v1.LabelArchStable, "beta.kubernetes.io/os", "beta.kubernetes.io/arch"} {
+		if n.Labels[k] == "" {
+			t.Errorf("node label %s missing: %v", k, n.Labels)
+		}
+	}
 	// The fake assigns no UID; give the node one and register again (the
 	// agent adopts an existing Node).
 	n.UID = "node-uid"

@@ -36,6 +36,13 @@ var conditionText = map[v1.NodeConditionType][2][2]string{ // [healthy?][reason,
 // conditionOrder is the order the kubelet reports its conditions in.
 var conditionOrder = []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, v1.NodeReady}
 
+// The deprecated OS and architecture labels the kubelet still sets
+// (kubeletapis.LabelOS and LabelArch).
+const (
+	betaLabelOS   = "beta.kubernetes.io/os"
+	betaLabelArch = "beta.kubernetes.io/arch"
+)
+
 // node is the agent's state for one Node.
 type node struct {
 	cfg     NodeConfig
@@ -163,15 +170,18 @@ func (a *Agent) runNode(ctx context.Context, n *node) {
 	}
 }
 
-// RegisterNode creates the Node object (labels from its NodeConfig,
-// kubernetes.io/hostname), or adopts the existing one, as the kubelet's
-// tryRegisterWithAPIServer does.
+// RegisterNode creates the Node object, or adopts the existing one, as the
+// kubelet's tryRegisterWithAPIServer does. The labels are the kubelet's
+// (initialNode in pkg/kubelet/kubelet_node_status.go at v1.36.3):
+// kubernetes.io/hostname, the OS and architecture under their stable and
+// their deprecated beta keys, then those of its NodeConfig.
 func (a *Agent) RegisterNode(ctx context.Context, name string) error {
 	n, ok := a.nodes[name]
 	if !ok {
 		return fmt.Errorf("agent: unknown node %q", name)
 	}
-	labels := map[string]string{v1.LabelHostname: name, v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64"}
+	labels := map[string]string{v1.LabelHostname: name,
+		v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64", betaLabelOS: "linux", betaLabelArch: "amd64"}
 	maps.Copy(labels, n.cfg.Labels)
 	obj := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	got, err := a.client.CoreV1().Nodes().Create(ctx, obj, metav1.CreateOptions{})

@@ -54,7 +54,10 @@ type cluster struct {
 	failures map[item]uint64
 }
 
-var _ monitor.Cluster = (*cluster)(nil)
+var (
+	_ monitor.Cluster         = (*cluster)(nil)
+	_ monitor.NodeLabelWriter = (*cluster)(nil)
+)
 
 // failed records a failed write to the object it.
 func (c *cluster) failed(it item) {
@@ -167,6 +170,49 @@ func (c *cluster) UpdateNodeTaints(ctx context.Context, name string, mutate func
 		return nil, err
 	}
 	return written, nil
+}
+
+// UpdateNodeLabels implements monitor.NodeLabelWriter: a read-modify-write
+// of the labels labels asks for, with retry on conflict, read first from the
+// informer cache and then from the API server, as UpdateNodeTaints. The
+// write is a strategic-merge patch of those labels only (the others are
+// kept) that carries the resourceVersion read; upstream's patch carries
+// none (AddOrUpdateLabelsOnNode in pkg/controller/controller_utils.go), and
+// sends an empty one when a fresh read shows nothing left to do, where this
+// sends nothing.
+func (c *cluster) UpdateNodeLabels(ctx context.Context, name string, labels func(*v1.Node) map[string]string) error {
+	backoff := c.backoff
+	backoff.Steps = max(backoff.Steps, 1)
+	first := true
+	err := retry.RetryOnConflict(backoff, func() error {
+		node, err := c.readNode(ctx, name, first)
+		first = false
+		if err != nil {
+			return err
+		}
+		set := labels(node)
+		if len(set) == 0 {
+			return nil
+		}
+		var p struct {
+			Metadata struct {
+				ResourceVersion string            `json:"resourceVersion,omitempty"`
+				Labels          map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+		p.Metadata.ResourceVersion, p.Metadata.Labels = node.ResourceVersion, set
+		patch, err := json.Marshal(&p)
+		if err != nil {
+			return err
+		}
+		_, err = c.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch,
+			metav1.PatchOptions{FieldManager: Name})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		c.failed(item{kind: kindNode, name: name})
+	}
+	return err
 }
 
 // readNode reads the node from the cache when cached is true and the cache

@@ -14,8 +14,10 @@ import (
 )
 
 // NodeChanged forwards a node add or update: the Evictor learns the node's
-// NoExecute taints (taint-based mode), and the NoSchedule taints that mirror
-// its conditions are reconciled (upstream doNodeProcessingPassWorker).
+// NoExecute taints (taint-based mode), the NoSchedule taints that mirror
+// its conditions are reconciled, then its beta OS and architecture labels
+// when the Cluster is a NodeLabelWriter (upstream
+// doNodeProcessingPassWorker).
 func (m *Monitor) NodeChanged(ctx context.Context, now time.Time, node *v1.Node) {
 	if node == nil {
 		return
@@ -41,6 +43,7 @@ func (m *Monitor) NodeChanged(ctx context.Context, now time.Time, node *v1.Node)
 			return out, changed
 		})
 	}
+	m.reconcileLabels(ctx, now, node)
 }
 
 // NodeDeleted forwards a node deletion: its health record, queue entry and
