@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
 	"github.com/kubelifecycle/lifecycle/examples/e2e/cluster"
@@ -231,9 +232,14 @@ func startWorld(t *testing.T, c *cluster.Cluster, ns string, nodes []worldNode, 
 	return w
 }
 
-// silence stops the agent of the silent nodes and returns their last sign
-// of life as stored in the API (the latest Lease renewal or Ready
-// heartbeat): the origin of the controllers' timelines.
+// silence stops the agent of the silent nodes, renews their Leases one last
+// time together, and returns their last sign of life as stored in the API
+// (the latest Lease renewal or Ready heartbeat): the origin of the
+// controllers' timelines. The agent renews each node on its own ticker, so
+// its last renewals are spread over a renew period; the last renewal
+// together makes the silent nodes go Unknown in the same monitor pass of
+// each controller, whatever the phase of its passes, as when they all lose
+// the network at once.
 func (w *world) silence(t *testing.T) (time.Time, error) {
 	t.Helper()
 	if w.silent == nil {
@@ -241,6 +247,26 @@ func (w *world) silence(t *testing.T) (time.Time, error) {
 	}
 	w.silent.stop(t)
 	ctx := context.Background()
+	leases := w.cs.CoordinationV1().Leases(agent.LeaseNamespace)
+	errs := make([]error, len(w.silentNodes))
+	var wg sync.WaitGroup
+	for i, name := range w.silentNodes {
+		wg.Go(func() {
+			errs[i] = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				l, err := leases.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+				_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return time.Time{}, err
+	}
 	var last time.Time
 	for _, name := range w.silentNodes {
 		l, err := w.cs.CoordinationV1().Leases(agent.LeaseNamespace).Get(ctx, name, metav1.GetOptions{})

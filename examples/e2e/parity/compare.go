@@ -2,6 +2,7 @@ package parity
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -40,6 +41,10 @@ func (d Difference) String() string { return d.ID + ": " + d.Detail }
 // upstream controller (want) and ours (got). Writes to the same object
 // with the same verb are paired in order; their changes must be equal
 // (time values within the tolerance), and so must their request shapes.
+// Concurrent writes (within the tolerance of each other) may pair out of
+// order: each controller has several workers, and two of them writing one
+// node at the same moment (a NoSchedule and a NoExecute taint) land in
+// either order, upstream as here.
 func Compare(want, got Trace, opts Options) []Difference {
 	var out []Difference
 	add := func(id, format string, args ...any) {
@@ -61,7 +66,7 @@ func Compare(want, got Trace, opts Options) []Difference {
 	gm, gk := group(got.Writes)
 	keys := union(wk, gk)
 	for _, k := range keys {
-		ws, gs := wm[k], gm[k]
+		ws, gs := wm[k], alignConcurrent(wm[k], gm[k], opts.Tolerance)
 		for i := range max(len(ws), len(gs)) {
 			id := fmt.Sprintf("write %s #%d", k, i+1)
 			switch {
@@ -133,6 +138,33 @@ func Compare(want, got Trace, opts Options) []Difference {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// alignConcurrent returns got reordered so that where got's i-th write
+// differs from want's, a later write of got within tolerance of it (a
+// concurrent one) that is the same as want's i-th takes its place.
+func alignConcurrent(want, got []Write, tolerance time.Duration) []Write {
+	got = slices.Clone(got)
+	for i := range min(len(want), len(got)) {
+		if sameWrite(&want[i], &got[i]) {
+			continue
+		}
+		for j := i + 1; j < len(got) && got[j].At-got[i].At <= tolerance; j++ {
+			if sameWrite(&want[i], &got[j]) {
+				g := got[j]
+				copy(got[i+1:j+1], got[i:j])
+				got[i] = g
+				break
+			}
+		}
+	}
+	return got
+}
+
+// sameWrite reports whether two writes changed the same fields to the same
+// values with the same request shape (times aside).
+func sameWrite(a, b *Write) bool {
+	return maps.Equal(a.Changes, b.Changes) && slices.Equal(a.Request, b.Request)
 }
 
 // compareByRank compares, per class of equivalent writes, the k-th

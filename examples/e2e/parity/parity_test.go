@@ -178,3 +178,36 @@ func TestParseAuditLogLimits(t *testing.T) {
 		t.Errorf("ParseAuditLog() = %v, %v; want the one ResponseComplete event", evs, err)
 	}
 }
+
+// Two writes to one node within the tolerance of each other pair in either
+// order; the same two writes far apart do not.
+func TestCompareConcurrentWrites(t *testing.T) {
+	ns := Write{Verb: "patch", Object: "nodes//n1", Changes: map[string]string{"spec.taints[u:NoSchedule].key": `"u"`}, Request: []string{"spec.taints"}}
+	ne := Write{Verb: "patch", Object: "nodes//n1", Changes: map[string]string{"spec.taints[u:NoExecute].key": `"u"`}, Request: []string{"spec.taints"}}
+	at := func(w Write, d time.Duration) Write { w.At = d; return w }
+	opts := Options{Tolerance: time.Second}
+	up := Trace{Writes: []Write{at(ns, 5*time.Second), at(ne, 5100*time.Millisecond)}}
+	near := Trace{Writes: []Write{at(ne, 5*time.Second), at(ns, 5200*time.Millisecond)}}
+	if d := Compare(up, near, opts); len(d) != 0 {
+		t.Errorf("Compare(concurrent writes in the other order) = %v, want none", d)
+	}
+	far := Trace{Writes: []Write{at(ne, 5*time.Second), at(ns, 9*time.Second)}}
+	if d := Compare(up, far, opts); len(d) == 0 {
+		t.Errorf("Compare(the same writes 4 s apart in the other order) found no difference")
+	}
+}
+
+// A create logged after the update that followed it does not roll the
+// object's known state back.
+func TestBuildTraceOutOfOrderLog(t *testing.T) {
+	created := node("5", "True", "2026-01-01T00:00:00Z", "")
+	updated := strings.Replace(node("6", "True", "2026-01-01T00:00:00Z", ""), `"spec":{"taints":[]}`, `"spec":{"taints":[{"key":"k","effect":"NoSchedule"}]}`, 1)
+	tr := trace(t, "kcm",
+		line(0, "agent", "update", "nodes", "", "n1", "", 200, "", updated),
+		line(0, "test", "create", "nodes", "", "n1", "", 201, "", created),
+		line(12*time.Second, "kcm", "update", "nodes", "", "n1", "status", 200, "", strings.Replace(updated, `"resourceVersion":"6"`, `"resourceVersion":"7"`, 1)),
+	)
+	if len(tr.Writes) != 1 || len(tr.Writes[0].Changes) != 0 {
+		t.Errorf("writes %s; want the controller's write to change nothing", tr.Summary())
+	}
+}

@@ -182,7 +182,11 @@ func BuildTrace(events []AuditEvent, byController func(*AuditEvent) bool, origin
 				tr.Failed = append(tr.Failed, w)
 			}
 		}
-		if after != nil {
+		// The log is in the order the responses completed, which is not
+		// always the order of the writes: a create's line can follow the
+		// line of an update that a watcher made right after it. Keep the
+		// newest version of each object.
+		if after != nil && newerVersion(after, state[key]) {
 			state[key] = after
 		}
 	}
@@ -260,7 +264,7 @@ func changes(before, after map[string]any, creation string, origin time.Time) (m
 	out := map[string]string{}
 	var times map[string]time.Duration
 	for p, v := range after {
-		if ignoredPath(p) {
+		if ignoredPath(p) || emptyContainer(v) {
 			continue
 		}
 		if old, ok := before[p]; ok && equalJSON(old, v) {
@@ -283,11 +287,36 @@ func changes(before, after map[string]any, creation string, origin time.Time) (m
 		out[p] = jsonString(v)
 	}
 	for p := range before {
-		if _, ok := after[p]; !ok && !ignoredPath(p) && after != nil {
+		if _, ok := after[p]; !ok && !ignoredPath(p) && after != nil && !emptyContainer(before[p]) {
 			out[p] = RemovedValue
 		}
 	}
 	return out, times
+}
+
+// newerVersion reports whether the flattened object a is at a later
+// resourceVersion than b (or b is nil, or either version is not a number).
+func newerVersion(a, b map[string]any) bool {
+	if b == nil {
+		return true
+	}
+	ra, errA := strconv.ParseUint(fmt.Sprint(a["metadata.resourceVersion"]), 10, 64)
+	rb, errB := strconv.ParseUint(fmt.Sprint(b["metadata.resourceVersion"]), 10, 64)
+	return errA != nil || errB != nil || ra >= rb
+}
+
+// emptyContainer reports whether v is an empty object or list: one that
+// appears or goes when its first element is added or its last removed
+// ("spec": {} once the last taint went). It says nothing the element's own
+// paths do not, and whether it shows depends on the order of two writes.
+func emptyContainer(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	}
+	return false
 }
 
 func parseTime(s string) (time.Time, bool) {

@@ -18,7 +18,8 @@
 //
 //	m, _ := monitor.New(monitor.DefaultConfig(), cluster, onEvent)
 //	// informer handlers:
-//	m.NodeChanged(ctx, now, node)   // Evictor taints, NoSchedule condition taints
+//	m.NodeChanged(ctx, now, node)   // Evictor taints, NoSchedule condition taints,
+//	                                // beta OS/arch labels (if Cluster is a NodeLabelWriter)
 //	m.NodeDeleted(name)
 //	m.PodChanged(ctx, now, pod)     // Evictor pods, Ready=False on a not-ready node
 //	m.PodDeleted(key)
