@@ -140,9 +140,50 @@ func (c *cluster) UpdateNodeStatus(ctx context.Context, node *v1.Node, status *v
 // (atomic), and fails with a conflict if anyone changed the node since, so
 // no write is blind and no concurrent writer's taint is lost.
 func (c *cluster) UpdateNodeTaints(ctx context.Context, name string, mutate func(*v1.Node) (*v1.Node, bool)) (*v1.Node, error) {
+	return c.patchNode(ctx, name, func(node *v1.Node) ([]byte, error) {
+		out, changed := mutate(node)
+		if !changed || out == nil {
+			return nil, nil
+		}
+		return taintPatch(node.ResourceVersion, out.Spec.Taints)
+	})
+}
+
+// UpdateNodeLabels implements monitor.NodeLabelWriter: a read-modify-write
+// of the labels labels asks for, as UpdateNodeTaints. The write is a
+// strategic-merge patch of those labels only (the others are kept) that
+// carries the resourceVersion read; upstream's patch carries none
+// (AddOrUpdateLabelsOnNode in pkg/controller/controller_utils.go), and is
+// sent empty when a fresh read shows nothing left to do, where this sends
+// nothing.
+func (c *cluster) UpdateNodeLabels(ctx context.Context, name string, labels func(*v1.Node) map[string]string) error {
+	_, err := c.patchNode(ctx, name, func(node *v1.Node) ([]byte, error) {
+		set := labels(node)
+		if len(set) == 0 {
+			return nil, nil
+		}
+		var p struct {
+			Metadata struct {
+				ResourceVersion string            `json:"resourceVersion,omitempty"`
+				Labels          map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+		p.Metadata.ResourceVersion, p.Metadata.Labels = node.ResourceVersion, set
+		return json.Marshal(&p)
+	})
+	return err
+}
+
+// patchNode is the read-modify-write of both node patches: read the node
+// (from the informer cache first, then from the API server), build the
+// patch from it (nil: nothing to write), send it, and start again on a
+// conflict. A failure other than NotFound marks the node's item failed, so
+// the event is retried. It returns the node as written, or as read when
+// nothing was written.
+func (c *cluster) patchNode(ctx context.Context, name string, build func(*v1.Node) ([]byte, error)) (*v1.Node, error) {
 	backoff := c.backoff
 	backoff.Steps = max(backoff.Steps, 1)
-	var written *v1.Node
+	var result *v1.Node
 	first := true
 	err := retry.RetryOnConflict(backoff, func() error {
 		node, err := c.readNode(ctx, name, first)
@@ -150,16 +191,12 @@ func (c *cluster) UpdateNodeTaints(ctx context.Context, name string, mutate func
 		if err != nil {
 			return err
 		}
-		out, changed := mutate(node)
-		if !changed || out == nil {
-			written = node
-			return nil
-		}
-		patch, err := taintPatch(node.ResourceVersion, out.Spec.Taints)
-		if err != nil {
+		patch, err := build(node)
+		if err != nil || patch == nil {
+			result = node
 			return err
 		}
-		written, err = c.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch,
+		result, err = c.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch,
 			metav1.PatchOptions{FieldManager: Name})
 		return err
 	})
@@ -169,50 +206,7 @@ func (c *cluster) UpdateNodeTaints(ctx context.Context, name string, mutate func
 		}
 		return nil, err
 	}
-	return written, nil
-}
-
-// UpdateNodeLabels implements monitor.NodeLabelWriter: a read-modify-write
-// of the labels labels asks for, with retry on conflict, read first from the
-// informer cache and then from the API server, as UpdateNodeTaints. The
-// write is a strategic-merge patch of those labels only (the others are
-// kept) that carries the resourceVersion read; upstream's patch carries
-// none (AddOrUpdateLabelsOnNode in pkg/controller/controller_utils.go), and
-// sends an empty one when a fresh read shows nothing left to do, where this
-// sends nothing.
-func (c *cluster) UpdateNodeLabels(ctx context.Context, name string, labels func(*v1.Node) map[string]string) error {
-	backoff := c.backoff
-	backoff.Steps = max(backoff.Steps, 1)
-	first := true
-	err := retry.RetryOnConflict(backoff, func() error {
-		node, err := c.readNode(ctx, name, first)
-		first = false
-		if err != nil {
-			return err
-		}
-		set := labels(node)
-		if len(set) == 0 {
-			return nil
-		}
-		var p struct {
-			Metadata struct {
-				ResourceVersion string            `json:"resourceVersion,omitempty"`
-				Labels          map[string]string `json:"labels"`
-			} `json:"metadata"`
-		}
-		p.Metadata.ResourceVersion, p.Metadata.Labels = node.ResourceVersion, set
-		patch, err := json.Marshal(&p)
-		if err != nil {
-			return err
-		}
-		_, err = c.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch,
-			metav1.PatchOptions{FieldManager: Name})
-		return err
-	})
-	if err != nil && !apierrors.IsNotFound(err) {
-		c.failed(item{kind: kindNode, name: name})
-	}
-	return err
+	return result, nil
 }
 
 // readNode reads the node from the cache when cached is true and the cache
