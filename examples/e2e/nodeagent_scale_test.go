@@ -2,9 +2,10 @@
 
 package e2e
 
-// 4 of the issue, the scale test (opt-in: LIFECYCLE_E2E_SCALE=1): one agent
-// process serves 500 nodes (10 zones of 50) and 15,000 pods against the
-// e2e apiserver, with the node controller running in the test process. The
+// The scale test (LIFECYCLE_E2E_SCALE=1; run.sh sets it for a second run of
+// this one test without -race): one agent process serves 500 nodes (10
+// zones of 50) and 15,000 pods against the e2e apiserver, with the node
+// controller running in the test process. The
 // agent runs as a child process (this package's test binary built without
 // -race, running TestNodeAgentScaleChild) so that its CPU and memory can be
 // read from /proc. The test reports heartbeat lag (the age of the Leases

@@ -198,7 +198,7 @@ func workingLabels(lifecycle, config string) map[string]string {
 	return map[string]string{"lifecycle": lifecycle, "config": config, "static": ""}
 }
 
-// 2 of the issue (the podworker fix, kubernetes/kubernetes#113091): the
+// The podworker fix (kubernetes/kubernetes#113091): the
 // runtime fails every kill; a running pod is force-deleted (gone from the
 // API at once, so no further event arrives); the agent keeps retrying the
 // kill on its own; when the runtime recovers the container is killed and
@@ -280,7 +280,7 @@ func nodeLabels(selector, zone string) map[string]string {
 	return l
 }
 
-// 1 of the issue: the offline node, the whole story, with the node
+// The offline node, the whole story, with the node
 // controller (grace 4 s). Three agents serve a1, a2 (zone A) and b1 (zone
 // B); a1 runs pods that tolerate unreachable for 0 s, 3 s, forever, and the
 // admission's 300 s. a1's agent stops (its containers keep running): a1
@@ -396,7 +396,7 @@ func describePodOrNil(p *v1.Pod) string {
 	return describePod(p)
 }
 
-// 3 of the issue: a static pod's manifest is removed and written again with
+// Static pods: a static pod's manifest is removed and written again with
 // the same UID (and a new image) while the old instance terminates (its
 // stop takes 3 s). The new instance starts only after the old one stopped
 // and was removed; the mirror pod follows: the old one gets the final

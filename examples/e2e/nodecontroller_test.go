@@ -102,7 +102,7 @@ var (
 	notReadyNoSched      = v1.Taint{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule}
 )
 
-// 1 of the issue. Three nodes in two zones (A: a1, a2; B: b1); on a1 a pod
+// Outage and recovery. Three nodes in two zones (A: a1, a2; B: b1); on a1 a pod
 // that tolerates unreachable forever, one with a 3 s toleration, one with
 // 0 s, and one with only the admission's 300 s defaults.
 //
@@ -247,7 +247,7 @@ func TestNodeControllerOutageAndRecovery(t *testing.T) {
 	}
 }
 
-// 3 of the issue, first half: a concurrent writer (a goroutine of the test)
+// Taint conflicts: a concurrent writer (a goroutine of the test)
 // adds and removes its own taints on node w with Update and the
 // resourceVersion it read, retrying on conflict, while the test-kubelet
 // keeps flipping w's conditions so that the controller keeps patching w's
@@ -339,7 +339,7 @@ func TestNodeControllerTaintConflicts(t *testing.T) {
 	// The audit itself (no blind write) is checked when the test ends.
 }
 
-// 3 of the issue, second half: the controller runs with snapshots (a
+// An apiserver restart mid-countdown: the controller runs with snapshots (a
 // ConfigMap store) and UseTaintTimeAdded. Node n goes silent and is tainted
 // at T (its timeAdded); a pod with a 20 s toleration counts down. At T+4 s
 // the kube-apiserver is killed (SIGKILL) and started again (same etcd); the

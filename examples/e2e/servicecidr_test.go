@@ -62,7 +62,7 @@ const (
 	scLate = 10 * time.Second
 )
 
-// 1-4 of the issue: a second ServiceCIDR is protected and Ready (the default
+// A second ServiceCIDR is protected and Ready (the default
 // one is protected too); a ClusterIP pinned in its range gets an IPAddress;
 // deleting the ServiceCIDR is blocked (Ready=False, Terminating, upstream
 // message) well past the grace period, also when an event makes the
@@ -97,7 +97,7 @@ func TestServiceCIDRDeletionBlockedByAllocatedIP(t *testing.T) {
 	r.checkSyncs(t, name, svcGone, due, true, true)
 }
 
-// 4 of the issue with the wait in the middle: the Service goes while the
+// The grace period with the wait in the middle: the Service goes while the
 // deleting ServiceCIDR is blocked, well inside the grace period. The
 // controller then reports Ready=False/Terminating with our grace-period
 // message (unlike upstream, which leaves Ready=True), waits
