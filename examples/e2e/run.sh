@@ -27,16 +27,24 @@ t2=$(now)
 rc=0
 go test -race -count=1 "$@" ./... || rc=$?
 t3=$(now)
-scale=""
+summary="test $(secs "$t2" "$t3")"
 if [ $# -eq 0 ]; then
   # The full run adds the node agent's scale test (500 nodes, 15,000 pods,
   # a silent zone; about 3 min), without -race: at 15,000 pods the race
   # detector would slow the node controller in the test process far more
   # than the agent it measures. Its compiled packages are vet's.
-  LIFECYCLE_E2E_SCALE=1 go test -count=1 -timeout 20m -run '^TestNodeAgentScale$' . || rc=$?
+  # Its figures are printed; the whole log only when it fails.
+  log=$(mktemp)
+  if LIFECYCLE_E2E_SCALE=1 go test -v -count=1 -timeout 20m -run '^TestNodeAgentScale$' . >"$log" 2>&1; then
+    grep -E 'nodeagent_scale_test.go:[0-9]+: |^(--- |ok )' "$log" || true
+  else
+    rc=1
+    tail -n 300 "$log"
+  fi
+  rm -f "$log"
   t4=$(now)
-  scale=", scale test $(secs "$t3" "$t4")"
+  summary="$summary, scale test $(secs "$t3" "$t4")"
   t3=$t4
 fi
-echo "e2e: build $(secs "$t0" "$t1"), vet $(secs "$t1" "$t2"), test $(secs "$t2" "$t3")$scale, total $(secs "$t0" "$t3")" >&2
+echo "e2e: build $(secs "$t0" "$t1"), vet $(secs "$t1" "$t2"), $summary, total $(secs "$t0" "$t3")" >&2
 exit "$rc"
