@@ -48,3 +48,23 @@ func TestReconcileLabelsConsistentAllocatesNothing(t *testing.T) {
 		t.Errorf("ReconcileLabels on a consistent node: %v allocs, want 0", a)
 	}
 }
+
+// BenchmarkReconcileLabels: the check on every node event, for a node
+// whose labels are consistent (the steady state) and one missing both.
+func BenchmarkReconcileLabels(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"consistent", map[string]string{v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64", monitor.BetaLabelOS: "linux", monitor.BetaLabelArch: "amd64"}},
+		{"missing", map[string]string{v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64"}},
+	} {
+		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Labels: bc.labels}}
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = monitor.ReconcileLabels(n)
+			}
+		})
+	}
+}
