@@ -1287,7 +1287,7 @@ func (f *conditionFlipper) run(stop <-chan struct{}) error {
 // conditional on what the controller read.
 //
 //	PUT   nodes/NAME/status, pods/NAME/status, configmaps/NAME   metadata.resourceVersion
-//	PATCH nodes/NAME (spec.taints)                                metadata.resourceVersion
+//	PATCH nodes/NAME (spec.taints, or the beta OS/arch labels)    metadata.resourceVersion
 //	PATCH pods/NAME/status (DisruptionTarget)                     metadata.uid (upstream does the same; the
 //	                                                              patch merges one condition by type)
 //	DELETE pods/NAME                                              preconditions.uid
@@ -1311,7 +1311,7 @@ type auditedWrite struct {
 type writeKind string
 
 const (
-	nodeTaintPatch  writeKind = "node taint patch"
+	nodeTaintPatch  writeKind = "node taint or label patch"
 	nodeStatusPut   writeKind = "node status update"
 	podStatusPut    writeKind = "pod status update"
 	podStatusPatch  writeKind = "pod condition patch"
