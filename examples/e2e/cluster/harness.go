@@ -14,9 +14,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Shared is one Cluster for a whole test binary (start ≈3 s, stop ≈1–2 s, so
@@ -193,17 +190,30 @@ func randSuffix(n int) string {
 	return string(b)
 }
 
-// Eventually polls cond every 100 ms (require.EventuallyWithT) until it
-// returns true with no error, failing t with what and the last error (or
-// "condition not met") after timeout. cond's context ends at the timeout.
+// Eventually polls cond every 100 ms until it returns true with no error,
+// failing t with what and the last error (or "condition not met") after
+// timeout. cond's context ends at the timeout. cond runs on the calling
+// goroutine, so a helper inside it may call t.Fatal: testify's
+// EventuallyWithT runs its condition on another goroutine, where a t.Fatal
+// ends only that goroutine and the wait then reports success.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
 		ok, err := cond(ctx)
-		if assert.NoError(c, err) {
-			assert.True(c, ok, "condition not met")
+		if ok && err == nil {
+			return
 		}
-	}, timeout, 100*time.Millisecond, "e2e: %s: not within %v", what, timeout)
+		if err == nil {
+			err = errors.New("condition not met")
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("e2e: %s: not within %v: %v", what, timeout, err)
+		case <-tick.C:
+		}
+	}
 }
