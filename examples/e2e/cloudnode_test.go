@@ -19,7 +19,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -127,16 +126,8 @@ func (e *cnEnv) createNode(name, sel, providerID string, ready v1.ConditionStatu
 }
 
 func (e *cnEnv) setReady(n *v1.Node, s v1.ConditionStatus) *v1.Node {
-	t := e.t
-	t.Helper()
-	n = n.DeepCopy()
-	now := metav1.Now()
-	n.Status.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: s, LastHeartbeatTime: now, LastTransitionTime: now}}
-	got, err := e.cs.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{})
-	if err != nil {
-		t.Fatalf("UpdateStatus(node %s, Ready=%s) = %v", n.Name, s, err)
-	}
-	return got
+	e.t.Helper()
+	return setNodeReady(e.t, e.cs, n, s)
 }
 
 // controller returns a controller on an audited client, the env's clock
@@ -145,13 +136,7 @@ func (e *cnEnv) setReady(n *v1.Node, s v1.ConditionStatus) *v1.Node {
 func (e *cnEnv) controller(cfg controller.Config, cloud *fakecloud.Cloud) (*controller.Controller, context.Context) {
 	t := e.t
 	t.Helper()
-	rc := e.c.Config()
-	rc.ContentType = "application/json"
-	rc.Wrap(e.audit.wrap)
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := auditedClient(t, e.c, e.audit.wrap)
 	c, err := controller.New(cs, &fakecloud.Provider{API: cloud}, e.clk, cfg)
 	if err != nil {
 		t.Fatalf("controller.New() = %v", err)
@@ -521,13 +506,7 @@ func (t cnAuditTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodGet {
 		return t.next.RoundTrip(req)
 	}
-	var body []byte
-	if req.GetBody != nil {
-		if rc, err := req.GetBody(); err == nil {
-			body, _ = io.ReadAll(rc)
-			rc.Close()
-		}
-	}
+	body, readErr := requestBody(req)
 	var b struct {
 		Metadata struct {
 			ResourceVersion string `json:"resourceVersion"`
@@ -537,8 +516,12 @@ func (t cnAuditTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	_ = json.Unmarshal(bytes.TrimSpace(body), &b)
 	w := req.Method + " " + req.URL.Path
 	problem := ""
+	if readErr != nil {
+		problem = "body unreadable: " + readErr.Error()
+	}
 	isNode := strings.HasPrefix(req.URL.Path, "/api/v1/nodes/") && !strings.Contains(strings.TrimPrefix(req.URL.Path, "/api/v1/nodes/"), "/")
 	switch {
+	case problem != "":
 	case req.Method == http.MethodPatch && isNode:
 		if b.Metadata.ResourceVersion == "" {
 			problem = "no metadata.resourceVersion"

@@ -51,6 +51,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubelifecycle/lifecycle/examples/e2e/cluster"
 	"github.com/kubelifecycle/lifecycle/examples/e2e/parity"
@@ -664,7 +665,7 @@ func TestDeployFailover(t *testing.T) {
 	if err != nil {
 		t.Fatalf("leader election Lease: %v", err)
 	}
-	t.Logf("leader %s (%s), standby %s", leader.name, deref(l1.Spec.HolderIdentity), standby.name)
+	t.Logf("leader %s (%s), standby %s", leader.name, ptr.Deref(l1.Spec.HolderIdentity, ""), standby.name)
 	waitNoAdmissionTaints(t, e.cs, nodes, leader.proc)
 
 	// n1 goes silent and is tainted at T (timeAdded); the leader evicts the
@@ -705,11 +706,11 @@ func TestDeployFailover(t *testing.T) {
 			return false, err
 		}
 		l2 = l
-		return deref(l.Spec.HolderIdentity) != deref(l1.Spec.HolderIdentity), nil
+		return ptr.Deref(l.Spec.HolderIdentity, "") != ptr.Deref(l1.Spec.HolderIdentity, ""), nil
 	})
 	acquired := l2.Spec.AcquireTime.Time
 	takeover := acquired.Sub(killed)
-	t.Logf("%s (%s) acquired the lease at %s, %v after the kill", standby.name, deref(l2.Spec.HolderIdentity), stamp(acquired), takeover.Round(time.Millisecond))
+	t.Logf("%s (%s) acquired the lease at %s, %v after the kill", standby.name, ptr.Deref(l2.Spec.HolderIdentity, ""), stamp(acquired), takeover.Round(time.Millisecond))
 	if limit := depLease + depRetry + 2*time.Second; takeover > limit {
 		t.Errorf("takeover %v after the kill, want within the lease duration %v (+ retry %v + 2 s)", takeover, depLease, depRetry)
 	}
@@ -776,11 +777,4 @@ func TestDeployFailover(t *testing.T) {
 	if len(byReplica[standby.name]) == 0 {
 		t.Errorf("no request by the new leader %s in the audit log", standby.name)
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -61,7 +61,7 @@ const (
 // scaleChildConfig is what the parent hands the agent process.
 type scaleChildConfig struct {
 	Kubeconfig, Namespace, Prefix, Selector, SilentZone, StatsFile string
-	Nodes, Zones                                                   int
+	Nodes                                                          int
 }
 
 func scaleNodeName(prefix string, i int) string { return fmt.Sprintf("%s-%03d", prefix, i) }
@@ -92,9 +92,7 @@ func TestNodeAgentScaleChild(t *testing.T) {
 	var silent []string
 	for i := range cc.Nodes {
 		name, zone := scaleNodeName(cc.Prefix, i), scaleZone(i)
-		l := testutil.WithZone(testutil.Node("x", time.Now()), ncRegion, zone).Labels
-		l[ncSelectorKey] = cc.Selector
-		nodes = append(nodes, agent.NodeConfig{Name: name, Labels: l})
+		nodes = append(nodes, agent.NodeConfig{Name: name, Labels: nodeLabels(cc.Selector, zone)})
 		if zone == cc.SilentZone {
 			silent = append(silent, name)
 		}
@@ -174,7 +172,7 @@ func TestNodeAgentScale(t *testing.T) {
 	}
 	statsFile := filepath.Join(t.TempDir(), "stats.json")
 	cc, _ := json.Marshal(scaleChildConfig{Kubeconfig: c.Kubeconfig(), Namespace: e.ns, Prefix: prefix, Selector: e.selector,
-		SilentZone: scaleSilentZn, StatsFile: statsFile, Nodes: scaleNodes, Zones: scaleZones})
+		SilentZone: scaleSilentZn, StatsFile: statsFile, Nodes: scaleNodes})
 	t.Cleanup(func() { // after the agent stopped: pods, nodes, Leases
 		ctx := context.Background()
 		zero := int64(0)

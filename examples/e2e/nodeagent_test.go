@@ -124,12 +124,6 @@ func deleteNodesAtEnd(t *testing.T, cs kubernetes.Interface, names ...string) {
 	})
 }
 
-// naPod creates a pod bound to node.
-func naPod(t *testing.T, cs kubernetes.Interface, ns, prefix, node string, tol ...v1.Toleration) *v1.Pod {
-	t.Helper()
-	return createPod(t, cs, ns, prefix, node, tol...)
-}
-
 // waitPodRunning waits until the agent reported p Running and Ready.
 func waitPodRunning(t *testing.T, cs kubernetes.Interface, p *v1.Pod) *v1.Pod {
 	t.Helper()
@@ -212,7 +206,7 @@ func TestNodeAgentForceDeleteDuringRuntimeFailure(t *testing.T) {
 	rt := agent.NewFakeRuntime(clock.RealClock{})
 	r := startAgent(t, agentClient(t, c), agentConfig(ns, rt, agent.NodeConfig{Name: node}), 2)
 
-	p := naPod(t, cs, ns, "force", node)
+	p := createPod(t, cs, ns, "force", node)
 	waitPodRunning(t, cs, p)
 	if !rt.Running(p.UID) {
 		t.Fatalf("runtime: pod %s not running although its status says so", p.Name)
@@ -307,12 +301,12 @@ func TestNodeAgentOfflineNode(t *testing.T) {
 		runs[n] = startAgent(t, ac, agentConfig(e.ns, runtimes[n], agent.NodeConfig{Name: names[n], Labels: nodeLabels(e.selector, zone)}), 1)
 	}
 	a1 := names["a1"]
-	forever := naPod(t, cs, e.ns, "forever", a1, unreachableToleration(nil))
-	short := naPod(t, cs, e.ns, "short", a1, unreachableToleration(testutil.Seconds(ncShort)))
-	zero := naPod(t, cs, e.ns, "zero", a1, unreachableToleration(testutil.Seconds(0)))
-	defaults := naPod(t, cs, e.ns, "defaults", a1)
-	a2Pod := naPod(t, cs, e.ns, "a2", names["a2"], unreachableToleration(testutil.Seconds(0)))
-	b1Pod := naPod(t, cs, e.ns, "b1", names["b1"], unreachableToleration(testutil.Seconds(0)))
+	forever := createPod(t, cs, e.ns, "forever", a1, unreachableToleration(nil))
+	short := createPod(t, cs, e.ns, "short", a1, unreachableToleration(testutil.Seconds(ncShort)))
+	zero := createPod(t, cs, e.ns, "zero", a1, unreachableToleration(testutil.Seconds(0)))
+	defaults := createPod(t, cs, e.ns, "defaults", a1)
+	a2Pod := createPod(t, cs, e.ns, "a2", names["a2"], unreachableToleration(testutil.Seconds(0)))
+	b1Pod := createPod(t, cs, e.ns, "b1", names["b1"], unreachableToleration(testutil.Seconds(0)))
 	for _, p := range []*v1.Pod{forever, short, zero, defaults, a2Pod, b1Pod} {
 		waitPodRunning(t, cs, p)
 	}
@@ -330,7 +324,6 @@ func TestNodeAgentOfflineNode(t *testing.T) {
 		return readyStatus(e.node(t, a1)) == v1.ConditionUnknown, nil
 	})
 	e.waitTaints(t, a1, []v1.Taint{unreachableNoExecute, unreachableNoSched}, nil)
-	evicted := map[types.UID]*v1.Pod{}
 	for _, p := range []*v1.Pod{zero, short} {
 		cluster.Eventually(t, naWait, "pod "+p.Name+" evicted", func(ctx context.Context) (bool, error) {
 			got, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
@@ -341,7 +334,6 @@ func TestNodeAgentOfflineNode(t *testing.T) {
 			if got.DeletionTimestamp == nil || dt == nil || dt.Status != v1.ConditionTrue {
 				return false, nil
 			}
-			evicted[p.UID] = got
 			return true, nil
 		})
 	}
@@ -351,7 +343,7 @@ func TestNodeAgentOfflineNode(t *testing.T) {
 	for _, p := range []*v1.Pod{zero, short} {
 		got, err := cs.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
 		if err != nil || got.UID != p.UID || got.DeletionTimestamp == nil {
-			t.Fatalf("pod %s while its agent is away: %v, %v; want it Terminating", p.Name, describePodOrNil(got), err)
+			t.Fatalf("pod %s while its agent is away: %v, %v; want it Terminating", p.Name, describePod(got), err)
 		}
 		if !runtimes["a1"].Running(p.UID) {
 			t.Errorf("container of %s stopped while its agent was away", p.Name)
@@ -359,7 +351,7 @@ func TestNodeAgentOfflineNode(t *testing.T) {
 	}
 	for _, p := range []*v1.Pod{a2Pod, b1Pod} {
 		if got, err := cs.CoreV1().Pods(p.Namespace).Get(context.Background(), p.Name, metav1.GetOptions{}); err != nil || got.DeletionTimestamp != nil {
-			t.Errorf("pod %s on a live node: %v, %v; want it untouched", p.Name, describePodOrNil(got), err)
+			t.Errorf("pod %s on a live node: %v, %v; want it untouched", p.Name, describePod(got), err)
 		}
 	}
 
@@ -387,13 +379,6 @@ func TestNodeAgentOfflineNode(t *testing.T) {
 	if d := again.a.Counters().PodsDeleted; d != 2 {
 		t.Errorf("the restarted agent confirmed %d deletions, want 2", d)
 	}
-}
-
-func describePodOrNil(p *v1.Pod) string {
-	if p == nil {
-		return "<nil>"
-	}
-	return describePod(p)
 }
 
 // Static pods: a static pod's manifest is removed and written again with

@@ -944,14 +944,20 @@ type ncRun struct {
 	once   sync.Once
 }
 
-// client returns a new clientset for a controller: the admin config with
-// the audited transport, and JSON bodies so that the audit can read them all.
+// client returns a new clientset for a controller, audited.
 func (e *nodeEnv) client() kubernetes.Interface {
-	t := e.t
+	e.t.Helper()
+	return auditedClient(e.t, e.c, e.audit.wrap)
+}
+
+// auditedClient returns a clientset with c's admin config, the transport
+// wrapped by wrap (a write audit), and JSON bodies so that the audit can
+// read them all.
+func auditedClient(t *testing.T, c *cluster.Cluster, wrap func(http.RoundTripper) http.RoundTripper) kubernetes.Interface {
 	t.Helper()
-	rc := e.c.Config()
+	rc := c.Config()
 	rc.ContentType = "application/json"
-	rc.Wrap(e.audit.wrap)
+	rc.Wrap(wrap)
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)

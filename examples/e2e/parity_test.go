@@ -395,7 +395,7 @@ func waitNoAdmissionTaints(t *testing.T, cs kubernetes.Interface, nodes []worldN
 			return false, fmt.Errorf("%d nodes, want %d", len(l.Items), len(nodes))
 		}
 		for i := range l.Items {
-			if hasTaint(&l.Items[i], notReadyNoSched) {
+			if findTaint(&l.Items[i], notReadyNoSched) != nil {
 				return false, nil
 			}
 		}

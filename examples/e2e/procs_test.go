@@ -288,6 +288,3 @@ func (w *world) silence(t *testing.T) (time.Time, error) {
 	}
 	return last, nil
 }
-
-// hasTaint reports whether n has a taint with tk's key and effect.
-func hasTaint(n *v1.Node, tk v1.Taint) bool { return findTaint(n, tk) != nil }

@@ -170,21 +170,7 @@ func sameWrite(a, b *Write) bool {
 // compareByRank compares, per class of equivalent writes, the k-th
 // upstream write's time with the k-th of ours.
 func compareByRank(want, got []Write, opts Options) []Difference {
-	times := func(ws []Write) map[string][]time.Duration {
-		m := map[string][]time.Duration{}
-		for i := range ws {
-			if ws[i].Setup {
-				continue
-			}
-			c := ws[i].Class()
-			m[c] = append(m[c], ws[i].At)
-		}
-		for _, ts := range m {
-			slices.Sort(ts)
-		}
-		return m
-	}
-	wt, gt := times(want), times(got)
+	wt, gt := timesBy(want, (*Write).Class), timesBy(got, (*Write).Class)
 	var out []Difference
 	for _, c := range union(keysOf(wt), keysOf(gt)) {
 		w, g := wt[c], gt[c]
@@ -279,6 +265,22 @@ func eventMap(evs []*EventRecord) map[string]*EventRecord {
 	return m
 }
 
+// timesBy groups the times of the writes (setup writes left out) by key,
+// each group sorted.
+func timesBy(ws []Write, key func(*Write) string) map[string][]time.Duration {
+	m := map[string][]time.Duration{}
+	for i := range ws {
+		if !ws[i].Setup {
+			k := key(&ws[i])
+			m[k] = append(m[k], ws[i].At)
+		}
+	}
+	for _, ts := range m {
+		slices.Sort(ts)
+	}
+	return m
+}
+
 func keysOf[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -317,24 +319,11 @@ func MaxSkew(want, got Trace, orderFree bool) (time.Duration, string) {
 			worst, what = absDur(d), w
 		}
 	}
-	pair := func(ws []Write, key func(*Write) string) map[string][]time.Duration {
-		m := map[string][]time.Duration{}
-		for i := range ws {
-			if !ws[i].Setup {
-				k := key(&ws[i])
-				m[k] = append(m[k], ws[i].At)
-			}
-		}
-		for _, ts := range m {
-			slices.Sort(ts)
-		}
-		return m
-	}
 	key := func(w *Write) string { return w.Verb + " " + w.Object }
 	if orderFree {
 		key = (*Write).Class
 	}
-	wm, gm := pair(want.Writes, key), pair(got.Writes, key)
+	wm, gm := timesBy(want.Writes, key), timesBy(got.Writes, key)
 	for k, ws := range wm {
 		gs := gm[k]
 		for i := range min(len(ws), len(gs)) {

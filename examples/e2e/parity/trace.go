@@ -3,6 +3,7 @@ package parity
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -190,12 +191,7 @@ func BuildTrace(events []AuditEvent, byController func(*AuditEvent) bool, origin
 			state[key] = after
 		}
 	}
-	keys := make([]string, 0, len(evs))
-	for k := range evs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range keysOf(evs) {
 		r := evs[k]
 		r.Count = 0
 		for _, n := range evCounts[k] {
@@ -239,7 +235,7 @@ func addEvent(evs map[string]*EventRecord, counts map[string]map[string]int, e *
 	if ev.Source.Component != r.Source {
 		r.Source += "," + ev.Source.Component
 	}
-	if !contains(r.Messages, ev.Message) {
+	if !slices.Contains(r.Messages, ev.Message) {
 		r.Messages = append(r.Messages, ev.Message)
 	}
 	n := max(ev.Count, 1)
@@ -247,15 +243,6 @@ func addEvent(evs map[string]*EventRecord, counts map[string]map[string]int, e *
 		counts[key][ev.Metadata.Name] = n
 	}
 	return nil
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // changes returns the fields of after that differ from before, and the
