@@ -6,6 +6,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,7 +178,7 @@ func TestManifests(t *testing.T) {
 		sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Errorf("container securityContext = %+v", sc)
 	}
-	if !mapsEqual(pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
+	if !maps.Equal(pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels) {
 		t.Errorf("PDB selector %v, want the Deployment's %v", pdb.Spec.Selector.MatchLabels, d.Spec.Selector.MatchLabels)
 	}
 	if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() != 1 {
@@ -191,18 +192,6 @@ func TestManifests(t *testing.T) {
 	if port := c.Ports[0].ContainerPort; int(port) != o.port {
 		t.Errorf("containerPort %d, -port %d", port, o.port)
 	}
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // deploymentOptions parses the Deployment's container arguments.

@@ -112,7 +112,7 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.IntVar(&m.Workers, "monitor-workers", m.Workers, "nodes processed at once in a monitor pass")
 	fs.IntVar(&o.cfg.Workers, "workers", o.cfg.Workers, "workqueue workers forwarding node and pod events")
 	fs.DurationVar(&m.EvictionRetry, "eviction-retry", m.EvictionRetry, "delay before a failed pod deletion is retried (never abandoned)")
-	fs.BoolVar(&m.Evictor.UseTaintTimeAdded, "use-taint-time-added", false, "count toleration time from the taint's timeAdded, so a restart or a new leader does not restart countdowns (#108268); default: the value of -leader-elect")
+	fs.BoolVar(&m.Evictor.UseTaintTimeAdded, "use-taint-time-added", false, "count toleration time from the taint's timeAdded, so a restart or a new leader does not restart countdowns (kubernetes/kubernetes#108268); default: the value of -leader-elect")
 	fs.BoolVar(&o.legacy, "legacy-node-eviction", false, "pre-1.27 mode: no NoExecute taints, evict every pod of a node not ready for -pod-eviction-timeout")
 	fs.DurationVar(&o.podEvictionTimeout, "pod-eviction-timeout", monitor.LegacyPodEvictionTimeout, "legacy mode only: how long a node must be not ready before its pods are deleted")
 	fs.StringVar(&o.snapshotCM, "snapshot-configmap", "", "namespace/name of a ConfigMap where node health is saved across restarts and leader changes; empty: nothing saved (upstream); default with -leader-elect: <leader-elect-resource-namespace>/<leader-elect-resource-name>-snapshot")

@@ -66,8 +66,6 @@ type Monitor struct {
 	nodeNow func() time.Time
 	// healthHook is SetNodeHealthObserver's observer (monitorMu), or nil.
 	healthHook func(node string, took time.Duration)
-	// inFullDisruption is the last zone decision's InFullDisruption.
-	inFullDisruption bool
 
 	mu       sync.Mutex
 	nodes    map[string]*nodeState
@@ -450,7 +448,6 @@ func (m *Monitor) decide(ctx context.Context, now time.Time, nodes []*v1.Node, r
 		z.conds = z.conds[:0]
 	}
 	m.mu.Unlock()
-	m.inFullDisruption = d.InFullDisruption
 	m.evictPaused.Store(d.InFullDisruption)
 	m.applyZoneDecision(ctx, now, d, nodes)
 	if d.EnteredFullDisruption {

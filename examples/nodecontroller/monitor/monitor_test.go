@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
@@ -545,7 +546,7 @@ func TestLegacyDeletionSetsNodeLost(t *testing.T) {
 		s.c.addNode(n, "z1", s.now)
 	}
 	ds := newPod("ds", "a", s.now, false)
-	ds.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptr(true)}}
+	ds.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds-uid", Controller: ptr.To(true)}}
 	s.c.AddPod(context.Background(), ds)
 	s.c.addPod("p1", "a", s.now, true)
 	s.c.addPod("p2", "a", s.now, false)
@@ -582,8 +583,6 @@ func TestLegacyDeletionSetsNodeLost(t *testing.T) {
 		}
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // TestNodeDeletedAndListedAgain: a node the informer reported deleted that
 // the next list still holds (deleted and re-created under its name, at the

@@ -27,7 +27,7 @@ func (taintMode) feedsEvictor() bool { return true }
 // this pass's update (1.34+, kubernetes/kubernetes#120816).
 func (t taintMode) decide(ctx context.Context, now time.Time, node *v1.Node, s *nodeState, res nodehealth.Result, r *nodeResult) {
 	m := t.m
-	if m.inFullDisruption && hasHealthTaint(node.Spec.Taints) {
+	if m.evictPaused.Load() && hasHealthTaint(node.Spec.Taints) {
 		// Left by a failed full-disruption cleanup (upstream tries
 		// markNodeAsReachable once, on entering): removed again, so that
 		// no pod is evicted while the cluster is in full disruption.

@@ -206,15 +206,7 @@ func (c *Cluster) record(name string) *nodeRec {
 // in name order.
 func (c *Cluster) AddNode(ctx context.Context, node *v1.Node, lease *coordinationv1.Lease) {
 	c.mu.Lock()
-	var rec *nodeRec
-	if n := len(c.nodes); n > 0 && c.nodes[n-1].name < node.Name {
-		rec = &nodeRec{idx: n, name: node.Name}
-		c.nodes = append(c.nodes, rec)
-		c.byName[node.Name] = rec
-		c.listOK = false
-	} else {
-		rec = c.record(node.Name)
-	}
+	rec := c.record(node.Name)
 	c.setNode(rec, node)
 	rec.lease = lease
 	recv, now := c.recv, c.now
