@@ -343,7 +343,7 @@ func wire(cfg *controller.Config, m *metrics.Metrics) {
 		}
 		m.OnEvent(e)
 	}
-	cfg.OnMonitorPass = m.ObserveMonitorPass
+	cfg.OnZones = m.ObserveZones
 	cfg.OnNodeHealth = m.ObserveNodeHealth
 }
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/zonestate"
 )
 
 // Name is the controller's name, used as the field manager of its writes and
@@ -76,6 +77,12 @@ type Config struct {
 	// and the nodes the informer cache holds then (shared: read only). The
 	// metrics of examples/nodecontroller/metrics use it.
 	OnMonitorPass func(took time.Duration, nodes []*v1.Node)
+	// OnZones, if not nil, is called after every monitor pass (after
+	// OnMonitorPass) with the pass' duration and the Monitor's zone decision
+	// of that pass (Monitor.AppendZones; a new slice each time). The
+	// metrics of examples/nodecontroller/metrics use it: the zone gauges
+	// are those figures, as upstream's handleDisruption sets them.
+	OnZones func(took time.Duration, zones []zonestate.ZoneDecision)
 	// OnNodeHealth, if not nil, is called during every monitor pass for
 	// each node with the time its health update took on the controller's
 	// clock (reading its Lease, evaluating it, writing its status when

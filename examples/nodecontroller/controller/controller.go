@@ -305,8 +305,12 @@ func (c *Controller) MonitorPass(ctx context.Context) {
 	now := c.clock.Now()
 	c.recordNodeSetChanges()
 	c.mon.MonitorPass(ctx, now)
+	took := c.clock.Since(now)
 	if c.cfg.OnMonitorPass != nil {
-		c.cfg.OnMonitorPass(c.clock.Since(now), c.cluster.ListNodes())
+		c.cfg.OnMonitorPass(took, c.cluster.ListNodes())
+	}
+	if c.cfg.OnZones != nil {
+		c.cfg.OnZones(took, c.mon.AppendZones(nil))
 	}
 	c.wake()
 	c.maybeSnapshot(ctx, now)

@@ -15,6 +15,7 @@ package metrics
 
 import (
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -170,46 +171,60 @@ func (m *Metrics) ObserveNodeHealth(_ string, took time.Duration) {
 	m.nodeHealthDuration.Observe(took.Seconds())
 }
 
-// ObserveMonitorPass records a monitor pass: its duration and the zone
-// gauges, computed as upstream's handleDisruption does from the nodes'
-// Ready conditions (a node without Ready=True is unhealthy; nodes labelled
-// node.kubernetes.io/exclude-disruption are not counted). A zone that has
-// no node any more keeps its series with size 0 and health 100, as
-// upstream's zone states do not vanish either.
-func (m *Metrics) ObserveMonitorPass(took time.Duration, nodes []*v1.Node) {
+// ObserveZones records a monitor pass: its duration and the zone gauges
+// from the Monitor's zone decision of the pass (controller.Config.OnZones),
+// as upstream's handleDisruption sets them: size, not-ready nodes, and
+// health = 100 × ready / size. A zone that has no node any more keeps its
+// series with size 0 and health 100, as upstream's zone states do not
+// vanish either.
+func (m *Metrics) ObserveZones(took time.Duration, zones []zonestate.ZoneDecision) {
 	m.allNodes.Observe(took.Seconds())
-	type counts struct{ size, unhealthy int }
-	zones := map[string]*counts{}
-	for _, n := range nodes {
-		if _, excluded := n.Labels[monitor.LabelExcludeDisruption]; excluded {
-			continue
-		}
-		k := zonestate.Key(n)
-		c := zones[k]
-		if c == nil {
-			c = &counts{}
-			zones[k] = c
-		}
-		c.size++
-		if !nodeReady(n) {
-			c.unhealthy++
-		}
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for k := range m.zones {
-		if zones[k] == nil {
+		if !slices.ContainsFunc(zones, func(z zonestate.ZoneDecision) bool { return z.Key == k }) {
 			m.zoneSize.WithLabelValues(k).Set(0)
 			m.zoneHealth.WithLabelValues(k).Set(100)
 			m.unhealthy.WithLabelValues(k).Set(0)
 		}
 	}
-	for k, c := range zones {
-		m.zones[k] = true
-		m.zoneSize.WithLabelValues(k).Set(float64(c.size))
-		m.zoneHealth.WithLabelValues(k).Set(float64(100*(c.size-c.unhealthy)) / float64(c.size))
-		m.unhealthy.WithLabelValues(k).Set(float64(c.unhealthy))
+	for _, z := range zones {
+		if z.Size == 0 {
+			continue
+		}
+		m.zones[z.Key] = true
+		m.zoneSize.WithLabelValues(z.Key).Set(float64(z.Size))
+		m.zoneHealth.WithLabelValues(z.Key).Set(float64(100*(z.Size-z.NotReady)) / float64(z.Size))
+		m.unhealthy.WithLabelValues(z.Key).Set(float64(z.NotReady))
 	}
+}
+
+// ObserveMonitorPass records a monitor pass from the nodes the cache holds
+// (controller.Config.OnMonitorPass): it counts the zones again as upstream's
+// handleDisruption does (a node without Ready=True is unhealthy; nodes
+// labelled node.kubernetes.io/exclude-disruption are not counted), then
+// records them as ObserveZones. ObserveZones is cheaper and reports the
+// Monitor's own decision; use this one without a Monitor.
+func (m *Metrics) ObserveMonitorPass(took time.Duration, nodes []*v1.Node) {
+	var zones []zonestate.ZoneDecision
+	index := map[string]int{}
+	for _, n := range nodes {
+		if _, excluded := n.Labels[monitor.LabelExcludeDisruption]; excluded {
+			continue
+		}
+		k := zonestate.Key(n)
+		i, ok := index[k]
+		if !ok {
+			i = len(zones)
+			index[k] = i
+			zones = append(zones, zonestate.ZoneDecision{Key: k})
+		}
+		zones[i].Size++
+		if !nodeReady(n) {
+			zones[i].NotReady++
+		}
+	}
+	m.ObserveZones(took, zones)
 }
 
 func nodeReady(n *v1.Node) bool {

@@ -72,7 +72,9 @@ type Monitor struct {
 	zoneMap  map[string]*zone
 	zoneList []*zone // sorted by key; zones are never removed from it
 	pass     uint64  // MonitorPass count, stamps nodeState.seen
-	deletes  uint64  // NodeDeleted count
+	// lastZones is the last zone decision's zones (AppendZones).
+	lastZones []zonestate.ZoneDecision
+	deletes   uint64 // NodeDeleted count
 }
 
 // zone is a zone key shared by the zone's nodes, and the Ready conditions
@@ -444,6 +446,7 @@ func (m *Monitor) decide(ctx context.Context, now time.Time, nodes []*v1.Node, r
 		clear(conds)
 	}
 	m.mu.Lock()
+	m.lastZones = append(m.lastZones[:0], d.Zones...)
 	for _, z := range m.zoneList {
 		z.conds = z.conds[:0]
 	}
@@ -634,6 +637,17 @@ type Stats struct {
 	Nodes        int            // nodes known
 	QueuedByZone map[string]int // nodes waiting in each zone queue
 	Evictions    int            // pods the Evictor tracks with a pending eviction
+}
+
+// AppendZones appends the zones of the last monitor pass's decision
+// (zonestate.Tracker.Update: key, counted nodes, not-ready nodes, state,
+// rate) to dst and returns it. These are the figures upstream's
+// handleDisruption sets its zone gauges from: excluded nodes and nodes
+// skipped after a failed status write are not counted.
+func (m *Monitor) AppendZones(dst []zonestate.ZoneDecision) []zonestate.ZoneDecision {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append(dst, m.lastZones...)
 }
 
 // Stats returns the current Stats.
