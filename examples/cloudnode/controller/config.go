@@ -75,6 +75,9 @@ func (c Config) validate() error {
 	if c.Resync < 0 {
 		errs = append(errs, fmt.Errorf("Resync = %v must be non-negative", c.Resync))
 	}
+	if c.Policy.UninitializedNodeDelay < 0 { // the controller's own check, in both modes
+		errs = append(errs, fmt.Errorf("Policy.UninitializedNodeDelay = %v must be non-negative", c.Policy.UninitializedNodeDelay))
+	}
 	if c.ConflictBackoff.Steps < 0 || c.ConflictBackoff.Duration < 0 || c.ConflictBackoff.Jitter < 0 || c.ConflictBackoff.Factor < 0 {
 		errs = append(errs, fmt.Errorf("ConflictBackoff = %+v must not be negative", c.ConflictBackoff))
 	}

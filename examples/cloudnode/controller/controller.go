@@ -60,7 +60,9 @@ type Controller struct {
 // nodeState is what the controller keeps per node beside the tracker.
 type nodeState struct {
 	uid       types.UID
-	firstSeen time.Time // controller clock, when this UID was first seen
+	// uninitEnd is when the uninitialized-node delay ends, on the
+	// controller's clock (see uninitializedYoung).
+	uninitEnd time.Time
 	notBefore time.Time // the cloud's Retry-After
 	unknown   bool      // the last existence answer was Unknown
 }
@@ -85,7 +87,12 @@ func New(client kubernetes.Interface, cloud cloudprovider.InstancesV2, clk clock
 		deleted: make(map[types.UID]struct{}),
 	}
 	if !cfg.UpstreamStyle {
-		o, err := nodehealth.NewOrphanTracker(cfg.Policy)
+		// The uninitialized-node delay is the controller's own check
+		// (uninitializedYoung), in both modes; the tracker applying it
+		// again would start a second delay when the first one ends.
+		p := cfg.Policy
+		p.UninitializedNodeDelay = 0
+		o, err := nodehealth.NewOrphanTracker(p)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
@@ -216,7 +223,14 @@ func (c *Controller) state(now time.Time, n *v1.Node) *nodeState {
 		return st
 	}
 	// The OrphanTracker drops its record by itself when the UID changes.
-	st = &nodeState{uid: n.UID, firstSeen: now}
+	// The delay runs from the creationTimestamp, or from now when that is
+	// zero or after now (clock skew). The server's wall time is read
+	// against now once; the rest is measured on now's monotonic clock.
+	start := n.CreationTimestamp.Time
+	if start.IsZero() || start.After(now) {
+		start = now
+	}
+	st = &nodeState{uid: n.UID, uninitEnd: now.Add(start.Sub(now) + c.cfg.Policy.UninitializedNodeDelay)}
 	c.seen[n.Name] = st
 	return st
 }
@@ -412,15 +426,10 @@ func isReady(n *v1.Node) bool {
 // younger than Policy.UninitializedNodeDelay, so the cloud is not asked
 // about it at all, as upstream. Its age is measured as the OrphanTracker
 // measures it: from its creationTimestamp, or, when that is zero or after
-// now (clock skew), from when this controller first saw it.
+// now (clock skew), from when this controller first saw it (state).
 func (c *Controller) uninitializedYoung(now time.Time, n *v1.Node, st *nodeState) bool {
-	d := c.cfg.Policy.UninitializedNodeDelay
-	if d <= 0 || n.Spec.ProviderID != "" || !hasTaint(n, uninitializedTaint) {
+	if c.cfg.Policy.UninitializedNodeDelay <= 0 || n.Spec.ProviderID != "" || !hasTaint(n, uninitializedTaint) {
 		return false
 	}
-	start := n.CreationTimestamp.Time
-	if start.IsZero() || start.After(now) {
-		start = st.firstSeen
-	}
-	return now.Before(start.Add(d))
+	return now.Before(st.uninitEnd)
 }

@@ -464,6 +464,28 @@ func TestUninitializedWaits(t *testing.T) {
 	}
 }
 
+// TestUninitializedFutureCreation: an uninitialized node whose
+// creationTimestamp is in the future (clock skew) waits one delay from
+// when the controller first saw it, not two (the tracker does not start a
+// second one when the controller's ends).
+func TestUninitializedFutureCreation(t *testing.T) {
+	n := node("u", "A", v1.ConditionFalse)
+	n.Spec.ProviderID = ""
+	n.Spec.Taints = []v1.Taint{{Key: cloudproviderapi.TaintExternalCloudProvider, Effect: v1.TaintEffectNoSchedule}}
+	n.CreationTimestamp = metav1.NewTime(testutil.Epoch.Add(time.Hour))
+	f := newFixture(t, testConfig(), fakecloud.Config{}, n)
+	for s := 0; s < 60; s += 5 {
+		f.pass(time.Duration(s) * time.Second)
+	}
+	if got := f.cloud.Calls().Total(); got != 0 || len(f.names()) != 1 {
+		t.Fatalf("within a minute of first sight: %d calls, nodes %v; want 0 calls, u kept", got, f.names())
+	}
+	f.pass(time.Minute)
+	if got := f.names(); len(got) != 0 {
+		t.Errorf("a minute after first sight: nodes %v, want none", got)
+	}
+}
+
 // TestReadyNodeNeverAsked: a Ready node costs no cloud call and is never
 // deleted, whatever the cloud would say.
 func TestReadyNodeNeverAsked(t *testing.T) {
