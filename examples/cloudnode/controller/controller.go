@@ -59,7 +59,7 @@ type Controller struct {
 
 // nodeState is what the controller keeps per node beside the tracker.
 type nodeState struct {
-	uid       types.UID
+	uid types.UID
 	// uninitEnd is when the uninitialized-node delay ends, on the
 	// controller's clock (see uninitializedYoung).
 	uninitEnd time.Time
