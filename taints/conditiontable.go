@@ -63,7 +63,6 @@ func DefaultConditionTaints() []ConditionTaint {
 // A ConditionTaints is immutable and safe for concurrent use. The zero
 // value manages nothing; create one with NewConditionTaints.
 type ConditionTaints struct {
-	rows          []row
 	wants         [][3]uint64            // per type: the taints wanted for status True, False, Unknown
 	types         []v1.NodeConditionType // distinct condition types, in first-row order
 	taints        []v1.Taint             // distinct managed taints, in first-row order (TimeAdded nil)
@@ -218,6 +217,7 @@ func NewConditionTaints(table []ConditionTaint) (*ConditionTaints, error) {
 		return nil, fmt.Errorf("%w: no rows", ErrInvalidConditionTaints)
 	}
 	c := &ConditionTaints{unschedulable: -1}
+	var added []row // the rows so far, for the duplicate check
 	for i := range table {
 		r := &table[i]
 		bad := func(format string, args ...any) error {
@@ -266,13 +266,13 @@ func NewConditionTaints(table []ConditionTaint) (*ConditionTaints, error) {
 		if w := &c.wants[ci][statusIndex(r.Status)]; *w&(1<<ti) == 0 {
 			*w |= 1 << ti
 		} else {
-			for j, o := range c.rows {
+			for j, o := range added {
 				if o.typ == ci && o.status == r.Status && o.taint == ti {
 					return nil, bad("same as row %d", j)
 				}
 			}
 		}
-		c.rows = append(c.rows, row{typ: ci, status: r.Status, taint: ti})
+		added = append(added, row{typ: ci, status: r.Status, taint: ti})
 	}
 	return c, nil
 }
@@ -358,7 +358,7 @@ func (c *ConditionTaints) Taints() []v1.Taint {
 // nil or zero table, gives (nil, nil). O(conditions × types + taints ×
 // managed taints).
 func (c *ConditionTaints) For(node *v1.Node, now time.Time) (add, remove []v1.Taint) {
-	if node == nil || c == nil || len(c.rows) == 0 {
+	if node == nil || c == nil || len(c.taints) == 0 {
 		return nil, nil
 	}
 	var seen, want uint64

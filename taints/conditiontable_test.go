@@ -98,14 +98,10 @@ func TestConditionTaintsFor(t *testing.T) {
 	}
 }
 
-// TestConditionTaintsDefaultMatchesForConditions: the default rows give
-// ForConditions' answers on nodes that are schedulable (spec.unschedulable
-// has no row), over random conditions and taints.
-func TestConditionTaintsDefaultMatchesForConditions(t *testing.T) {
-	c, err := NewConditionTaints(DefaultConditionTaints())
-	if err != nil {
-		t.Fatal(err)
-	}
+// TestForConditionsMatchesNaive: ForConditions (the default rows plus
+// spec.unschedulable) against a direct reading of its contract, over random
+// conditions, taints and spec.unschedulable.
+func TestForConditionsMatchesNaive(t *testing.T) {
 	types := []v1.NodeConditionType{v1.NodeReady, v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure, v1.NodeNetworkUnavailable, kernelDeadlock}
 	statuses := []v1.ConditionStatus{v1.ConditionTrue, v1.ConditionFalse, v1.ConditionUnknown, "bogus"}
 	keys := []string{v1.TaintNodeNotReady, v1.TaintNodeUnreachable, v1.TaintNodeMemoryPressure, v1.TaintNodeDiskPressure,
@@ -122,20 +118,12 @@ func TestConditionTaintsDefaultMatchesForConditions(t *testing.T) {
 		for range r.IntN(8) {
 			ts = append(ts, v1.Taint{Key: keys[r.IntN(len(keys))], Value: []string{"", "v"}[r.IntN(2)], Effect: effects[r.IntN(len(effects))]})
 		}
-		node := nodeWith(conds, false, ts...)
-		a1, r1 := ForConditions(node, now)
-		a2, r2 := c.For(node, now)
-		// The default rows do not manage unschedulable: drop it from
-		// ForConditions' removals (the node is schedulable).
-		var r1f []v1.Taint
-		for _, x := range r1 {
-			if x.Key != v1.TaintNodeUnschedulable {
-				r1f = append(r1f, x)
-			}
-		}
-		if renderTaints(a1) != renderTaints(a2) || renderTaints(r1f) != renderTaints(r2) {
-			t.Fatalf("case %d: ForConditions = %q / %q, default table = %q / %q",
-				i, renderTaints(a1), renderTaints(r1f), renderTaints(a2), renderTaints(r2))
+		node := nodeWith(conds, r.IntN(2) == 0, ts...)
+		add, remove := ForConditions(node, now)
+		wantAdd, wantRemove := naiveFor(DefaultConditionTaints(), true, node, now)
+		if renderTaints(add) != renderTaints(wantAdd) || renderTaints(remove) != renderTaints(wantRemove) {
+			t.Fatalf("case %d: ForConditions = %q / %q, want %q / %q (conditions %v, taints %v, unschedulable %v)",
+				i, renderTaints(add), renderTaints(remove), renderTaints(wantAdd), renderTaints(wantRemove), conds, ts, node.Spec.Unschedulable)
 		}
 	}
 }
@@ -237,48 +225,7 @@ func TestConditionTaintsMatchesNaive(t *testing.T) {
 		node := nodeWith(conds, r.IntN(2) == 0, ts...)
 		add, remove := c.For(node, now)
 
-		// Naive: first condition of each type; wanted taints; current
-		// taints by key and effect.
-		first := map[v1.NodeConditionType]v1.ConditionStatus{}
-		for _, x := range conds {
-			if _, ok := first[x.Type]; !ok {
-				first[x.Type] = x.Status
-			}
-		}
-		type ke struct {
-			k string
-			e v1.TaintEffect
-		}
-		var order []ke
-		want, managed := map[ke]bool{}, map[ke]bool{}
-		for _, row := range rows {
-			k := ke{row.Taint.Key, row.Taint.Effect}
-			if !managed[k] {
-				managed[k] = true
-				order = append(order, k)
-			}
-			if s, ok := first[row.Type]; ok && s == row.Status {
-				want[k] = true
-			}
-		}
-		have := map[ke]bool{}
-		for _, x := range ts {
-			have[ke{x.Key, x.Effect}] = true
-		}
-		var wantAdd, wantRemove []v1.Taint
-		for _, k := range order {
-			switch {
-			case want[k] && !have[k]:
-				wantAdd = append(wantAdd, v1.Taint{Key: k.k, Effect: k.e, TimeAdded: testutil.MetaTime(now)})
-			case !want[k] && have[k]:
-				for _, x := range ts {
-					if x.Key == k.k && x.Effect == k.e {
-						wantRemove = append(wantRemove, x)
-						break
-					}
-				}
-			}
-		}
+		wantAdd, wantRemove := naiveFor(rows, false, node, now)
 		if got, w := renderTaints(add), renderTaints(wantAdd); got != w {
 			t.Fatalf("case %d: add = %q, want %q (rows %v, conditions %v, taints %v)", i, got, w, rows, conds, ts)
 		}
@@ -286,4 +233,54 @@ func TestConditionTaintsMatchesNaive(t *testing.T) {
 			t.Fatalf("case %d: remove = %q, want %q (rows %v, conditions %v, taints %v)", i, got, w, rows, conds, ts)
 		}
 	}
+}
+
+// naiveFor is a direct reading of For's contract for the table rows (plus
+// spec.unschedulable's taint, managed last, when unschedulable is set): the
+// first condition of each type counts; taints compare by key and effect.
+func naiveFor(rows []ConditionTaint, unschedulable bool, node *v1.Node, now time.Time) (add, remove []v1.Taint) {
+	first := map[v1.NodeConditionType]v1.ConditionStatus{}
+	for _, x := range node.Status.Conditions {
+		if _, ok := first[x.Type]; !ok {
+			first[x.Type] = x.Status
+		}
+	}
+	type ke struct {
+		k string
+		e v1.TaintEffect
+	}
+	var order []ke
+	want, managed := map[ke]bool{}, map[ke]bool{}
+	manage := func(k ke, wanted bool) {
+		if !managed[k] {
+			managed[k] = true
+			order = append(order, k)
+		}
+		want[k] = want[k] || wanted
+	}
+	for _, row := range rows {
+		s, ok := first[row.Type]
+		manage(ke{row.Taint.Key, row.Taint.Effect}, ok && s == row.Status)
+	}
+	if unschedulable {
+		manage(ke{v1.TaintNodeUnschedulable, v1.TaintEffectNoSchedule}, node.Spec.Unschedulable)
+	}
+	have := map[ke]bool{}
+	for _, x := range node.Spec.Taints {
+		have[ke{x.Key, x.Effect}] = true
+	}
+	for _, k := range order {
+		switch {
+		case want[k] && !have[k]:
+			add = append(add, v1.Taint{Key: k.k, Effect: k.e, TimeAdded: testutil.MetaTime(now)})
+		case !want[k] && have[k]:
+			for _, x := range node.Spec.Taints {
+				if x.Key == k.k && x.Effect == k.e {
+					remove = append(remove, x)
+					break
+				}
+			}
+		}
+	}
+	return add, remove
 }

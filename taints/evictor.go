@@ -272,7 +272,7 @@ func (e *Evictor) SetNodeTaints(now time.Time, node string, taints []v1.Taint) {
 	for p := n.head; p != nil; p = p.nodeNext {
 		e.evaluate(now, p)
 	}
-	e.dropIfEmpty(node, n)
+	e.dropIfEmpty(n)
 }
 
 // DeleteNode forgets node's taints (a node delete event) and cancels the
@@ -292,7 +292,7 @@ func (e *Evictor) DeleteNode(node string) {
 	for p := n.head; p != nil; p = p.nodeNext {
 		e.cancel(p)
 	}
-	e.dropIfEmpty(node, n)
+	e.dropIfEmpty(n)
 }
 
 // SetPod records a pod add or update: its node (spec.nodeName), its
@@ -633,13 +633,13 @@ func (e *Evictor) detach(rec *podRec) {
 		n.tail = rec.nodePrev
 	}
 	rec.nodePrev, rec.nodeNext = nil, nil
-	e.dropIfEmpty(n.name, n)
+	e.dropIfEmpty(n)
 }
 
 // dropIfEmpty forgets a node with neither taints nor pods.
-func (e *Evictor) dropIfEmpty(name string, n *nodeState) {
+func (e *Evictor) dropIfEmpty(n *nodeState) {
 	if len(n.taints) == 0 && n.head == nil {
-		delete(e.nodes, name)
+		delete(e.nodes, n.name)
 	}
 }
 

@@ -361,3 +361,15 @@ func tolSetsOf(e *Evictor) []*tolSet {
 	}
 	return out
 }
+
+// len returns the number of records (tests).
+func (x *podIndex) len() int { return x.n }
+
+// each calls fn for every record, in no particular order (tests).
+func (x *podIndex) each(fn func(*podRec)) {
+	for _, r := range x.slots {
+		if r != nil {
+			fn(r)
+		}
+	}
+}

@@ -29,9 +29,6 @@ func (x *podIndex) hash(k types.NamespacedName) uint64 {
 	return (h ^ maphash.String(x.seed, k.Name)*0x9E3779B97F4A7C15) * 0xBF58476D1CE4E5B9
 }
 
-// len returns the number of records.
-func (x *podIndex) len() int { return x.n }
-
 // get returns k's record, or nil.
 func (x *podIndex) get(k types.NamespacedName) *podRec {
 	if x.n == 0 {
@@ -104,15 +101,6 @@ func (x *podIndex) resize(size int) {
 	for _, r := range old {
 		if r != nil {
 			x.insert(r)
-		}
-	}
-}
-
-// each calls fn for every record, in no particular order.
-func (x *podIndex) each(fn func(*podRec)) {
-	for _, r := range x.slots {
-		if r != nil {
-			fn(r)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Epoch is the fixed instant tests count from (STYLE.md).
+// Epoch is the fixed instant tests count from.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // At returns Epoch + d.
