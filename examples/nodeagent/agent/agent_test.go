@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubelifecycle/lifecycle/podworker"
 )
@@ -261,7 +262,7 @@ func TestGracefulDeletion(t *testing.T) {
 	f.clk.Step(time.Second)
 	del := p.DeepCopy()
 	del.DeletionTimestamp = &metav1.Time{Time: f.clk.Now().Add(30 * time.Second)}
-	del.DeletionGracePeriodSeconds = ptr(int64(30))
+	del.DeletionGracePeriodSeconds = ptr.To(int64(30))
 	if _, err := f.client.CoreV1().Pods("ns").Update(f.ctx, del, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}

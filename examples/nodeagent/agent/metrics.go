@@ -1,11 +1,7 @@
 package agent
 
 import (
-	"strconv"
-
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/kubelifecycle/lifecycle/podworker"
 )
 
 // The kubelet's pod worker metrics (pkg/kubelet/metrics/metrics.go at
@@ -57,23 +53,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	g(activePodsDesc, s.ActiveStaticPods, "true")
 	g(mirrorPodsDesc, s.MirrorPods)
 	for _, w := range s.Working {
-		g(workingPodsDesc, w.Count, lifecycleLabel(w.Lifecycle), w.Config.String(), w.StaticLabel())
+		g(workingPodsDesc, w.Count, w.Lifecycle.String(), w.Config.String(), w.StaticLabel())
 	}
 	ch <- prometheus.MustNewConstMetric(restartedPodsDesc, prometheus.CounterValue, float64(s.RestartedPods), "")
 	ch <- prometheus.MustNewConstMetric(restartedPodsDesc, prometheus.CounterValue, float64(s.RestartedStaticPods), "true")
 	ch <- prometheus.MustNewConstMetric(orphanedRuntimePodsDesc, prometheus.CounterValue, float64(s.OrphanedRuntimePods))
-}
-
-// lifecycleLabel is upstream's lifecycle label value: "sync",
-// "terminating" or "terminated".
-func lifecycleLabel(t podworker.WorkType) string {
-	switch t {
-	case podworker.SyncWork:
-		return "sync"
-	case podworker.TerminatingWork:
-		return "terminating"
-	case podworker.TerminatedWork:
-		return "terminated"
-	}
-	return strconv.Itoa(int(t))
 }

@@ -53,7 +53,6 @@ type node struct {
 	lease      *coordinationv1.Lease
 	status     map[v1.NodeConditionType]v1.ConditionStatus
 	transition map[v1.NodeConditionType]metav1.Time
-	posted     bool // the current conditions were posted
 	silent     bool // heartbeats paused (SetHeartbeat)
 }
 
@@ -79,7 +78,6 @@ func (a *Agent) SetNodeCondition(nodeName string, typ v1.NodeConditionType, s v1
 	if n.status[typ] != s {
 		n.status[typ] = s
 		n.transition[typ] = metav1.NewTime(a.clock.Now())
-		n.posted = false
 	}
 	n.mu.Unlock()
 	select {
@@ -283,9 +281,6 @@ func (a *Agent) PostNodeStatus(ctx context.Context, name string) error {
 	if _, err := a.client.CoreV1().Nodes().PatchStatus(ctx, name, patch); err != nil {
 		return err
 	}
-	n.mu.Lock()
-	n.posted = true
-	n.mu.Unlock()
 	a.mu.Lock()
 	a.counters.NodeStatusPosts++
 	a.mu.Unlock()

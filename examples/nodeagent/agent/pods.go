@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubelifecycle/lifecycle/podworker"
 )
@@ -163,7 +164,7 @@ func (a *Agent) housekeepConfig(ctx context.Context) {
 		switch {
 		case ok:
 		case p.DeletionTimestamp == nil && !terminal(p):
-			r := a.update(podworker.UpdateOptions{Type: podworker.TypeCreate, Pod: p, MirrorPod: a.mirrorOf(p)})
+			r := a.update(podworker.UpdateOptions{Type: podworker.TypeCreate, Pod: p})
 			logger.V(2).Info("Restarting pod worker", "pod", klog.KObj(p), "outcome", r.Outcome)
 			known[p.UID] = podworker.PodWorkerSync{} // not a runtime orphan
 		case p.DeletionTimestamp != nil && terminal(p) && !podworker.IsStaticPod(p):
@@ -225,7 +226,7 @@ func (a *Agent) syncPod(ctx context.Context, w podworker.Work) podworker.Result 
 		return podworker.Result{Terminal: true}
 	}
 	if podworker.IsStaticPod(p) {
-		if err := a.ensureMirror(ctx, p, w.MirrorPod); err != nil {
+		if err := a.ensureMirror(ctx, p); err != nil {
 			return podworker.Result{Err: err}
 		}
 	}
@@ -428,7 +429,7 @@ func runningStatus(s *v1.PodStatus, p *v1.Pod, rp RuntimePod) {
 	s.ContainerStatuses = s.ContainerStatuses[:0]
 	for _, c := range p.Spec.Containers {
 		s.ContainerStatuses = append(s.ContainerStatuses, v1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image,
-			Ready: true, Started: ptr(true), ContainerID: "fake://" + string(p.UID) + "/" + c.Name,
+			Ready: true, Started: ptr.To(true), ContainerID: "fake://" + string(p.UID) + "/" + c.Name,
 			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: started}}})
 	}
 }
@@ -454,10 +455,8 @@ func terminatedStatus(s *v1.PodStatus, p *v1.Pod, exit RuntimePod) {
 	s.ContainerStatuses = s.ContainerStatuses[:0]
 	for _, c := range p.Spec.Containers {
 		s.ContainerStatuses = append(s.ContainerStatuses, v1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image,
-			Started: ptr(false), ContainerID: "fake://" + string(p.UID) + "/" + c.Name,
+			Started: ptr.To(false), ContainerID: "fake://" + string(p.UID) + "/" + c.Name,
 			State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: exit.ExitCode, Reason: reason,
 				StartedAt: started, FinishedAt: finished}}})
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubelifecycle/lifecycle/podworker"
@@ -109,7 +110,7 @@ func ReadManifests(dir, node string) ([]*v1.Pod, error) {
 		// The API defaults that matter here (the file source decodes with
 		// defaulting): the grace period and the restart policy.
 		if p.Spec.TerminationGracePeriodSeconds == nil {
-			p.Spec.TerminationGracePeriodSeconds = ptr(int64(v1.DefaultTerminationGracePeriodSeconds))
+			p.Spec.TerminationGracePeriodSeconds = ptr.To(int64(v1.DefaultTerminationGracePeriodSeconds))
 		}
 		if p.Spec.RestartPolicy == "" {
 			p.Spec.RestartPolicy = v1.RestartPolicyAlways
@@ -150,10 +151,10 @@ func (a *Agent) syncStatic(ctx context.Context) {
 		prev, ok := old[p.UID]
 		switch {
 		case !ok:
-			r := a.update(podworker.UpdateOptions{Type: podworker.TypeCreate, Pod: p, MirrorPod: a.mirrorOf(p)})
+			r := a.update(podworker.UpdateOptions{Type: podworker.TypeCreate, Pod: p})
 			logger.V(2).Info("Static pod added", "pod", klog.KObj(p), "uid", p.UID, "outcome", r.Outcome)
 		case !sameManifest(prev, p):
-			a.update(podworker.UpdateOptions{Type: podworker.TypeUpdate, Pod: p, MirrorPod: a.mirrorOf(p)})
+			a.update(podworker.UpdateOptions{Type: podworker.TypeUpdate, Pod: p})
 		default:
 			s.mu.Lock()
 			s.byID[p.UID] = prev // keep the object the workers hold
@@ -203,7 +204,7 @@ func (a *Agent) mirrorOf(p *v1.Pod) *v1.Pod {
 // terminal by an earlier instance is deleted (grace 0, UID precondition)
 // and a new one is created: a copy of p with the annotation
 // kubernetes.io/config.mirror=<hash> and the Node as owner.
-func (a *Agent) ensureMirror(ctx context.Context, p, _ *v1.Pod) error {
+func (a *Agent) ensureMirror(ctx context.Context, p *v1.Pod) error {
 	pods := a.client.CoreV1().Pods(p.Namespace)
 	hash := p.Annotations[ConfigHashAnnotation]
 	m := a.mirrorOf(p)
@@ -224,7 +225,7 @@ func (a *Agent) ensureMirror(ctx context.Context, p, _ *v1.Pod) error {
 	}
 	mirror.Annotations[MirrorAnnotation] = hash
 	if uid := a.nodeUID(p.Spec.NodeName); uid != "" {
-		mirror.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: p.Spec.NodeName, UID: uid, Controller: ptr(true)}}
+		mirror.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: p.Spec.NodeName, UID: uid, Controller: ptr.To(true)}}
 	}
 	created, err := pods.Create(ctx, mirror, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
