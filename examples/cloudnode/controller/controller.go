@@ -10,6 +10,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -332,7 +333,7 @@ func (c *Controller) deleteNode(ctx context.Context, n *v1.Node) {
 	err := c.client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{
 		Preconditions: metav1.NewUIDPreconditions(string(n.UID)),
 	})
-	if err != nil && !isNotFound(err) {
+	if err != nil && !apierrors.IsNotFound(err) {
 		logger.Error(err, "Unable to delete node", "node", n.Name)
 		c.event(ref, v1.EventTypeWarning, ReasonDeletingNodeFailed, "Failed deleting node %s: %v", n.Name, err)
 		c.mu.Lock()

@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"time"
 
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,7 +14,7 @@ import (
 	cloudproviderapi "k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
-	v1 "k8s.io/api/core/v1"
+	"github.com/kubelifecycle/lifecycle/taints"
 )
 
 var (
@@ -31,8 +33,6 @@ func hasTaint(n *v1.Node, t *v1.Taint) bool {
 	return false
 }
 
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
-
 // setShutdownTaint adds (on) or removes the shutdown taint with a
 // read-modify-write: the first read is the cached node, later ones (after a
 // conflict) come from the API server. The write is a strategic-merge patch
@@ -40,7 +40,7 @@ func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 // fails with a conflict if anyone changed the node since: no write is
 // blind, and no other writer's taint is lost.
 func (c *Controller) setShutdownTaint(ctx context.Context, n *v1.Node, on bool) {
-	node, first := n, true
+	node, first, wrote := n, true, false
 	err := retry.RetryOnConflict(c.conflictBackoff(), func() error {
 		if !first {
 			var err error
@@ -56,21 +56,17 @@ func (c *Controller) setShutdownTaint(ctx context.Context, n *v1.Node, on bool) 
 		if hasTaint(node, shutdownTaint) == on {
 			return nil
 		}
-		var taints []v1.Taint
-		for _, t := range node.Spec.Taints {
-			if !t.MatchTaint(shutdownTaint) {
-				taints = append(taints, t)
-			}
-		}
+		updated, _ := taints.Remove(node, *shutdownTaint)
 		if on {
-			taints = append(taints, *shutdownTaint)
+			updated, _ = taints.AddOrUpdate(updated, *shutdownTaint, time.Time{})
 		}
-		patch, err := taintPatch(node.ResourceVersion, taints)
+		patch, err := taintPatch(node.ResourceVersion, updated.Spec.Taints)
 		if err != nil {
 			return err
 		}
 		_, err = c.client.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, patch,
 			metav1.PatchOptions{FieldManager: Name})
+		wrote = err == nil
 		return err
 	})
 	c.mu.Lock()
@@ -81,6 +77,7 @@ func (c *Controller) setShutdownTaint(ctx context.Context, n *v1.Node, on bool) 
 			c.stats.TaintFailures++
 			klog.FromContext(ctx).Error(err, "Updating the shutdown taint, will retry next pass", "node", n.Name, "add", on)
 		}
+	case !wrote: // after a conflict, the node was found as wanted (or replaced)
 	case on:
 		c.stats.TaintsAdded++
 	default:
