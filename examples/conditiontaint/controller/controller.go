@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -198,14 +199,7 @@ func (c *Controller) view(node *v1.Node) *v1.Node {
 }
 
 // isManaged reports whether t is one of the table's taints (key and effect).
-func (c *Controller) isManaged(t *v1.Taint) bool {
-	for i := range c.managed {
-		if c.managed[i].Key == t.Key && c.managed[i].Effect == t.Effect {
-			return true
-		}
-	}
-	return false
-}
+func (c *Controller) isManaged(t *v1.Taint) bool { return containsTaint(c.managed, t) }
 
 // evictorTaints are the node's NoExecute taints this controller manages:
 // the Evictor acts on those only (node.kubernetes.io/* are
@@ -244,14 +238,16 @@ func (c *Controller) kick() {
 	}
 }
 
+// evictionsEvent is the one event that asks for ReconcileEvictions.
+var evictionsEvent = event.GenericEvent{Object: &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "evictions"}}}
+
 // kickEvictions asks ReconcileEvictions to run.
 func (c *Controller) kickEvictions() {
 	if !c.cfg.EvictPods {
 		return
 	}
-	obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "evictions"}}
 	select {
-	case c.evictionsCh <- event.GenericEvent{Object: obj}:
+	case c.evictionsCh <- evictionsEvent:
 	default:
 	}
 }
@@ -293,10 +289,12 @@ func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (
 			q.Remove(node.Name)
 		}
 	}
-	if q, ok := c.queues.Get(zone); ok {
-		c.enqueue(now, q, view, zone, add)
-	}
-	if len(add) > 0 {
+	// A zone pass is due when the node joined its queue, or when its zone
+	// has no queue yet (only ZonePass creates one); a node already waiting
+	// is tainted when the queue's deadline wakes the loop.
+	q, haveQueue := c.queues.Get(zone)
+	queued := haveQueue && c.enqueue(now, q, view, zone, add)
+	if len(add) > 0 && (!haveQueue || queued) {
 		c.kick()
 	}
 	c.evictor.SetNodeTaints(now, node.Name, c.evictorTaints(view))
@@ -305,20 +303,23 @@ func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (
 }
 
 // enqueue puts the node in its zone's queue when add is not empty, and
-// takes it out (forgetting a done mark) when it is.
-func (c *Controller) enqueue(now time.Time, q *evictionqueue.Queue[string], node *v1.Node, zone string, add []v1.Taint) {
+// takes it out (forgetting a done mark) when it is. It reports whether the
+// node joined the queue now.
+func (c *Controller) enqueue(now time.Time, q *evictionqueue.Queue[string], node *v1.Node, zone string, add []v1.Taint) (added bool) {
 	if len(add) == 0 {
 		q.Remove(node.Name)
 		c.mu.Lock()
 		delete(c.waiting, node.Name)
 		c.mu.Unlock()
-		return
+		return false
 	}
-	if q.Add(now, node.Name, node.UID) {
-		c.metrics.decision(DecisionQueued, c.cfg.DryRun)
-		c.rec.Eventf(nodeRef(node.Name, node.UID), nil, v1.EventTypeNormal, ReasonQueued, "Queue",
-			"%s: queued for %s in zone %q", c.describeAdd(node, add), taintList(add), ZoneName(zone))
+	if !q.Add(now, node.Name, node.UID) {
+		return false
 	}
+	c.metrics.decision(DecisionQueued, c.cfg.DryRun)
+	c.rec.Eventf(nodeRef(node.Name, node.UID), nil, v1.EventTypeNormal, ReasonQueued, "Queue",
+		"%s: queued for %s in zone %q", c.describeAdd(node, add), taintList(add), ZoneName(zone))
+	return true
 }
 
 // describeAdd names the conditions behind the taints.
@@ -386,12 +387,7 @@ func (c *Controller) untaint(ctx context.Context, now time.Time, node *v1.Node, 
 }
 
 func containsTaint(ts []v1.Taint, t *v1.Taint) bool {
-	for i := range ts {
-		if ts[i].Key == t.Key && ts[i].Effect == t.Effect {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(ts, func(x v1.Taint) bool { return x.MatchTaint(t) })
 }
 
 // forgetNode drops a deleted (or no longer selected) node.

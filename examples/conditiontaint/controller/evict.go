@@ -6,15 +6,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubelifecycle/lifecycle/nodehealth"
 	"github.com/kubelifecycle/lifecycle/taints"
 )
-
-func labelSet(m map[string]string) labels.Set { return labels.Set(m) }
 
 // ReconcilePod feeds one pod to the Evictor: its node and tolerations, or
 // its deletion.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubelifecycle/lifecycle/evictionqueue"
@@ -185,16 +186,17 @@ func (c *Controller) reportWaiting(zone string, q *evictionqueue.Queue[string]) 
 	type ev struct {
 		it     evictionqueue.Item[string]
 		reason string
+		ahead  int // its position in the queue
 	}
 	var evs []ev
 	reason := ReasonWaitingForRate
 	if rate == 0 {
 		reason = ReasonHeldByBreaker
 	}
-	for _, it := range items {
+	for i, it := range items {
 		if c.waiting[it.Key] != reason {
 			c.waiting[it.Key] = reason
-			evs = append(evs, ev{it, reason})
+			evs = append(evs, ev{it, reason, i})
 		}
 	}
 	c.mu.Unlock()
@@ -208,7 +210,7 @@ func (c *Controller) reportWaiting(zone string, q *evictionqueue.Queue[string]) 
 	c.metrics.Pending.WithLabelValues(name, DecisionHeldByBreaker).Set(float64(held))
 	c.metrics.Pending.WithLabelValues(name, DecisionWaitingForRate).Set(float64(waiting))
 	next, hasNext := q.NextDeadline()
-	for i, e := range evs {
+	for _, e := range evs {
 		ref := nodeRef(e.it.Key, e.it.UID)
 		if e.reason == ReasonHeldByBreaker {
 			c.metrics.decision(DecisionHeldByBreaker, c.cfg.DryRun)
@@ -228,17 +230,8 @@ func (c *Controller) reportWaiting(zone string, q *evictionqueue.Queue[string]) 
 			when = next.UTC().Format(time.RFC3339)
 		}
 		c.rec.Eventf(ref, nil, v1.EventTypeNormal, ReasonWaitingForRate, "Wait",
-			"waiting for zone %q's rate of %v nodes/s: %d queued ahead, next taint at %s", name, rate, indexOf(items, e.it.Key, i), when)
+			"waiting for zone %q's rate of %v nodes/s: %d queued ahead, next taint at %s", name, rate, e.ahead, when)
 	}
-}
-
-func indexOf(items []evictionqueue.Item[string], key string, hint int) int {
-	for i := range items {
-		if items[i].Key == key {
-			return i
-		}
-	}
-	return hint
 }
 
 // taintNode is the zone queue's callback: it re-reads the node around the
@@ -253,7 +246,7 @@ func (c *Controller) taintNode(ctx context.Context, now time.Time, zone string, 
 		c.log.Error(err, "read node to taint", "node", it.Key)
 		return false, conflictRetryInterval
 	}
-	if node.UID != it.UID || !c.selector.Matches(labelSet(node.Labels)) {
+	if node.UID != it.UID || !c.selector.Matches(labels.Set(node.Labels)) {
 		return true, 0
 	}
 	view := c.view(node)
