@@ -77,6 +77,9 @@ func (o PodOutcome) Why() string {
 		return ""
 	}
 	x := o.Explanation
+	if evictionPending(x.State) {
+		return "eviction " + x.State.String() + " for " + Offset(x.At.Sub(Epoch)) + " (" + string(x.Reason) + ")"
+	}
 	switch x.State {
 	case taints.EvictionNodeNotTainted:
 		return "its node has no NoExecute taint"
@@ -85,8 +88,6 @@ func (o PodOutcome) Why() string {
 			return "it tolerates " + taintKey(x.Taint) + " forever (toleration " + tolerationString(*x.Toleration) + ")"
 		}
 		return "it tolerates every NoExecute taint of its node forever"
-	case taints.EvictionScheduled, taints.EvictionDue, taints.EvictionRetrying, taints.EvictionHandedOut:
-		return "eviction " + x.State.String() + " for " + Offset(x.At.Sub(Epoch)) + " (" + string(x.Reason) + ")"
 	case 0:
 		return "legacy mode: its node was not evicted"
 	}
@@ -168,8 +169,7 @@ func (s *sim) pending(res *Result) Pending {
 			}
 			for _, pod := range s.c.ListPodsOnNode(n.name) {
 				x := s.m.Explain(now, types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name})
-				switch x.State {
-				case taints.EvictionScheduled, taints.EvictionDue, taints.EvictionRetrying, taints.EvictionHandedOut:
+				if evictionPending(x.State) {
 					p.Zones[n.zone].Evictions++
 					latest[n.zone] = max(latest[n.zone], max(x.At.Sub(Epoch), end))
 				}
@@ -242,4 +242,14 @@ func tolerationTime(tol []v1.Toleration, t *v1.Taint) (time.Duration, bool) {
 		return 0, false
 	}
 	return taints.MinTolerationTime(used)
+}
+
+// evictionPending reports whether a pod in state s still has an eviction
+// coming (scheduled, due, retrying or handed out).
+func evictionPending(s taints.EvictionState) bool {
+	switch s {
+	case taints.EvictionScheduled, taints.EvictionDue, taints.EvictionRetrying, taints.EvictionHandedOut:
+		return true
+	}
+	return false
 }

@@ -237,12 +237,6 @@ func writeSummary(w io.Writer, res *Result) {
 			}
 			return ", " + Dur(seconds(*t-*z.OutageAt)) + " after the outage"
 		}
-		when := func(t *float64) string {
-			if t == nil {
-				return "never"
-			}
-			return Offset(seconds(*t))
-		}
 		if z.OutageAt != nil {
 			fmt.Fprintf(tw, "  outage\t%s\t%s\n", when(z.OutageAt), plural(z.KubeletsDown, "kubelet", "kubelets")+" stopped or not ready")
 		}
@@ -276,7 +270,7 @@ func writeSummary(w io.Writer, res *Result) {
 		}
 		if p := sum.Pending; p != nil && zi < len(p.Zones) {
 			if zp := p.Zones[zi]; zp.NodesQueued > 0 || zp.Evictions > 0 {
-				fmt.Fprintf(tw, "  NOT FINISHED\t%s\t%s\n", Offset(sum.end()), strings.TrimPrefix(pendingLabel(zp), "pending at the end: "))
+				fmt.Fprintf(tw, "  NOT FINISHED\t%s\t%s\n", Offset(sum.end()), pendingLabel(zp))
 			}
 		}
 		tw.Flush()
@@ -439,12 +433,6 @@ func WriteComparison(w io.Writer, taint, legacy *Result) error {
 	fmt.Fprintf(ew, "\nCOMPARISON  taint-based eviction vs legacy node eviction (pod-eviction-timeout %v)\n", legacy.Options.PodEvictionTimeout)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "zone\tmode\tUnknown\ttainted / queued\tfirst eviction\tlast eviction\tpods evicted")
-	when := func(t *float64) string {
-		if t == nil {
-			return "never"
-		}
-		return Offset(seconds(*t))
-	}
 	for i := range taint.Summary.Zones {
 		for _, r := range []*Result{taint, legacy} {
 			z := r.Summary.Zones[i]
@@ -481,4 +469,12 @@ func WriteJSONValue(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", " ")
 	return enc.Encode(v)
+}
+
+// when renders an offset in seconds from the start, or "never".
+func when(t *float64) string {
+	if t == nil {
+		return "never"
+	}
+	return Offset(seconds(*t))
 }

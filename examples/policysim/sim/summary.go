@@ -241,10 +241,10 @@ func (s *sim) notEvicted(res *Result, down map[string]bool) []KeptPods {
 				}
 			} else {
 				o := PodOutcome{Explanation: s.m.Explain(now, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})}
-				switch x := o.Explanation; x.State {
-				case taints.EvictionScheduled, taints.EvictionDue, taints.EvictionRetrying, taints.EvictionHandedOut:
+				switch x := o.Explanation; {
+				case evictionPending(x.State):
 					why = "eviction scheduled after the end (" + string(x.Reason) + ")"
-				case taints.EvictionNodeNotTainted:
+				case x.State == taints.EvictionNodeNotTainted:
 					why = "its node has no NoExecute taint (recovered, or not tainted yet)"
 				default:
 					why = o.Why()

@@ -655,7 +655,7 @@ func drawCumulative(w io.Writer, res *Result, top float64, x func(time.Duration)
 		step(evicted[i], downPods, colEvicted, "pods evicted")
 		if p := res.Summary.Pending; p != nil && i < len(p.Zones) && (p.Zones[i].NodesQueued > 0 || p.Zones[i].Evictions > 0) {
 			zp := p.Zones[i]
-			label := pendingLabel(zp)
+			label := "pending at the end: " + pendingLabel(zp)
 			xr := x(end)
 			fmt.Fprintf(w, `<path d="M%.1f %.1f l-9 -6 l0 12 z" fill="%s"><title>%s</title></path>`+"\n", xr, ry+2+svgCumH/2, colPending, esc(label))
 			fmt.Fprintf(w, `<text x="%.1f" y="%.0f" text-anchor="end" font-size="10" fill="%s" font-weight="bold" stroke="white" stroke-width="3" paint-order="stroke">%s</text>`+"\n", xr-12, ry+14, colPending, esc(label))
@@ -663,7 +663,8 @@ func drawCumulative(w io.Writer, res *Result, top float64, x func(time.Duration)
 	}
 }
 
-// pendingLabel says in one line what a zone still had to do at the end.
+// pendingLabel says in one line what a zone still had to do at the end
+// (without a "pending at the end: " prefix).
 func pendingLabel(zp ZonePending) string {
 	var parts []string
 	if zp.NodesQueued > 0 {
@@ -672,7 +673,7 @@ func pendingLabel(zp ZonePending) string {
 	if zp.Evictions > 0 {
 		parts = append(parts, plural(zp.Evictions, "eviction", "evictions")+" scheduled")
 	}
-	s := "pending at the end: " + strings.Join(parts, ", ")
+	s := strings.Join(parts, ", ")
 	switch {
 	case zp.NodesQueued > 0 && zp.Rate == 0:
 		s += "; zone rate 0: never tainted"

@@ -199,12 +199,6 @@ func WriteSweep(w io.Writer, field string, runs []SweepRun) error {
 		verb = "last queued"
 	}
 	fmt.Fprintf(tw, "%s\tzone\t%s\tlast eviction\tpods evicted\tFullDisruption\tpending at the end\n", field, verb)
-	when := func(t *float64) string {
-		if t == nil {
-			return "never"
-		}
-		return Offset(seconds(*t))
-	}
 	for _, r := range runs {
 		sum := r.Result.Summary
 		for i, z := range sum.Zones {
@@ -219,7 +213,7 @@ func WriteSweep(w io.Writer, field string, runs []SweepRun) error {
 			pending := "-"
 			if p := sum.Pending; p != nil && i < len(p.Zones) {
 				if zp := p.Zones[i]; zp.NodesQueued > 0 || zp.Evictions > 0 {
-					pending = strings.TrimPrefix(pendingLabel(zp), "pending at the end: ")
+					pending = pendingLabel(zp)
 				}
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Value, z.Zone, when(last), when(z.LastEviction), z.PodsEvicted, full, pending)
