@@ -20,20 +20,29 @@ const keySeparator = ":\x00:"
 // A nil node or a node without labels has key "". Key does not modify node.
 // It allocates only to build a non-empty key.
 func Key(node *v1.Node) string {
-	if node == nil || node.Labels == nil {
+	region, zone := KeyLabels(node)
+	if region == "" && zone == "" {
 		return ""
+	}
+	return region + keySeparator + zone
+}
+
+// KeyLabels returns the region and zone label values Key builds the key
+// from, by the same rules, without building it: a caller can compare them
+// to tell whether a node's key changed without allocating. A nil node or a
+// node without labels gives ("", "").
+func KeyLabels(node *v1.Node) (region, zone string) {
+	if node == nil {
+		return "", ""
 	}
 	labels := node.Labels
 	zone, ok := labels[v1.LabelFailureDomainBetaZone]
 	if !ok {
 		zone = labels[v1.LabelTopologyZone]
 	}
-	region, ok := labels[v1.LabelFailureDomainBetaRegion]
+	region, ok = labels[v1.LabelFailureDomainBetaRegion]
 	if !ok {
 		region = labels[v1.LabelTopologyRegion]
 	}
-	if region == "" && zone == "" {
-		return ""
-	}
-	return region + keySeparator + zone
+	return region, zone
 }

@@ -58,6 +58,14 @@ func TestKeySteps(t *testing.T) {
 		if tt.node != nil && !maps.Equal(before, tt.node.Labels) {
 			t.Errorf("%s: Key modified the labels: %v, were %v", tt.name, tt.node.Labels, before)
 		}
+		// KeyLabels gives the parts of the same key, without allocating.
+		region, zone := KeyLabels(tt.node)
+		if joined := region + keySeparator + zone; (tt.want == "" && (region != "" || zone != "")) || (tt.want != "" && joined != tt.want) {
+			t.Errorf("%s: KeyLabels = %q, %q; want the parts of %q", tt.name, region, zone, tt.want)
+		}
+		if a := testing.AllocsPerRun(10, func() { KeyLabels(tt.node) }); a != 0 {
+			t.Errorf("%s: KeyLabels allocated %v times", tt.name, a)
+		}
 	}
 }
 

@@ -67,11 +67,10 @@ type Monitor struct {
 	// healthHook is SetNodeHealthObserver's observer (monitorMu), or nil.
 	healthHook func(node string, took time.Duration)
 
-	mu       sync.Mutex
-	nodes    map[string]*nodeState
-	zoneMap  map[string]*zone
-	zoneList []*zone // sorted by key; zones are never removed from it
-	pass     uint64  // MonitorPass count, stamps nodeState.seen
+	mu      sync.Mutex
+	nodes   map[string]*nodeState
+	zoneMap map[string]*zone
+	pass    uint64 // MonitorPass count, stamps nodeState.seen
 	// lastZones is the last zone decision's zones (AppendZones).
 	lastZones []zonestate.ZoneDecision
 	deletes   uint64 // NodeDeleted count
@@ -362,27 +361,12 @@ func (m *Monitor) state(pass uint64, i int, node *v1.Node) *nodeState {
 	if s.from != node {
 		s.from = node
 		_, s.excluded = node.Labels[LabelExcludeDisruption]
-		if region, zoneName := zoneLabels(node); s.zone == nil || region != s.region || zoneName != s.zoneName {
+		if region, zoneName := zonestate.KeyLabels(node); s.zone == nil || region != s.region || zoneName != s.zoneName {
 			s.region, s.zoneName = region, zoneName
 			s.zone = m.zoneLocked(zonestate.Key(node))
 		}
 	}
 	return s
-}
-
-// zoneLabels returns the label values zonestate.Key builds the key from,
-// without building it.
-func zoneLabels(node *v1.Node) (region, zone string) {
-	l := node.Labels
-	zone, ok := l[v1.LabelFailureDomainBetaZone]
-	if !ok {
-		zone = l[v1.LabelTopologyZone]
-	}
-	region, ok = l[v1.LabelFailureDomainBetaRegion]
-	if !ok {
-		region = l[v1.LabelTopologyRegion]
-	}
-	return region, zone
 }
 
 // zoneLocked returns the zone of key, creating it at first sight. m.mu must
@@ -392,8 +376,6 @@ func (m *Monitor) zoneLocked(key string) *zone {
 	if !ok {
 		z = &zone{key: key}
 		m.zoneMap[key] = z
-		i, _ := slices.BinarySearchFunc(m.zoneList, key, func(z *zone, k string) int { return strings.Compare(z.key, k) })
-		m.zoneList = slices.Insert(m.zoneList, i, z)
 	}
 	return z
 }
@@ -432,7 +414,7 @@ func (m *Monitor) decide(ctx context.Context, now time.Time, nodes []*v1.Node, r
 		}
 	}
 	m.mu.Lock()
-	for _, z := range m.zoneList {
+	for _, z := range m.zoneMap {
 		if len(z.conds) > 0 {
 			m.zoneConds[z.key] = z.conds
 		}
@@ -447,7 +429,7 @@ func (m *Monitor) decide(ctx context.Context, now time.Time, nodes []*v1.Node, r
 	}
 	m.mu.Lock()
 	m.lastZones = append(m.lastZones[:0], d.Zones...)
-	for _, z := range m.zoneList {
+	for _, z := range m.zoneMap {
 		z.conds = z.conds[:0]
 	}
 	m.mu.Unlock()
