@@ -160,11 +160,21 @@ func (q *fireQueue) remove(rec *podRec) {
 	}
 }
 
-// drop forgets an empty (or drained) bucket.
+// drop forgets an empty bucket.
 func (q *fireQueue) drop(b *bucket) {
+	q.unindex(b)
+	q.recycle(b)
+}
+
+// unindex takes b out of its lane's heap and map.
+func (q *fireQueue) unindex(b *bucket) {
 	l := &q.lanes[b.lane]
 	l.heap.Remove(&b.elem)
 	delete(l.buckets, b.key)
+}
+
+// recycle clears b and keeps it on the free list (up to maxFreeBuckets).
+func (q *fireQueue) recycle(b *bucket) {
 	b.head, b.tail, b.at, b.n = nil, nil, time.Time{}, 0
 	if len(q.free) < maxFreeBuckets {
 		q.free = append(q.free, b)
@@ -197,29 +207,20 @@ func (q *fireQueue) peek(ref time.Time) *bucket {
 // popDue removes every bucket whose fire time is not after now into q.drain
 // (reused), in fire-time order, and returns them with the number of
 // evictions they hold. When both lanes have a due head, the one further
-// past now (each measured with Sub on its own reading) goes first. The
+// past now goes first (peek, with now as the reference: the earliest head
+// is due exactly when some head is, since After and Sub read the same
+// clock for the same pair of instants). The
 // caller takes each bucket's list (linked by next, in order, unlinked with
 // detached) and then calls release.
 func (q *fireQueue) popDue(now time.Time) ([]*bucket, int) {
 	total := 0
 	q.drain = q.drain[:0]
 	for {
-		var b *bucket
-		for i := range q.lanes {
-			top := q.lanes[i].heap.Peek()
-			if top == nil || top.Value.at.After(now) {
-				continue
-			}
-			if b == nil || top.Value.at.Sub(now) < b.at.Sub(now) {
-				b = top.Value
-			}
-		}
-		if b == nil {
+		b := q.peek(now)
+		if b == nil || b.at.After(now) {
 			return q.drain, total
 		}
-		l := &q.lanes[b.lane]
-		l.heap.Remove(&b.elem)
-		delete(l.buckets, b.key)
+		q.unindex(b)
 		for r := b.head; r != nil; r = r.next {
 			r.bkt = nil
 		}
@@ -232,10 +233,7 @@ func (q *fireQueue) popDue(now time.Time) ([]*bucket, int) {
 // release returns the buckets of the last popDue to the free list.
 func (q *fireQueue) release() {
 	for i, b := range q.drain {
-		b.head, b.tail, b.at, b.n = nil, nil, time.Time{}, 0
-		if len(q.free) < maxFreeBuckets {
-			q.free = append(q.free, b)
-		}
+		q.recycle(b)
 		q.drain[i] = nil
 	}
 	q.drain = q.drain[:0]
