@@ -280,8 +280,12 @@ func runParity(t *testing.T, sc parityScenario) {
 	if dir := os.Getenv("LIFECYCLE_E2E_PARITY_OUT"); dir != "" {
 		for name, s := range map[string]string{"upstream.txt": up.Summary(), "ours.txt": nc.Summary(), "diff.txt": report.String()} {
 			p := filepath.Join(dir, sc.name, name)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+			err := os.MkdirAll(filepath.Dir(p), 0o755)
+			if err == nil {
 				err = os.WriteFile(p, []byte(s), 0o644)
+			}
+			if err != nil {
+				t.Errorf("saving %s: %v", p, err)
 			}
 		}
 	}
