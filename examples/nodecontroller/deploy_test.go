@@ -47,6 +47,14 @@ type manifests struct {
 }
 
 // strict decodes doc into v, rejecting unknown fields.
+// decodeAs decodes doc strictly (strict) as a T.
+func decodeAs[T any](t *testing.T, file string, doc []byte) T {
+	t.Helper()
+	var o T
+	strict(t, file, doc, &o)
+	return o
+}
+
 func strict(t *testing.T, file string, doc []byte, v any) {
 	t.Helper()
 	if err := yaml.UnmarshalStrict(doc, v); err != nil {
@@ -99,37 +107,21 @@ func loadManifests(t *testing.T) manifests {
 			}
 			switch tm.APIVersion + "/" + tm.Kind {
 			case "v1/Namespace":
-				var o v1.Namespace
-				strict(t, f, doc, &o)
-				m.namespaces = append(m.namespaces, o)
+				m.namespaces = append(m.namespaces, decodeAs[v1.Namespace](t, f, doc))
 			case "v1/ServiceAccount":
-				var o v1.ServiceAccount
-				strict(t, f, doc, &o)
-				m.serviceAccounts = append(m.serviceAccounts, o)
+				m.serviceAccounts = append(m.serviceAccounts, decodeAs[v1.ServiceAccount](t, f, doc))
 			case "rbac.authorization.k8s.io/v1/ClusterRole":
-				var o rbacv1.ClusterRole
-				strict(t, f, doc, &o)
-				m.clusterRoles = append(m.clusterRoles, o)
+				m.clusterRoles = append(m.clusterRoles, decodeAs[rbacv1.ClusterRole](t, f, doc))
 			case "rbac.authorization.k8s.io/v1/ClusterRoleBinding":
-				var o rbacv1.ClusterRoleBinding
-				strict(t, f, doc, &o)
-				m.clusterBindings = append(m.clusterBindings, o)
+				m.clusterBindings = append(m.clusterBindings, decodeAs[rbacv1.ClusterRoleBinding](t, f, doc))
 			case "rbac.authorization.k8s.io/v1/Role":
-				var o rbacv1.Role
-				strict(t, f, doc, &o)
-				m.roles = append(m.roles, o)
+				m.roles = append(m.roles, decodeAs[rbacv1.Role](t, f, doc))
 			case "rbac.authorization.k8s.io/v1/RoleBinding":
-				var o rbacv1.RoleBinding
-				strict(t, f, doc, &o)
-				m.roleBindings = append(m.roleBindings, o)
+				m.roleBindings = append(m.roleBindings, decodeAs[rbacv1.RoleBinding](t, f, doc))
 			case "apps/v1/Deployment":
-				var o appsv1.Deployment
-				strict(t, f, doc, &o)
-				m.deployments = append(m.deployments, o)
+				m.deployments = append(m.deployments, decodeAs[appsv1.Deployment](t, f, doc))
 			case "policy/v1/PodDisruptionBudget":
-				var o policyv1.PodDisruptionBudget
-				strict(t, f, doc, &o)
-				m.pdbs = append(m.pdbs, o)
+				m.pdbs = append(m.pdbs, decodeAs[policyv1.PodDisruptionBudget](t, f, doc))
 			default:
 				t.Errorf("%s: unexpected %s %s", f, tm.APIVersion, tm.Kind)
 			}
