@@ -96,6 +96,7 @@ type Queue[K comparable] struct {
 	burst  int
 	lim    *rate.Limiter // nil while stopped
 	limAt  int64         // instant of the limiter's last state change
+	flying int           // items handed to a Try callback that has not returned
 }
 
 // New returns an empty queue with the rate limit cfg, whose token bucket is
@@ -265,6 +266,7 @@ func (q *Queue[K]) take(now time.Time) (*elem[K], int64) {
 	}
 	q.limAt = n
 	q.h.Pop()
+	q.flying++
 	return e, n
 }
 
@@ -287,6 +289,7 @@ func (q *Queue[K]) call(e *elem[K], n int64, it Item[K], fn func(Item[K]) (bool,
 
 // finish records the outcome of an attempt started at n.
 func (q *Queue[K]) finish(e *elem[K], n int64, done bool, after time.Duration) {
+	q.flying--
 	switch {
 	case e.Value.process == cancelMark:
 		// Removed or cleared meanwhile: forget it.
@@ -432,6 +435,19 @@ func (q *Queue[K]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.h.Len()
+}
+
+// Unfinished returns the number of items whose work is not finished: the
+// pending ones (Len) plus those handed to a Try callback that has not
+// returned yet (including one Removed or Cleared meanwhile), read under one
+// lock. A caller that discards an idle queue checks Unfinished() == 0, not
+// Len() == 0: an item in flight is in neither Len nor Items, and its retry
+// lands back in the queue when the callback returns. zonestate.Queues
+// uses it that way. O(1).
+func (q *Queue[K]) Unfinished() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.h.Len() + q.flying
 }
 
 // Contains reports whether key is known, that is whether Add would refuse

@@ -247,3 +247,46 @@ func TestConcurrentTryHandsOutOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestUnfinishedCountsItemsInFlight: Len leaves out the item a Try callback
+// holds; Unfinished counts it, on every way out of the callback (done,
+// retry, Remove, Clear, panic).
+func TestUnfinishedCountsItemsInFlight(t *testing.T) {
+	now := testutil.Epoch
+	tests := []struct {
+		name  string
+		fn    func(q *evictionqueue.Queue[string]) (bool, time.Duration)
+		after int // Unfinished once Try returned
+	}{
+		{"done", func(*evictionqueue.Queue[string]) (bool, time.Duration) { return true, 0 }, 1},
+		{"retry", func(*evictionqueue.Queue[string]) (bool, time.Duration) { return false, time.Second }, 2},
+		{"removed", func(q *evictionqueue.Queue[string]) (bool, time.Duration) { q.Remove("a"); return false, 0 }, 1},
+		{"cleared", func(q *evictionqueue.Queue[string]) (bool, time.Duration) { q.Clear(); return false, 0 }, 0},
+		{"panic", func(*evictionqueue.Queue[string]) (bool, time.Duration) { panic("boom") }, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, err := evictionqueue.New[string](now, evictionqueue.Config{QPS: 1, Burst: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.Add(now, "a", "")
+			q.Add(now.Add(time.Hour), "b", "") // not due: stays pending
+			func() {
+				defer func() { _ = recover() }()
+				q.Try(now, func(it evictionqueue.Item[string]) (bool, time.Duration) {
+					if got := q.Len(); got != 1 {
+						t.Errorf("Len() in the callback = %d, want 1", got)
+					}
+					if got := q.Unfinished(); got != 2 {
+						t.Errorf("Unfinished() in the callback = %d, want 2", got)
+					}
+					return tt.fn(q)
+				})
+			}()
+			if got := q.Unfinished(); got != tt.after {
+				t.Errorf("Unfinished() after Try = %d, want %d", got, tt.after)
+			}
+		})
+	}
+}

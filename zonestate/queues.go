@@ -23,6 +23,21 @@ type RateQueue interface {
 	Len() int
 }
 
+// UnfinishedCounter is an optional method of a RateQueue:
+// *evictionqueue.Queue[K] has it. Unfinished returns, read at one instant,
+// the pending items plus those handed out by a Try whose callback has not
+// returned, whose retry would land back in the queue.
+//
+// Queues drops the queue of a removed zone only when it is idle: when
+// Unfinished() == 0 for a queue that has the method, when Len() == 0 for
+// one that has not. Len leaves out an item in flight, so with a queue that
+// lacks Unfinished the caller must not run Try on a removed zone's queue
+// concurrently with Apply (serialize them, for example by calling both
+// from one loop), or a retry may land in a queue the set no longer holds.
+type UnfinishedCounter interface {
+	Unfinished() int
+}
+
 // ErrNoConstructor is returned by NewQueues when it is given a nil
 // constructor.
 var ErrNoConstructor = errors.New("zonestate: NewQueues needs a queue constructor")
@@ -38,9 +53,9 @@ var ErrNoConstructor = errors.New("zonestate: NewQueues needs a queue constructo
 //
 // The zero Queues is not usable; call NewQueues. A Queues is safe for
 // concurrent use: Apply and Ensure are serialized by one mutex, held while
-// they call the constructor and the queues' SetRate, Clear and Len; a
-// second mutex guards the zone map and is held only to read or replace it,
-// never while the constructor or a queue's method runs. The constructor
+// they call the constructor and the queues' SetRate, Clear, Len and
+// Unfinished; a second mutex guards the zone map and is held only to read
+// or replace it, never while the constructor or a queue's method runs. The constructor
 // and the queues' methods may therefore call Get, Each, Zones,
 // NextDeadline and Len, but not Apply or Ensure; Each's callback may call
 // anything. A queue used from several goroutines must itself be safe for
@@ -91,10 +106,11 @@ func NewQueues[Q RateQueue](newQueue func(now time.Time, zone string, qps float6
 //     handleDisruption does when it enters full disruption mode;
 //   - otherwise a zone whose RateChanged is set, and every zone of d.Zones
 //     on d.ExitedFullDisruption, gets SetRate(now, QPS);
-//   - the queue of a zone in d.Removed is dropped when it is empty. One
-//     that still holds items keeps running at its last rate (upstream keeps
+//   - the queue of a zone in d.Removed is dropped when it is idle: empty,
+//     and with no item in flight in a Try (see UnfinishedCounter). One
+//     that still holds items, or one in flight, keeps running at its last rate (upstream keeps
 //     the old queue too, until the zone comes back) and is dropped by the
-//     first later Apply that finds it empty while its zone is still absent,
+//     first later Apply that finds it idle while its zone is still absent,
 //     so no queued node is lost and queues of zones gone for good do not
 //     accumulate. If the zone comes back first, its queue is reused and gets
 //     the zone's rate (its first decision has RateChanged set); unlike
@@ -169,7 +185,7 @@ func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 	}
 
 	for k := range s.absent {
-		if s.queues[k].Len() == 0 {
+		if idle(s.queues[k]) {
 			s.mu.Lock()
 			s.drop(k)
 			s.mu.Unlock()
@@ -178,12 +194,21 @@ func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 	return errors.Join(errs...)
 }
 
+// idle reports whether q has no work left: nothing pending and, when it can
+// tell (UnfinishedCounter), nothing in flight either.
+func idle[Q RateQueue](q Q) bool {
+	if u, ok := any(q).(UnfinishedCounter); ok {
+		return u.Unfinished() == 0
+	}
+	return q.Len() == 0
+}
+
 // Ensure returns the zone's queue, creating it at qps (through the
 // constructor) when the set has none, for a caller that must queue a node
 // in a zone before, or without, a decision for it (upstream creates a zone's
 // queue when it first meets one of its nodes). A queue Ensure creates for a
 // zone without a decision in the last Apply is dropped by a later Apply once
-// it is empty and the zone still has no decision. While the last Apply was
+// it is idle and the zone still has no decision. While the last Apply was
 // in full disruption mode the queue is created stopped (qps 0) and gets qps
 // when an Apply exits the mode, so nothing is tainted during the mode. The
 // constructor's error is returned wrapped.
