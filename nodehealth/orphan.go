@@ -156,7 +156,11 @@ type OrphanDecision struct {
 //
 // After a Delete decision the record stays (so a failed deletion is simply
 // decided again on the next NotFound) until Forget. Nodes that are Ready or
-// whose instance exists keep no record at all.
+// whose instance exists keep no record, except an uninitialized node whose
+// UninitializedNodeDelay has started: it keeps the delay's end (until
+// Forget, or until it is initialized and Ready or found to exist), so that
+// the delay of a node with a zero or future CreationTimestamp runs once from
+// its first Observe and does not start again after every Exists answer.
 //
 // The zero value is not usable; create one with NewOrphanTracker. An
 // OrphanTracker is safe for concurrent use (one mutex; no callbacks).
@@ -216,16 +220,17 @@ func (o *OrphanTracker) Observe(now time.Time, node *v1.Node, e Existence) Orpha
 	} else {
 		o.last = now
 	}
-	if ready {
-		delete(o.nodes, node.Name)
-		return OrphanDecision{Reason: OrphanNodeReady, NextCheck: now}
-	}
 	rec := o.nodes[node.Name]
 	if rec != nil && rec.uid != node.UID {
 		rec = nil // a new object under the same name: start afresh
 		delete(o.nodes, node.Name)
 	}
-	if o.p.UninitializedNodeDelay > 0 && uninitialized(node) {
+	delay := o.p.UninitializedNodeDelay > 0 && uninitialized(node)
+	if ready {
+		o.reset(now, node.Name, rec, delay)
+		return OrphanDecision{Reason: OrphanNodeReady, NextCheck: now}
+	}
+	if delay {
 		if rec == nil {
 			rec = &orphanRecord{uid: node.UID, firstSeen: now}
 			o.nodes[node.Name] = rec
@@ -245,7 +250,7 @@ func (o *OrphanTracker) Observe(now time.Time, node *v1.Node, e Existence) Orpha
 		}
 	}
 	if e == ExistenceExists {
-		delete(o.nodes, node.Name)
+		o.reset(now, node.Name, rec, delay)
 		return OrphanDecision{Reason: OrphanExists, NextCheck: now}
 	}
 	if rec == nil {
@@ -285,6 +290,23 @@ func (o *OrphanTracker) Observe(now time.Time, node *v1.Node, e Existence) Orpha
 	rec.nextCheck = d.NextCheck
 	d.NotFound = rec.notFound
 	return d
+}
+
+// reset forgets the node's NotFound count and Unknown backoff after a Ready
+// or Exists answer. The record itself goes too, unless the node is
+// uninitialized (delay) and its delay has started: then only the start of
+// the delay stays, so that a node without a usable CreationTimestamp does
+// not start a new delay at its next Observe (each Exists answer would
+// otherwise make a later NotFound wait another full delay).
+func (o *OrphanTracker) reset(now time.Time, name string, rec *orphanRecord, delay bool) {
+	if rec == nil {
+		return
+	}
+	if delay && !rec.uninitEnd.IsZero() {
+		*rec = orphanRecord{uid: rec.uid, firstSeen: rec.firstSeen, uninitEnd: rec.uninitEnd, nextCheck: now}
+		return
+	}
+	delete(o.nodes, name)
 }
 
 // uninitialized reports whether the cloud node controller has not

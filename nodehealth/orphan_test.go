@@ -357,3 +357,45 @@ func TestOrphanUninitializedNodeDelay(t *testing.T) {
 		})
 	}
 }
+
+// TestOrphanUninitializedDelayRunsOnceAfterExists: the delay of an
+// uninitialized node with a zero or future CreationTimestamp counts from its
+// first Observe. An Exists answer used to drop the record and with it the
+// start of the delay, so the next Observe started a new delay and a NotFound
+// answer after it waited another full minute (after every Exists answer).
+func TestOrphanUninitializedDelayRunsOnceAfterExists(t *testing.T) {
+	zero := uninitializedNode(0)
+	zero.CreationTimestamp = metav1.Time{}
+	for _, tt := range []struct {
+		name string
+		node *v1.Node
+	}{{"zero CreationTimestamp", zero}, {"future CreationTimestamp", uninitializedNode(3600)}} {
+		t.Run(tt.name, func(t *testing.T) {
+			runOrphan(t, newOrphan(t, DefaultOrphanPolicy()), []orphanStep{
+				{10, tt.node, exists, "keep Uninitialized next=70s notFound=0"},
+				{70, tt.node, exists, "keep Exists next=70s notFound=0"},
+				{75, tt.node, exists, "keep Exists next=75s notFound=0"},
+				{80, tt.node, notFound, "delete NotFound next=80s notFound=1"},
+			})
+			// Unknown answers and their backoff are still reset by Exists.
+			runOrphan(t, newOrphan(t, DefaultOrphanPolicy()), []orphanStep{
+				{10, tt.node, unknown, "keep Uninitialized next=70s notFound=0"},
+				{70, tt.node, unknown, "keep CloudUnknown next=75s notFound=0"},
+				{75, tt.node, unknown, "keep CloudUnknown next=85s notFound=0"},
+				{85, tt.node, exists, "keep Exists next=85s notFound=0"},
+				{86, tt.node, unknown, "keep CloudUnknown next=91s notFound=0"},
+			})
+		})
+	}
+	// A node once initialized no longer keeps a record after Exists.
+	init := zero.DeepCopy()
+	init.Spec.ProviderID = "aws:///eu-west-1a/i-0123"
+	o := newOrphan(t, DefaultOrphanPolicy())
+	runOrphan(t, o, []orphanStep{
+		{10, zero, exists, "keep Uninitialized next=70s notFound=0"},
+		{70, init, exists, "keep Exists next=70s notFound=0"},
+	})
+	if at, ok := o.NextCheck("n1"); ok {
+		t.Errorf("NextCheck(n1) after Exists of an initialized node = %s, true; want no record", rel(at))
+	}
+}
