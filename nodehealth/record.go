@@ -40,7 +40,9 @@ type Record struct {
 	// PodsNotReadyEdge identifies the pending flip
 	// (Result.PodsNotReadyEdge); zero when PodsNotReady is false. Restore
 	// reads a zero edge of a pending flip (a record written before the field
-	// existed) as the Restore instant.
+	// existed) as the Restore instant (moved past the previous edge, as a
+	// new flip's), and every later flip gets an edge after the restored
+	// ones.
 	PodsNotReadyEdge time.Time `json:"podsNotReadyEdge,omitzero"`
 }
 
@@ -97,7 +99,9 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 		if r.PodsNotReady {
 			rec.podsEdge = r.PodsNotReadyEdge
 			if rec.podsEdge.IsZero() {
-				rec.podsEdge = now
+				rec.podsEdge = t.newEdge(now)
+			} else if rec.podsEdge.After(t.edge) {
+				t.edge = rec.podsEdge // later flips get later edges
 			}
 		}
 		if r.Ready != nil {

@@ -38,7 +38,10 @@ type Result struct {
 	// AckPodsNotReady), or until the node reports Ready=True again.
 	MarkPodsNotReady bool
 	// PodsNotReadyEdge identifies the flip MarkPodsNotReady stands for: the
-	// now of the Observe that wrote Ready=Unknown. It is zero when
+	// now of the Observe that wrote Ready=Unknown, moved on by a nanosecond
+	// past the Tracker's previous edge when time did not advance (two flips
+	// at one instant, a clock stepped back), so that every flip of every
+	// node has its own edge. It is zero when
 	// MarkPodsNotReady is false, stays the same while the flip is pending
 	// (also when the write is produced again after a failure), and differs
 	// for a later flip. Compare edges with time.Time.Equal. A caller that
@@ -94,6 +97,7 @@ type Tracker struct {
 	cfg   Config
 	last  time.Time // latest now seen; an earlier now is treated as this one
 	nodes map[string]*record
+	edge  time.Time // latest pods-not-ready edge handed out (see newEdge)
 }
 
 // record is the per-node state (upstream nodeHealthData, minus the full
@@ -251,7 +255,7 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 			res.StatusUpdate = st
 			res.CurrentReady = findCondition(st.Conditions, v1.NodeReady)
 			if observed.Status == v1.ConditionTrue && !rec.podsNotReady {
-				rec.podsNotReady, rec.podsEdge = true, now
+				rec.podsNotReady, rec.podsEdge = true, t.newEdge(now)
 			}
 			// Step 7: the caller writes it; record it as upstream does after
 			// a successful write (probe kept, lease = the observed one).
