@@ -164,3 +164,44 @@ func BenchmarkOrphanObserve(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/size, "ns/node")
 	})
 }
+
+// BenchmarkNextDeadline measures the earliest deadline over every node:
+//   - read: NextDeadline alone (O(1)).
+//   - renew: one node renews its Lease (its deadline moves to the back,
+//     O(log n)) and NextDeadline is read, as a caller does after each
+//     evaluation.
+func BenchmarkNextDeadline(b *testing.B) {
+	const size = 5000
+	nodes := make([]*v1.Node, size)
+	leases := make([]*coordinationv1.Lease, size)
+	tr := newTracker(b)
+	for i := range nodes {
+		nodes[i] = benchNode(i)
+		now := sec(float64(i) / 100) // deadlines spread over 50s
+		leases[i] = testutil.Lease(nodes[i].Name, now)
+		tr.Observe(now, nodes[i], leases[i])
+	}
+	b.Run(fmt.Sprintf("read/nodes=%d", size), func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := tr.NextDeadline(); !ok {
+				b.Fatal("NextDeadline() = false")
+			}
+		}
+	})
+	b.Run(fmt.Sprintf("renew/nodes=%d", size), func(b *testing.B) {
+		now, i := sec(50), 0
+		b.ReportAllocs()
+		for b.Loop() {
+			now = now.Add(time.Millisecond)
+			leases[i].Spec.RenewTime.Time = now
+			if r, err := tr.Observe(now, nodes[i], leases[i]); err != nil || r.Stale {
+				b.Fatalf("Observe = %s, %v", summary(r), err)
+			}
+			if _, ok := tr.NextDeadline(); !ok {
+				b.Fatal("NextDeadline() = false")
+			}
+			i = (i + 1) % size
+		}
+	})
+}

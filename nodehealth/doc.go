@@ -78,7 +78,8 @@
 //	set    Snapshot / Restore, failed writes, further passes  set
 //
 // Each flip has an identity, Result.PodsNotReadyEdge (the instant of the
-// Observe that wrote Unknown), kept while it is pending, also across
+// Observe that wrote Unknown, moved a nanosecond past the previous edge when
+// time did not advance, so no two flips share one), kept while it is pending, also across
 // Snapshot and Restore. A caller that marks pods inline, before the node's
 // next Observe, may acknowledge with AckPodsNotReady(name); a caller that
 // hands the work to other goroutines acknowledges with
@@ -133,6 +134,23 @@
 //		// On a Node delete event: health.Forget(name).
 //		// From time to time: saveCheckpoint(health.Snapshot()).
 //	}
+//
+// A caller that sleeps between passes rather than ticking sleeps until
+// health.NextDeadline() (and its queues' NextDeadline): one nanosecond after
+// the earliest Deadline of a node that was not stale at its last
+// evaluation, the first instant at which a pass decides something new
+// without a new signal (a heartbeat or Lease event wakes it earlier).
+//
+// # Heartbeats that are not a kubelet's
+//
+// ObserveLease times any Lease under any name (an agent of yours renewing a
+// Lease in its own namespace) with the same rules as a node's Lease, and no
+// Node object: first sight or a changed RenewTime is a fresh signal, the
+// heartbeat is stale strictly after probe + GracePeriod (StartupGracePeriod
+// until a first Lease is seen), and LeaseResult.Expired marks the first
+// stale evaluation. Nothing is written; NextDeadline, ResetProbes, Forget,
+// Snapshot and Restore cover heartbeats as they cover nodes. Give them a
+// Tracker (and Config) of their own.
 //
 // The cloud existence check, for each node that is not Ready:
 //
@@ -266,9 +284,13 @@
 //
 // # Cost
 //
-// Observe is O(1) per node and, in the steady state (a known node, not
+// Observe and ObserveLease are O(log n) per node when the node's Deadline
+// moves (the heap behind NextDeadline, which is O(1)), O(1) otherwise, and,
+// in the steady state (a known node, not
 // stale, or stale and already Unknown), allocates nothing (pinned by
-// TestObserveSteadyStateAllocatesNothing); a node that must be written
+// TestObserveSteadyStateAllocatesNothing,
+// TestObserveLeaseSteadyStateAllocatesNothing,
+// TestNextDeadlineAllocatesNothing); a node that must be written
 // costs a deep copy of its status. OrphanTracker.Observe is O(1) and
 // allocates only a node's first record. Snapshot is O(n log n).
 package nodehealth

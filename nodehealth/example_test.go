@@ -279,3 +279,51 @@ func ExampleOrphanTracker() {
 	// at 20s: delete=false reason=AwaitingAge next=60s
 	// at 1m0s: delete=true reason=NotFound next=60s
 }
+
+// A controller author times their own agent's Lease (in their own
+// namespace) with ObserveLease: no Node object, no status to write, and
+// Expired marks the one pass on which the heartbeat was first found stale.
+func ExampleTracker_ObserveLease() {
+	beats, _ := nodehealth.NewTracker(nodehealth.Config{GracePeriod: 40 * time.Second, StartupGracePeriod: time.Minute})
+	renewed := func(t time.Time) *coordinationv1.Lease {
+		holder := "agent-0"
+		return &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "acme-system", Name: "acme-agent-0"},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &metav1.MicroTime{Time: t}},
+		}
+	}
+	// The agent renews every 10s until 30s, then stops.
+	for s := time.Duration(0); s <= 90*time.Second; s += 10 * time.Second {
+		l := renewed(at(min(s, 30*time.Second)))
+		res, _ := beats.ObserveLease(at(s), "acme-system/acme-agent-0", l)
+		if res.Expired {
+			fmt.Printf("%s: expired (deadline %s), restart the agent\n", secs(at(s)), secs(res.Deadline))
+		}
+	}
+	next, ok := beats.NextDeadline()
+	fmt.Println("next deadline:", ok, next.IsZero())
+	// Output:
+	// 80s: expired (deadline 70s), restart the agent
+	// next deadline: false true
+}
+
+// NextDeadline is when to wake up for the next node that may go stale: one
+// nanosecond after the earliest Deadline, since a node is stale strictly
+// after it.
+func ExampleTracker_NextDeadline() {
+	health, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
+	health.Observe(at(0), readyNode("a", v1.ConditionTrue), nil)
+	health.Observe(at(0), readyNode("b", v1.ConditionTrue), lease("b", at(0)))
+	health.Observe(at(20*time.Second), readyNode("b", v1.ConditionTrue), lease("b", at(20*time.Second)))
+	next, _ := health.NextDeadline()
+	fmt.Println("wake at", secs(next)) // a's deadline: 0s + 50s
+
+	res, _ := health.Observe(next, readyNode("a", v1.ConditionTrue), nil)
+	fmt.Println("a stale:", res.Stale)
+	next, _ = health.NextDeadline()
+	fmt.Println("wake at", secs(next)) // a left the set; b's deadline: 20s + 50s
+	// Output:
+	// wake at 50.000000001s
+	// a stale: true
+	// wake at 70.000000001s
+}

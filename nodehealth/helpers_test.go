@@ -197,7 +197,7 @@ func (restart) do(t *testing.T, tr *Tracker, now time.Time) (string, string) {
 	fresh.Restore(now, tr.Snapshot())
 	tr.mu.Lock()
 	fresh.mu.Lock()
-	tr.nodes, tr.last, tr.edge = fresh.nodes, fresh.last, fresh.edge
+	tr.nodes, tr.last, tr.edge, tr.due = fresh.nodes, fresh.last, fresh.edge, fresh.due
 	fresh.mu.Unlock()
 	tr.mu.Unlock()
 	return "restart via Snapshot/Restore", ""

@@ -44,6 +44,10 @@ type Record struct {
 	// new flip's), and every later flip gets an edge after the restored
 	// ones.
 	PodsNotReadyEdge time.Time `json:"podsNotReadyEdge,omitzero"`
+	// LeaseOnly is true for a heartbeat timed by ObserveLease rather than a
+	// node timed by Observe; Ready and the pods-not-ready fields are then
+	// unused.
+	LeaseOnly bool `json:"leaseOnly,omitempty"`
 }
 
 // Snapshot returns the state of every known node, sorted by name, so that a
@@ -95,6 +99,7 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 			probe:        onClock(r.Probe, now),
 			transition:   onClock(r.ReadyTransition, now),
 			podsNotReady: r.PodsNotReady,
+			leaseOnly:    r.LeaseOnly,
 		}
 		if r.PodsNotReady {
 			rec.podsEdge = r.PodsNotReadyEdge
@@ -113,7 +118,9 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 				rec.lease.renewSet, rec.lease.renew = true, *r.LeaseRenewTime
 			}
 		}
+		t.unschedule(t.nodes[r.Name])
 		t.nodes[r.Name] = rec
+		t.schedule(rec, rec.probe.Add(t.grace(rec)), false)
 	}
 }
 
@@ -122,6 +129,7 @@ func (rec *record) export(name string) Record {
 	r := Record{
 		Name: name, Probe: rec.probe, ReadyTransition: rec.transition,
 		LeaseSeen: rec.lease.present, PodsNotReady: rec.podsNotReady,
+		LeaseOnly: rec.leaseOnly,
 	}
 	if rec.podsNotReady {
 		r.PodsNotReadyEdge = rec.podsEdge

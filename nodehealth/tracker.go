@@ -8,6 +8,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelifecycle/lifecycle/internal/heap"
 )
 
 // Result is what one Observe call decided for one node.
@@ -98,6 +100,10 @@ type Tracker struct {
 	last  time.Time // latest now seen; an earlier now is treated as this one
 	nodes map[string]*record
 	edge  time.Time // latest pods-not-ready edge handed out (see newEdge)
+
+	// due holds the deadlines of the records not stale at their last
+	// evaluation (NextDeadline).
+	due *heap.Heap[time.Time]
 }
 
 // record is the per-node state (upstream nodeHealthData, minus the full
@@ -109,6 +115,12 @@ type record struct {
 	lease        savedLease
 	podsNotReady bool
 	podsEdge     time.Time // identity of the pending flip; valid while podsNotReady
+
+	// leaseOnly: timed by ObserveLease, a heartbeat that is not a kubelet's.
+	leaseOnly bool
+	// due is the record's deadline in Tracker.due; nil until first scheduled.
+	due *heap.Elem[time.Time]
+
 	// synthetic is the observed Ready condition handed out while the node
 	// has none. Once published it is never modified (a new one replaces it),
 	// so Results may share it without copying or racing.
@@ -136,7 +148,7 @@ func NewTracker(cfg Config) (*Tracker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Tracker{cfg: cfg, nodes: make(map[string]*record)}, nil
+	return &Tracker{cfg: cfg, nodes: make(map[string]*record), due: newDue()}, nil
 }
 
 // Observe evaluates one node at now, given its Lease from kube-node-lease
@@ -238,6 +250,8 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 		}
 	}
 
+	rec.leaseOnly = false // a heartbeat timed by ObserveLease is a node from now on
+
 	// Step 3: the Lease.
 	if lease != nil && rec.lease.renewedBy(lease) {
 		rec.lease = saveLease(lease)
@@ -272,6 +286,7 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 		res.PodsNotReadyEdge = rec.podsEdge
 	}
 	res.ReadyTransition = rec.transition
+	t.schedule(rec, res.Deadline, res.Stale)
 	return res, nil
 }
 
@@ -317,6 +332,7 @@ func (t *Tracker) ResetProbes(now time.Time) {
 	now = t.advance(now)
 	for _, rec := range t.nodes {
 		rec.probe, rec.transition = now, now
+		t.schedule(rec, now.Add(t.grace(rec)), false)
 	}
 }
 
@@ -325,6 +341,7 @@ func (t *Tracker) ResetProbes(now time.Time) {
 func (t *Tracker) Forget(name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.unschedule(t.nodes[name])
 	delete(t.nodes, name)
 }
 
