@@ -23,7 +23,8 @@
 //	Initial            zone not known before this pass (Previous only)       -
 //	Normal             otherwise (also: no nodes)                             EvictionQPS (0.1)
 //	PartialDisruption  notReady > 2 && notReady/size >= threshold (float32)   SecondaryEvictionQPS (0.01) if size > 50, else 0
-//	FullDisruption     ready == 0 && notReady > 0                             FullDisruptionQPS if set, else EvictionQPS
+//	FullDisruption     ready == 0 && notReady > 0                             0 with HoldFullyDisruptedZones, else
+//	                                                                          FullDisruptionQPS if set, else EvictionQPS
 //
 // # Full disruption mode
 //
@@ -48,10 +49,13 @@
 // (Entered, Exited, In: Decision.EnteredFullDisruption, ExitedFullDisruption,
 // InFullDisruption.)
 //
-// In full disruption mode every zone's QPS is 0. Consequences: a single-zone
-// cluster (zone key "") never taints while its only zone is fully disrupted;
-// in a multi-zone cluster a dead zone next to a zone with a Ready node is
-// tainted at EvictionQPS, so its workload moves to the healthy zones. A fresh
+// In full disruption mode every zone's QPS is 0. The breaker is cluster-wide,
+// not per zone: it trips only when every zone is dark. Consequences: a
+// single-zone cluster (zone key "") never taints while its only zone is
+// fully disrupted; in a multi-zone cluster a dead zone next to a zone with a
+// Ready node is tainted at EvictionQPS, so its workload moves to the healthy
+// zones, unless Policy.HoldFullyDisruptedZones holds it (rate 0) or
+// Policy.FullDisruptionQPS gives it a rate of its own. A fresh
 // cluster whose nodes have not posted a Ready condition yet is fully
 // disrupted on its first pass (nil conditions count as not ready), exactly
 // like upstream's bootstrap.
@@ -157,8 +161,9 @@
 //     out of full disruption mode. An Update with no zones at all only
 //     removes zones: upstream finds "all zones fully disrupted" vacuously
 //     true both now and before, and does nothing either.
-//   - FullDisruptionQPS (opt-in, nil = upstream): a separate rate, 0 to
-//     pause, for a fully disrupted zone next to healthy ones, as asked in
+//   - HoldFullyDisruptedZones and FullDisruptionQPS (opt-in; false and nil
+//     = upstream): the per-zone hold (rate 0), or a separate rate, for a
+//     fully disrupted zone next to healthy ones, as asked in
 //     kubernetes/kubernetes#70501, #110114 and #131182
 //     (kubernetes/enhancements#5226, #5263).
 //

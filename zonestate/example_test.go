@@ -191,6 +191,31 @@ func ExamplePolicy_fullDisruptionQPS() {
 	//   entered=false exited=false in=false
 }
 
+// By default (upstream) only full disruption mode, every zone dark at once,
+// stops tainting: one dark zone next to a healthy one is tainted at the
+// normal rate. HoldFullyDisruptedZones holds such a zone instead.
+func ExamplePolicy_holdFullyDisruptedZones() {
+	for _, hold := range []bool{false, true} {
+		p := zonestate.DefaultPolicy()
+		p.HoldFullyDisruptedZones = hold
+		tr, _ := zonestate.NewTracker(p)
+		fmt.Println("HoldFullyDisruptedZones:", hold)
+		printDecision(tr.Update(map[string][]*v1.NodeCondition{
+			"eu:\x00:a": statuses(U, U, U),
+			"eu:\x00:b": statuses(T, T, T),
+		}))
+	}
+	// Output:
+	// HoldFullyDisruptedZones: false
+	//   eu/a: 3/3 not ready, Initial -> FullDisruption, qps 0.1 (changed true)
+	//   eu/b: 0/3 not ready, Initial -> Normal, qps 0.1 (changed true)
+	//   entered=false exited=false in=false
+	// HoldFullyDisruptedZones: true
+	//   eu/a: 3/3 not ready, Initial -> FullDisruption, qps 0 (changed true)
+	//   eu/b: 0/3 not ready, Initial -> Normal, qps 0.1 (changed true)
+	//   entered=false exited=false in=false
+}
+
 // Example shows a caller's monitor pass: group the counted nodes' Ready
 // conditions by zone key, call Update, then act on the Decision: the
 // full-disruption edges first, then each zone's rate. queues stands for the

@@ -76,7 +76,8 @@ func FuzzCompute(f *testing.F) {
 // FuzzUpdateSequence decodes a byte string into a sequence of Updates and
 // compares the Tracker with the reference model at every step. Per step: one
 // byte says which of four zones are present (low 4 bits) and whether the
-// policy's FullDisruptionQPS is used (bit 4, read from the first byte only);
+// policy's FullDisruptionQPS is used (bit 4) or HoldFullyDisruptedZones
+// (bit 5, which wins), both read from the first byte only;
 // then, per present zone, a size byte and a health byte.
 func FuzzUpdateSequence(f *testing.F) {
 	f.Add([]byte{0x01, 4, 0})                                // bootstrap-like: one zone, all nil
@@ -84,10 +85,14 @@ func FuzzUpdateSequence(f *testing.F) {
 	f.Add([]byte{0x13, 3, 0, 3, 0xff, 0x03, 3, 0, 3, 0})     // two zones, one dies
 	f.Add([]byte{0x0f, 60, 0x80, 5, 0, 1, 0xff, 2, 3, 0x00}) // large partial zone, removal next
 	f.Add([]byte{0x03, 2, 0, 2, 0, 0x00, 0x02, 2, 0xff})     // empty pass during full disruption
+	f.Add([]byte{0x23, 3, 0, 3, 0xff, 0x03, 3, 0, 3, 0})     // two zones, one dies, held
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := DefaultPolicy()
 		if len(data) > 0 && data[0]&0x10 != 0 {
 			p.FullDisruptionQPS = ptr(0.02)
+		}
+		if len(data) > 0 && data[0]&0x20 != 0 {
+			p.FullDisruptionQPS, p.HoldFullyDisruptedZones = nil, true
 		}
 		tr, err := NewTracker(p)
 		if err != nil {

@@ -31,6 +31,8 @@ func (m *model) rateFor(s State, size int, mode bool) float64 {
 		return m.p.SecondaryEvictionQPS
 	case s == StatePartialDisruption:
 		return 0
+	case s == StateFullDisruption && m.p.HoldFullyDisruptedZones:
+		return 0
 	case s == StateFullDisruption && m.p.FullDisruptionQPS != nil:
 		return *m.p.FullDisruptionQPS
 	default: // Full with some other zone not Full

@@ -43,13 +43,23 @@ type Policy struct {
 	// EvictionQPS so its workload moves to the healthy zones
 	// (kubernetes/kubernetes#70501, #110114, #131182). It never applies in
 	// full disruption mode, where every rate is 0. When non-nil it must be
-	// finite and >= 0. NewTracker copies the pointed-to value.
+	// finite and >= 0. NewTracker copies the pointed-to value. To pause such
+	// zones, HoldFullyDisruptedZones says it without a pointer.
 	FullDisruptionQPS *float64
+	// HoldFullyDisruptedZones, when true, stops tainting in a FullDisruption
+	// zone while at least one other zone is not fully disrupted: the
+	// per-zone hold, a rate of 0, the same as FullDisruptionQPS pointing to
+	// 0. false (the default) keeps upstream behaviour: only full disruption
+	// mode (every zone dark at once) stops tainting, and a single dark zone
+	// next to healthy ones is tainted at EvictionQPS. It may be combined
+	// with FullDisruptionQPS only when that points to 0.
+	HoldFullyDisruptedZones bool
 }
 
-// DefaultPolicy returns the upstream v1.36 defaults: EvictionQPS 0.1,
-// SecondaryEvictionQPS 0.01, LargeClusterThreshold 50,
-// UnhealthyZoneThreshold 0.55, FullDisruptionQPS nil.
+// DefaultPolicy returns the upstream defaults (kube-controller-manager
+// v1.37.2, unchanged since v1.36): EvictionQPS 0.1, SecondaryEvictionQPS
+// 0.01, LargeClusterThreshold 50, UnhealthyZoneThreshold 0.55,
+// FullDisruptionQPS nil, HoldFullyDisruptedZones false.
 func DefaultPolicy() Policy {
 	return Policy{
 		EvictionQPS:            0.1,
@@ -71,6 +81,10 @@ func (p Policy) validate() error {
 	rate("SecondaryEvictionQPS", p.SecondaryEvictionQPS)
 	if p.FullDisruptionQPS != nil {
 		rate("FullDisruptionQPS", *p.FullDisruptionQPS)
+		if p.HoldFullyDisruptedZones && *p.FullDisruptionQPS != 0 {
+			errs = append(errs, fmt.Errorf("%w: HoldFullyDisruptedZones = true with FullDisruptionQPS = %v, want FullDisruptionQPS nil or 0 (set one of them)",
+				ErrInvalidPolicy, *p.FullDisruptionQPS))
+		}
 	}
 	if p.LargeClusterThreshold < 0 {
 		errs = append(errs, fmt.Errorf("%w: LargeClusterThreshold = %d, want >= 0", ErrInvalidPolicy, p.LargeClusterThreshold))

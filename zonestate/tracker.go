@@ -54,6 +54,9 @@ func NewTracker(p Policy) (*Tracker, error) {
 	if p.FullDisruptionQPS != nil {
 		t.fullQPS, t.hasFullQPS = *p.FullDisruptionQPS, true
 	}
+	if p.HoldFullyDisruptedZones {
+		t.fullQPS, t.hasFullQPS = 0, true
+	}
 	return t, nil
 }
 

@@ -240,15 +240,17 @@ func TestIssue131182FullDisruptionQPS(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		fd   *float64
+		hold bool
 		want float64
 	}{
-		{"nil: upstream normal rate", nil, 0.1},
-		{"separate rate", ptr(0.5), 0.5},
-		{"zero pauses the dead zone", ptr(0.0), 0},
+		{"nil: upstream normal rate", nil, false, 0.1},
+		{"separate rate", ptr(0.5), false, 0.5},
+		{"zero pauses the dead zone", ptr(0.0), false, 0},
+		{"HoldFullyDisruptedZones pauses the dead zone", nil, true, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := DefaultPolicy()
-			p.FullDisruptionQPS = tt.fd
+			p.FullDisruptionQPS, p.HoldFullyDisruptedZones = tt.fd, tt.hold
 			runSteps(t, p, []step{
 				{zonesT{"a": zoneOf(0, 3), "b": zoneOf(3, 0)}, Decision{Zones: []ZoneDecision{
 					zd("a", 3, 3, I, F, tt.want, true), zd("b", 3, 0, I, N, 0.1, true)}}},
