@@ -46,7 +46,16 @@
 //	w, err := podworker.New(podworker.DefaultConfig())
 //	for {
 //		now := clock.Now()
-//		// Config changes (informers, static pod files):
+//		// Config changes (informers, static pod files), as upstream's
+//		// HandlePod* handlers map them (pkg/kubelet/kubelet.go, v1.37.2):
+//		// ADD → TypeCreate; UPDATE → TypeUpdate, which is how a graceful
+//		// deletion arrives (DeletionTimestamp and DeletionGracePeriodSeconds
+//		// set); REMOVE → TypeKill with the last known Pod (deletePod sends
+//		// SyncPodKill), which is what a force deletion (grace period 0: the
+//		// object leaves the API at once, with no UPDATE first) maps to. Its
+//		// Work.GracePeriod is the Pod's DeletionGracePeriodSeconds when set
+//		// (0 for a force deletion, raised to the 1s minimum as upstream),
+//		// else the spec's terminationGracePeriodSeconds.
 //		for _, ev := range configEvents {
 //			r := w.UpdatePod(now, podworker.UpdateOptions{Type: ev.Type, Pod: ev.Pod, MirrorPod: ev.Mirror})
 //			if r.CancelInFlight {

@@ -259,3 +259,27 @@ func ExampleOutcome_restartRequested() {
 	// accepted
 	// restarted: 1
 }
+
+// A force deletion (grace period 0) reaches the kubelet as a REMOVE: it is a
+// TypeKill with the last known Pod, and the step runs with the 1s minimum
+// grace. Work.PodRef names a config pod and a runtime-only pod alike.
+func ExampleWork_PodRef() {
+	w, _ := podworker.New(podworker.DefaultConfig())
+	web := newPod("web")
+	w.UpdatePod(epoch, podworker.UpdateOptions{Type: podworker.TypeCreate, Pod: web})
+	work, _ := w.Next(epoch)
+	w.Complete(epoch, work, podworker.Result{})
+	w.UpdatePod(epoch, podworker.UpdateOptions{Type: podworker.TypeKill, Pod: forceDeleted(web)})
+	work, _ = w.Next(epoch)
+	fmt.Printf("%s %s%s\n", work.Type, work.PodRef(), grace(work))
+
+	one := int64(1)
+	w.UpdatePod(epoch, podworker.UpdateOptions{Type: podworker.TypeKill,
+		RunningPod: &podworker.RunningPod{UID: "leftover-uid", Namespace: "default", Name: "leftover"},
+		Kill:       &podworker.KillOptions{GracePeriodOverride: &one}})
+	work, _ = w.Next(epoch)
+	fmt.Printf("%s %s%s\n", work.Type, work.PodRef(), grace(work))
+	// Output:
+	// terminating default/web (grace 1s)
+	// terminating default/leftover (grace 1s)
+}

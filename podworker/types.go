@@ -213,16 +213,33 @@ type Work struct {
 	Generation uint64
 }
 
+// PodRef returns the namespace and name of the pod the step is for, taken
+// from Pod, or from RunningPod for a runtime-only pod, so that a caller
+// names (logs, events, metrics) config and runtime-only pods alike without
+// a branch. It is upstream's podUIDAndRefForUpdate
+// (pkg/kubelet/pod_workers.go, v1.37.2), whose ObjectRef carries the same
+// pair; the UID is Work.UID. The zero Work yields the zero NamespacedName.
+// It allocates nothing.
+func (w Work) PodRef() types.NamespacedName {
+	switch {
+	case w.Pod != nil:
+		return types.NamespacedName{Namespace: w.Pod.Namespace, Name: w.Pod.Name}
+	case w.RunningPod != nil:
+		return types.NamespacedName{Namespace: w.RunningPod.Namespace, Name: w.RunningPod.Name}
+	}
+	return types.NamespacedName{}
+}
+
 // String renders the step for logs: "terminating ns/name (uid) gen=3 grace=30".
 func (w Work) String() string {
 	var b strings.Builder
 	b.WriteString(w.Type.String())
 	b.WriteByte(' ')
-	switch {
-	case w.Pod != nil:
-		b.WriteString(w.Pod.Namespace + "/" + w.Pod.Name)
-	case w.RunningPod != nil:
-		b.WriteString(w.RunningPod.Namespace + "/" + w.RunningPod.Name + " (runtime-only)")
+	if w.Pod != nil || w.RunningPod != nil {
+		b.WriteString(w.PodRef().String())
+		if w.Pod == nil {
+			b.WriteString(" (runtime-only)")
+		}
 	}
 	b.WriteString(" uid=" + string(w.UID))
 	b.WriteString(" update=" + w.UpdateType.String())
