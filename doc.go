@@ -23,7 +23,9 @@
 //   - [github.com/kubelifecycle/lifecycle/zonestate]: the zone key, the
 //     Normal / PartialDisruption / FullDisruption classification, the
 //     eviction rate per zone and the cluster-wide full-disruption circuit
-//     breaker.
+//     breaker (it trips only when every zone is dark; a dark zone next to
+//     healthy ones is tainted at the normal rate unless
+//     Policy.HoldFullyDisruptedZones holds it).
 //   - [github.com/kubelifecycle/lifecycle/evictionqueue]: the rate-limited
 //     timed queue that lets nodes through to tainting at the zone's rate, with
 //     FIFO ties, O(log n) operations and an exact next deadline.
@@ -86,6 +88,7 @@
 //     acknowledged, so a failed API call never loses an item.
 //   - Inputs are never mutated; copies are returned.
 //   - Every stateful type is safe for concurrent use and says so.
-//   - Default behaviour reproduces upstream Kubernetes v1.36; where upstream
-//     has a known bug we fix it and the doc comment says "Unlike upstream".
+//   - Default behaviour reproduces upstream Kubernetes v1.37.2 (a behaviour
+//     v1.37 changed stays reachable by configuration); where upstream has a
+//     known bug we fix it and the doc comment says "Unlike upstream".
 package lifecycle

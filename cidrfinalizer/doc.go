@@ -2,7 +2,7 @@
 // finalizer: the ServiceCIDR deletion logic of the kube-controller-manager's
 // servicecidrs controller
 // (pkg/controller/servicecidrs/servicecidrs_controller.go, sync and
-// canDeleteCIDR; KEP-1880, networking.k8s.io/v1, Kubernetes v1.31–v1.36.3,
+// canDeleteCIDR; KEP-1880, networking.k8s.io/v1, Kubernetes v1.31–v1.37.2,
 // including kubernetes/kubernetes#131330), rebuilt as a caller-driven
 // machine with no goroutines, timers or I/O of its own.
 //

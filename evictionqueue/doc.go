@@ -1,6 +1,6 @@
 // Package evictionqueue is a rate-limited timed queue of unique keys: the
 // caller-driven form of RateLimitedTimedQueue from the Kubernetes node
-// lifecycle controller, read at v1.36.3 (its logic is unchanged since about
+// lifecycle controller, read at v1.37.2 (its logic is unchanged since about
 // 2018) in pkg/controller/nodelifecycle/scheduler/rate_limited_queue.go.
 // Upstream keeps one queue per zone and drains it every 100ms
 // to add NoExecute taints to unhealthy nodes at --node-eviction-rate (0.1

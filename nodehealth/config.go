@@ -19,8 +19,8 @@ type Config struct {
 	StartupGracePeriod time.Duration
 }
 
-// DefaultConfig returns the upstream Kubernetes v1.36 defaults: a 50s grace
-// period and a 60s startup grace period.
+// DefaultConfig returns the upstream Kubernetes v1.37.2 defaults (unchanged
+// since v1.32): a 50s grace period and a 60s startup grace period.
 func DefaultConfig() Config {
 	return Config{GracePeriod: 50 * time.Second, StartupGracePeriod: 60 * time.Second}
 }

@@ -5,7 +5,8 @@
 //
 // # What is modelled
 //
-// From Kubernetes v1.36.3 (kube-controller-manager):
+// From Kubernetes v1.37.2 (kube-controller-manager; this health logic is
+// unchanged since v1.36.3 apart from the Lease circuit breaker):
 //
 //   - Tracker: the health part of the node lifecycle controller
 //     (pkg/controller/nodelifecycle, tryUpdateNodeHealth and the
@@ -254,9 +255,11 @@
 //   - Time going backwards is no time elapsed (upstream reads the wall clock).
 //   - A Lease named after another node is an error (ErrLeaseMismatch);
 //     upstream fetches it by name and cannot get it wrong.
-//   - Cloud existence: unlike upstream, which compares
-//     cloudprovider.InstanceNotFound with ==, not-found errors are matched
-//     with errors.Is, a missing parent group counts as not found
+//   - Cloud existence: not-found errors are matched with errors.Is (as
+//     upstream does since v1.37 on the provider-ID lookup of the legacy
+//     Instances interface, ensureNodeExistsByProviderID; v1.36 compared
+//     cloudprovider.InstanceNotFound with ==), unlike upstream a missing
+//     parent group counts as not found
 //     (kubernetes/kubernetes#95288), any other error is Unknown and backed
 //     off exponentially instead of being retried every monitor period
 //     (MonitorNodes in
@@ -264,9 +267,10 @@
 //     and OrphanPolicy can require
 //     several NotFound answers over a minimum age (the default, one answer
 //     and no age, is upstream's). Its records belong to a node object: a
-//     node re-created under the same name (new UID) starts afresh. Like
-//     upstream, an uninitialized node younger than one minute is skipped
-//     (OrphanPolicy.UninitializedNodeDelay).
+//     node re-created under the same name (new UID) starts afresh. Unlike
+//     upstream (whose MonitorNodes has no such delay at v1.37.2), an
+//     uninitialized node younger than one minute is skipped by default
+//     (OrphanPolicy.UninitializedNodeDelay; 0 is upstream's decision).
 //
 // Kept on purpose, for parity (and documented on the methods):
 //

@@ -7,11 +7,14 @@ import (
 
 // ErrInstanceNotFound is the error a cloud provider wraps (with %w) when the
 // instance behind a node does not exist. It plays the role of upstream's
-// cloudprovider.InstanceNotFound, which call sites compare with == and so
-// miss once it is wrapped; here it is always matched with errors.Is.
-// A provider adapter maps its own not-found answer onto it, for example:
+// cloudprovider.InstanceNotFound, which many call sites compare with == and
+// so miss once it is wrapped (the cloud node lifecycle controller does so at
+// v1.36; at v1.37.2 it uses errors.Is on the provider-ID lookup of the
+// legacy Instances interface, ensureNodeExistsByProviderID); here it is
+// always matched with errors.Is. A provider adapter maps its own not-found
+// answer onto it, for example:
 //
-//	if err == cloudprovider.InstanceNotFound {
+//	if errors.Is(err, cloudprovider.InstanceNotFound) {
 //		err = fmt.Errorf("instance %s: %w", id, nodehealth.ErrInstanceNotFound)
 //	}
 var ErrInstanceNotFound = errors.New("nodehealth: cloud instance not found")

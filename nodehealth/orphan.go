@@ -31,11 +31,15 @@ type OrphanPolicy struct {
 	// has not initialized yet (no spec.providerID, and the
 	// node.cloudprovider.kubernetes.io/uninitialized NoSchedule taint) is
 	// left alone after its creation: Observe decides OrphanUninitialized
-	// without counting the cloud's answer. Upstream waits one minute
-	// (uninitializedNodeDelay in
-	// staging/src/k8s.io/cloud-provider/controllers/nodelifecycle/node_lifecycle_controller.go,
-	// MonitorNodes, v1.36.3), the default. 0 never waits: such a node is
-	// judged like any other.
+	// without counting the cloud's answer. 0 never waits: such a node is
+	// judged like any other, which is upstream's decision (MonitorNodes in
+	// k8s.io/cloud-provider controllers/nodelifecycle/node_lifecycle_controller.go
+	// at v1.37.2, as at v1.36.3, asks the cloud about every node that is
+	// not Ready, initialized or not). Unlike upstream, DefaultOrphanPolicy
+	// waits one minute, so that a node whose instance the cloud does not
+	// list yet is not deleted before the cloud node controller initializes
+	// it (kubernetes/kubernetes#58334; the delay was proposed upstream in
+	// kubernetes/kubernetes#124825 and #127424, both closed unmerged).
 	UninitializedNodeDelay time.Duration
 }
 
@@ -48,8 +52,13 @@ const TaintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
 // answer deletes (1 confirmation, no minimum age), as the cloud node
 // lifecycle controller does. Upstream retries a failing cloud every monitor
 // period (5s) forever; the default keeps that first retry (5s) but doubles
-// it up to 5m, so a broken cloud API is not hammered. An uninitialized node
-// is left alone for its first minute (UninitializedNodeDelay), as upstream.
+// it up to 5m, so a broken cloud API is not hammered. Unlike upstream, an
+// uninitialized node is left alone for its first minute
+// (UninitializedNodeDelay; set it to 0 for upstream's decision). Upstream
+// here is the cloud node lifecycle controller of k8s.io/cloud-provider
+// v0.37.2 (Kubernetes v1.37.2), whose decisions are those of v0.36.3; only
+// its parallel MonitorNodes (--concurrent-node-lifecycle-syncs) and its
+// metrics are new, both the caller's.
 func DefaultOrphanPolicy() OrphanPolicy {
 	return OrphanPolicy{Confirmations: 1, UnknownBackoff: 5 * time.Second, MaxUnknownBackoff: 5 * time.Minute,
 		UninitializedNodeDelay: time.Minute}
@@ -146,7 +155,8 @@ type OrphanDecision struct {
 //     MaxUnknownBackoff) that any Exists or NotFound answer resets;
 //   - a node that is not initialized yet (no providerID and the
 //     TaintUninitialized taint) is skipped while it is younger than
-//     UninitializedNodeDelay, as upstream.
+//     UninitializedNodeDelay (unlike upstream, which has no such delay:
+//     see OrphanPolicy).
 //
 // Records belong to a node object, not a name: when the UID of the node
 // seen under a name changes (the node was deleted and created again, and

@@ -41,7 +41,7 @@ func PodNotReadyStatus(now time.Time, pod *v1.Pod) (*v1.PodStatus, bool) {
 
 // The DisruptionTarget condition upstream's taint eviction controller writes
 // before it deletes a pod (pkg/controller/tainteviction/taint_eviction.go,
-// addConditionAndDeletePod, v1.36.3).
+// addConditionAndDeletePod, v1.37.2).
 const (
 	disruptionTargetReason  = "DeletionByTaintManager"
 	disruptionTargetMessage = "Taint manager: deleting due to NoExecute taint"
@@ -50,7 +50,7 @@ const (
 // DisruptionTargetStatus computes the status upstream's taint eviction
 // controller writes before deleting a pod for a NoExecute taint
 // (pkg/controller/tainteviction/taint_eviction.go, addConditionAndDeletePod,
-// v1.36.3): a deep copy of the pod's status with a DisruptionTarget
+// v1.37.2): a deep copy of the pod's status with a DisruptionTarget
 // condition, status True, reason DeletionByTaintManager, message "Taint
 // manager: deleting due to NoExecute taint" and ObservedGeneration the pod's
 // metadata.generation. The condition is appended when the pod has none, or

@@ -88,7 +88,7 @@ var staleConditionTypes = [...]v1.NodeConditionType{
 // Tracker decides, pass after pass, whether each node is still sending health
 // signals, and what to write when it stopped. It models the health part of
 // upstream's node lifecycle controller (tryUpdateNodeHealth, Kubernetes
-// v1.36): one record per node name, a probe time refreshed by a heartbeat
+// v1.37.2): one record per node name, a probe time refreshed by a heartbeat
 // change or a Lease renewal, and a grace period after which the node's
 // conditions are written Unknown.
 //
@@ -171,7 +171,7 @@ func NewTracker(cfg Config) (*Tracker, error) {
 //     saved one in any way (even backwards), sets probe = now, as a
 //     heartbeat change does. An equal RenewTime never does; a nil RenewTime
 //     counts only on first sight. Unlike upstream (tryUpdateNodeHealth in
-//     pkg/controller/nodelifecycle/node_lifecycle_controller.go, v1.36.3),
+//     pkg/controller/nodelifecycle/node_lifecycle_controller.go, v1.37.2),
 //     which counts only a strictly newer RenewTime, so one Lease renewed
 //     with a kubelet clock running ahead starves every later correct
 //     renewal until the kubelet's clock catches up. Unlike upstream, the

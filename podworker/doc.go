@@ -9,10 +9,12 @@
 // # Upstream behaviour modelled
 //
 // The pod worker after the March 2023 rework (#113145, Kubernetes v1.27) as
-// it stands in v1.33–v1.36: pending/active updates, observedRuntime, static
-// pod serialization, SyncKnownPods with orphan replay, the eight queries and
-// the metrics of HandlePodCleanups. Kubernetes v1.36 decisions are the
-// default; the places where we differ are listed below.
+// it stands in v1.33–v1.37 (read at v1.37.2; pod_workers.go and the pod
+// metrics it feeds are unchanged since v1.36.3): pending/active updates,
+// observedRuntime, static pod serialization, SyncKnownPods with orphan
+// replay, the eight queries and the metrics of HandlePodCleanups.
+// Kubernetes v1.37.2 decisions are the default; the places where we differ
+// are listed below.
 //
 // # States
 //
@@ -115,7 +117,7 @@
 // # Differences from upstream
 //
 // Issue and PR numbers are kubernetes/kubernetes's; functions are those of
-// pkg/kubelet/pod_workers.go at v1.36.3.
+// pkg/kubelet/pod_workers.go at v1.37.2.
 //
 //   - The machine owns its retries: upstream (completeWork) only enqueues a
 //     delay in the kubelet work queue, which turns it into an UpdatePod only

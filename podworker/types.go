@@ -267,7 +267,7 @@ type Result struct {
 	// who knows its errors, decides here. It is capped at the longer of
 	// ResyncInterval and BackoffPeriod (with the defaults, the 60 s resync):
 	// upstream retries every failed step after its fixed backOffPeriod
-	// (completeWork in pkg/kubelet/pod_workers.go, v1.36.3), never later
+	// (completeWork in pkg/kubelet/pod_workers.go, v1.37.2), never later
 	// than a healthy pod's resync, and leaves longer back-offs (a 5-minute
 	// CrashLoopBackOff or image pull back-off) to the sync itself, which
 	// fails fast while they last. 0 (or negative) means BackoffPeriod.

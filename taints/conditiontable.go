@@ -31,7 +31,7 @@ type ConditionTaint struct {
 
 // DefaultConditionTaints returns upstream's condition rows of "taint nodes
 // by condition" (pkg/controller/nodelifecycle/node_lifecycle_controller.go,
-// nodeConditionToTaintKeyStatusMap at v1.36.3), in ForConditions' order:
+// nodeConditionToTaintKeyStatusMap at v1.37.2), in ForConditions' order:
 // Ready False → node.kubernetes.io/not-ready, Ready Unknown →
 // node.kubernetes.io/unreachable, MemoryPressure, DiskPressure, PIDPressure
 // and NetworkUnavailable True → their keys, all NoSchedule. ForConditions

@@ -50,7 +50,7 @@ func (p ReschedulePolicy) String() string {
 }
 
 // EvictorConfig configures an Evictor. The zero value reproduces the
-// upstream v1.36 taint eviction controller's decisions (apart from the bug
+// upstream v1.37.2 taint eviction controller's decisions (apart from the bug
 // fixes listed in the package doc) and is what DefaultEvictorConfig returns.
 type EvictorConfig struct {
 	// Reschedule says whether a scheduled eviction moves when tolerations or

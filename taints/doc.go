@@ -5,7 +5,8 @@
 //
 // # What is modelled
 //
-// Kubernetes v1.36 (read at v1.36.3; matching from k8s.io/api v0.37.2):
+// Kubernetes v1.37.2 (the modelled code, and the toleration matching of
+// k8s.io/api v0.37.2, are unchanged since v1.36.3):
 //
 //   - ForConditions: the node lifecycle controller's "taint nodes by
 //     condition" pass (doNoScheduleTaintingPass); ConditionTaints runs the
@@ -137,8 +138,9 @@
 //   - A recreated pod with the same name (new UID) is evicted again
 //     (#107543, #110401, #125332), and DoneEviction and RetryEviction check
 //     the UID, so a late acknowledgement for the old pod never touches the
-//     new one, even when several workers acknowledge (the post-1.36
-//     stale-completion fix). Done and Retry identify an eviction by name
+//     new one, even when several workers acknowledge (upstream at v1.37.2
+//     still lets a finishing worker remove its replacement:
+//     getWrappedWorkerFunc in timed_workers.go). Done and Retry identify an eviction by name
 //     only: they are safe when one worker acknowledges each eviction before
 //     its next Due.
 //   - Optional: ReschedulePolicy moves a scheduled eviction when

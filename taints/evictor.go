@@ -95,7 +95,7 @@ type nodeState struct {
 }
 
 // Evictor is the taint eviction controller (upstream
-// pkg/controller/tainteviction/taint_eviction.go, Controller, at v1.36.3)
+// pkg/controller/tainteviction/taint_eviction.go, Controller, at v1.37.2)
 // as a caller-driven state machine: it keeps every node's NoExecute taints
 // and the pods bound to each node, decides when each pod must be deleted,
 // and hands the deletions out with Due. It runs no goroutines and reads no
@@ -125,7 +125,7 @@ type Evictor struct {
 // AppendCancelled: upstream's taint eviction controller records a Normal
 // TaintManagerEviction Event "Cancelling deletion of Pod <namespace>/<name>"
 // for each (cancelWorkWithEvent in
-// pkg/controller/tainteviction/taint_eviction.go at v1.36.3).
+// pkg/controller/tainteviction/taint_eviction.go at v1.37.2).
 type Cancellation struct {
 	Pod  types.NamespacedName
 	UID  types.UID
@@ -428,9 +428,11 @@ func (e *Evictor) Done(key types.NamespacedName) {
 // the pod it was made for: it is a no-op unless x.Pod's eviction is handed
 // out and the pod still has x.UID. A late acknowledgement for a pod that was
 // recreated under the same name (a StatefulSet pod) therefore never touches
-// the new pod's eviction, even one handed out to another worker (the
-// post-1.36 upstream fix "running worker completion does not remove
-// replacement"). O(1).
+// the new pod's eviction, even one handed out to another worker (unlike
+// upstream at v1.37.2, whose finishing worker deletes its key
+// unconditionally, a replacement scheduled meanwhile included:
+// getWrappedWorkerFunc in pkg/controller/tainteviction/timed_workers.go).
+// O(1).
 func (e *Evictor) DoneEviction(x Eviction) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

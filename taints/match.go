@@ -9,7 +9,8 @@ import (
 )
 
 // MatchOptions selects optional toleration-matching behaviour. The zero value
-// matches exactly as a default v1.36 cluster does.
+// matches exactly as a default v1.37 cluster does (and v1.36: the
+// TaintTolerationComparisonOperators gate is alpha, off, in both).
 type MatchOptions struct {
 	// ComparisonOperators enables the Lt and Gt toleration operators (upstream
 	// feature gate TaintTolerationComparisonOperators, alpha since 1.35 and off

@@ -5,7 +5,8 @@
 // # What is modelled
 //
 // The zone handling of the Kubernetes node lifecycle controller
-// (kube-controller-manager v1.36.3, pkg/controller/nodelifecycle):
+// (kube-controller-manager v1.37.2, pkg/controller/nodelifecycle; its zone
+// handling is unchanged since v1.36):
 // GetZoneKey from k8s.io/component-helpers (Key), ComputeZoneState
 // (Compute), and handleDisruption with setLimiterInZone, HealthyQPSFunc and
 // ReducedQPSFunc (Tracker.Update). Defaults reproduce upstream decisions; the
@@ -117,7 +118,7 @@
 // discards the pending nodes and the limiter state, and with permanently
 // excluded nodes that happens every pass (found reading
 // addPodEvictorForNewZone and handleDisruption in
-// pkg/controller/nodelifecycle/node_lifecycle_controller.go, v1.36.3; no
+// pkg/controller/nodelifecycle/node_lifecycle_controller.go, v1.37.2; no
 // upstream issue). A zone that comes back starts from StateInitial with
 // RateChanged set, so a kept queue gets the current rate.
 //
