@@ -109,3 +109,57 @@ func TestLeaseCircuitBreaker(t *testing.T) {
 		})
 	}
 }
+
+// Beyond upstream: node a has no Lease (its only heartbeat is its Ready
+// condition) and the API server answers a GET of it with a newer version
+// than the node informer holds. The controller GETs the Lease (NotFound),
+// then the Node, and holds until the node informer has synced past that
+// version; v1.37.2 (ConfirmLease) writes a Unknown at once.
+func TestNodeCacheBehindStatusOnlyNode(t *testing.T) {
+	for _, tc := range []struct {
+		conf        nodehealth.Confirmation
+		wantUnknown time.Duration
+	}{
+		{nodehealth.ConfirmLeaseAndStatus, 75 * time.Second},
+		{nodehealth.ConfirmLease, 55 * time.Second},
+	} {
+		t.Run(tc.conf.String(), func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig()
+			cfg.Monitor.Health.Confirmation = tc.conf
+			f := newFixture(t, cfg, readyNode("a", "z1"), readyNode("b", "z1"), lease("b"), readyNode("c", "z1"), lease("c"))
+			var stalled atomic.Bool
+			stalled.Store(true)
+			f.client.PrependReactor("get", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if !stalled.Load() || a.(k8stesting.GetAction).GetName() != "a" {
+					return false, nil, nil
+				}
+				cur, err := f.client.Tracker().Get(nodesGVR, "", "a")
+				if err != nil {
+					return true, nil, err
+				}
+				n := cur.(*v1.Node).DeepCopy()
+				n.ResourceVersion = f.server.nextRV()
+				return true, n, nil
+			})
+			f.pass(true)
+			f.advance(70*time.Second, liveExcept(f, "a"))
+			stalled.Store(false)
+			f.setReady("b", v1.ConditionTrue) // a node event: the node informer syncs past the held version
+			f.advance(80*time.Second, liveExcept(f, "a"))
+			assert.Equal(t, tc.wantUnknown, f.first(monitor.KindNodeUnknown, "a", "", ""), "node a Unknown")
+			if tc.conf == nodehealth.ConfirmLease {
+				assert.Equal(t, time.Duration(-1), f.first(monitor.KindHealthHeld, "", "", ""))
+				return
+			}
+			assert.Equal(t, 55*time.Second, f.first(monitor.KindHealthHeld, "a", "", ""))
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			for _, e := range f.events {
+				if e.Kind == monitor.KindHealthHeld {
+					assert.True(t, strings.HasSuffix(e.Detail, " for group resource nodes"), e.Detail)
+				}
+			}
+		})
+	}
+}
