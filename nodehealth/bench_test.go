@@ -205,3 +205,41 @@ func BenchmarkNextDeadline(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkObserveHeld measures a monitor pass over 5,000 nodes while the
+// Lease circuit breaker holds (the cache stalled: every cached Lease looks
+// past grace), CacheSynced included: no allocation.
+func BenchmarkObserveHeld(b *testing.B) {
+	const size = 5000
+	nodes := make([]*v1.Node, size)
+	leases := make([]*coordinationv1.Lease, size)
+	tr := newTracker(b)
+	for i := range nodes {
+		nodes[i] = benchNode(i)
+		leases[i] = testutil.Lease(nodes[i].Name, sec(0))
+		leases[i].ResourceVersion = "10"
+		tr.Observe(sec(0), nodes[i], leases[i])
+	}
+	now := sec(60)
+	if r, _ := tr.Observe(now, nodes[0], leases[0]); r.Confirm == 0 {
+		b.Fatal("no confirmation asked")
+	}
+	live := testutil.Lease(nodes[0].Name, sec(55))
+	live.ResourceVersion = "99"
+	if v, err := tr.Confirm(now, nodes[0].Name, Live{Lease: live}); v != VerdictCacheBehind {
+		b.Fatalf("Confirm = %v, %v", v, err)
+	}
+	b.Run(fmt.Sprintf("nodes=%d", size), func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			now = now.Add(5 * time.Second)
+			tr.CacheSynced(CacheLease, "50")
+			for i := range nodes {
+				if r, err := tr.Observe(now, nodes[i], leases[i]); err != nil || !r.Held {
+					b.Fatalf("Observe = %s, %v", summary(r), err)
+				}
+			}
+		}
+		reportPerNode(b, size)
+	})
+}

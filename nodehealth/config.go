@@ -17,12 +17,22 @@ type Config struct {
 	// StartupGracePeriod is the same limit while the node has no Ready
 	// condition at all: --node-startup-grace-period (60s).
 	StartupGracePeriod time.Duration
+	// Confirmation selects the stale verdicts the caller is asked to
+	// confirm with a live read before writing Unknown (Result.Confirm,
+	// Tracker.Confirm). The zero value, ConfirmLeaseAndStatus, is v1.37's
+	// Lease circuit breaker plus the same check for nodes without a Lease;
+	// ConfirmLease is exactly v1.37.2; ConfirmNone is v1.36
+	// (NodeControllerLeaseCircuitBreaker=false).
+	Confirmation Confirmation
 }
 
-// DefaultConfig returns the upstream Kubernetes v1.37.2 defaults (unchanged
-// since v1.32): a 50s grace period and a 60s startup grace period.
+// DefaultConfig returns the upstream Kubernetes v1.37.2 defaults: a 50s
+// grace period, a 60s startup grace period (both unchanged since v1.32)
+// and, as v1.37, stale verdicts confirmed with a live read
+// (ConfirmLeaseAndStatus).
 func DefaultConfig() Config {
-	return Config{GracePeriod: 50 * time.Second, StartupGracePeriod: 60 * time.Second}
+	return Config{GracePeriod: 50 * time.Second, StartupGracePeriod: 60 * time.Second,
+		Confirmation: ConfirmLeaseAndStatus}
 }
 
 // validate reports the first invalid field.
@@ -32,6 +42,9 @@ func (c Config) validate() error {
 	}
 	if c.StartupGracePeriod < 0 {
 		return fmt.Errorf("%w: StartupGracePeriod %v is negative", ErrInvalidConfig, c.StartupGracePeriod)
+	}
+	if c.Confirmation > ConfirmNone {
+		return fmt.Errorf("%w: Confirmation %v is not one of lease-and-status, lease, none", ErrInvalidConfig, c.Confirmation)
 	}
 	return nil
 }

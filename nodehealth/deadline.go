@@ -20,6 +20,13 @@ import (
 // known node can go stale without a new evaluation (none known, or every
 // one stale at its last evaluation).
 //
+// A stale verdict that Confirm turned down (VerdictCacheBehind,
+// VerdictUnconfirmed) leaves its node out of the set as well, although
+// nothing was written: a caller that sleeps on NextDeadline evaluates such
+// nodes again on its own period (upstream's --node-monitor-period) and when
+// CacheSynced ends the hold, not at an instant given here (a past instant
+// would only make it retry a failing read at once).
+//
 // After ResetProbes or Restore, which see no Node object, a node counts
 // with the shorter of GracePeriod and StartupGracePeriod until its next
 // evaluation, so the instant may then be early (the evaluation at it

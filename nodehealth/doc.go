@@ -107,7 +107,11 @@
 //			if err != nil {
 //				continue // bad input only (nil node, foreign lease)
 //			}
+//			if res.Held {
+//				continue // a cache is behind: skip the node (see below)
+//			}
 //			if res.StatusUpdate != nil {
+//				// res.Confirm != 0: confirm first (see below).
 //				n := node.DeepCopy()
 //				n.Status = *res.StatusUpdate
 //				if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, opts); err != nil {
@@ -152,6 +156,79 @@
 // stale evaluation. Nothing is written; NextDeadline, ResetProbes, Forget,
 // Snapshot and Restore cover heartbeats as they cover nodes. Give them a
 // Tracker (and Config) of their own.
+//
+// # Confirming a stale verdict: the Lease circuit breaker
+//
+// Kubernetes v1.37 (KEP-5647, feature gate NodeControllerLeaseCircuitBreaker,
+// Beta, on by default) stops a controller whose Lease cache has fallen
+// behind from writing healthy nodes Unknown: a Lease watch that stalls for
+// longer than the grace period used to mark every node NotReady
+// (kubernetes/kubernetes#121793, #128643). Before writing Unknown for a node
+// whose cached Lease is past grace, the controller reads the Lease live; a
+// different resourceVersion means the cache is behind, and no node is
+// written Unknown until the cache has synced up to that resourceVersion
+// (tryUpdateNodeHealth and pkg/controller/util/consistency at v1.37.2).
+//
+// Here the Tracker decides and the caller reads: a Result whose
+// StatusUpdate must be confirmed has Confirm set (what to read live), the
+// caller passes what it read to Confirm, and reports each cache's synced
+// resourceVersion with CacheSynced at the start of every pass:
+//
+//	health.CacheSynced(nodehealth.CacheLease, leaseInformer.LastSyncResourceVersion())
+//	health.CacheSynced(nodehealth.CacheNode, nodeInformer.LastSyncResourceVersion())
+//	for _, node := range nodeLister.List() {
+//		res, err := health.Observe(now, node, lease)
+//		...
+//		if res.Held {
+//			continue // upstream skips every node while the cache is behind
+//		}
+//		if res.StatusUpdate != nil && res.Confirm != 0 {
+//			var live nodehealth.Live
+//			if res.Confirm.Has(nodehealth.ReadLease) {
+//				live.Lease, live.Err = getLive(client.CoordinationV1().Leases("kube-node-lease").Get(ctx, node.Name, metav1.GetOptions{}))
+//			}
+//			if res.Confirm.Has(nodehealth.ReadNode) && live.Lease == nil && live.Err == nil {
+//				live.Node, live.Err = getLive(client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}))
+//			}
+//			// getLive turns NotFound into (nil, nil).
+//			if v, _ := health.Confirm(now, node.Name, live); v != nodehealth.VerdictStale {
+//				continue // cache behind (health.Held says why) or read failed: skip the node
+//			}
+//		}
+//		// write res.StatusUpdate, mark pods, taints... as above
+//	}
+//
+//	Confirm      Result of Observe                  caller reads          Confirm verdict     next
+//	-----------  ---------------------------------  --------------------  ------------------  ------------------------
+//	any          stale, write, Confirm=lease        live Lease, same rv   VerdictStale        written (as v1.36)
+//	any          stale, write, Confirm=lease        live Lease NotFound   VerdictStale        written
+//	any          stale, write, Confirm=lease        live Lease, other rv  VerdictCacheBehind  held: every Result Held,
+//	                                                or not in the cache                       no StatusUpdate, until
+//	                                                                                          CacheSynced(CacheLease,
+//	                                                                                          rv >= the live rv)
+//	LeaseAnd-    stale, write, no Lease cached,     no live Lease; live   VerdictCacheBehind  held until
+//	Status       Confirm=lease+node                 Node, other rv                            CacheSynced(CacheNode, ...)
+//	any          any of the above                   read error            VerdictUnconfirmed  skipped; decided again
+//	                                                                                          on the next Observe
+//	None         stale, write, Confirm=0            -                     -                   written (v1.36)
+//
+// A verdict other than VerdictStale puts the node's record back as it was:
+// no Ready transition and no pods-not-ready edge are recorded, and the
+// caller must drop the Result's StatusUpdate and pod work.
+//
+// A caller that never calls Confirm loses nothing: Observe still returns the
+// StatusUpdate and assumes it written, exactly as in v1.36, and the next
+// Observe drops the unanswered question; no hold can begin without Confirm.
+// Config.Confirmation = ConfirmNone makes the Tracker ask nothing
+// (kube-controller-manager's --feature-gates=NodeControllerLeaseCircuitBreaker=false).
+// A caller that confirms must report CacheSynced for both caches every
+// pass, or a hold never ends; Held tells since when it holds.
+//
+// Beyond upstream: a node without a Lease, whose only heartbeat is its
+// Ready condition, has the same hole through a lagging node cache. Under
+// ConfirmLeaseAndStatus (the default) its confirmation also reads the Node
+// and holds on a newer resourceVersion; ConfirmLease is exactly v1.37.2,
+// which writes such a node Unknown on its cached status alone.
 //
 // The cloud existence check, for each node that is not Ready:
 //
@@ -253,6 +330,12 @@
 //     compares metav1.Time structs with !=, which also sees a change of
 //     location or monotonic reading.
 //   - Time going backwards is no time elapsed (upstream reads the wall clock).
+//   - Lease circuit breaker: unlike upstream, the Node cache of nodes
+//     without a Lease is confirmed too (ConfirmLeaseAndStatus), a held pass
+//     keeps recording the signals the cache does show (upstream returns
+//     before reading them), and the live Lease is compared with the cached
+//     one rather than with the one that last refreshed the probe (see
+//     Confirm).
 //   - A Lease named after another node is an error (ErrLeaseMismatch);
 //     upstream fetches it by name and cannot get it wrong.
 //   - Cloud existence: not-found errors are matched with errors.Is (as
@@ -295,6 +378,7 @@
 // TestObserveSteadyStateAllocatesNothing,
 // TestObserveLeaseSteadyStateAllocatesNothing,
 // TestNextDeadlineAllocatesNothing); a node that must be written
-// costs a deep copy of its status. OrphanTracker.Observe is O(1) and
+// costs a deep copy of its status. Confirm, CacheSynced and Observe while
+// held allocate nothing (TestConfirmAllocatesNothing). OrphanTracker.Observe is O(1) and
 // allocates only a node's first record. Snapshot is O(n log n).
 package nodehealth

@@ -33,8 +33,20 @@ type Result struct {
 	CurrentReady *v1.NodeCondition
 	// StatusUpdate, when non-nil, is a deep copy of the node's status with
 	// the stale conditions turned Unknown; the caller writes it with
-	// UpdateStatus. It is set only when the Ready condition changes.
+	// UpdateStatus. It is set only when the Ready condition changes, and
+	// never while Held. When Confirm is set too, confirm it first.
 	StatusUpdate *v1.NodeStatus
+	// Confirm, when not zero, asks the caller to read these objects from
+	// the API server and pass them to Tracker.Confirm before writing
+	// StatusUpdate or marking pods: the node is stale by its cached
+	// heartbeat, which may lag (Config.Confirmation). A caller that never
+	// calls Confirm gets the v1.36 behaviour: the write is assumed made.
+	Confirm LiveRead
+	// Held is true while a confirmation found a cache behind the API server
+	// (Tracker.Held) and the caller has not reported it caught up
+	// (Tracker.CacheSynced): no node gets a StatusUpdate. Upstream skips
+	// every node of such a pass (no zone count, taint or pod work).
+	Held bool
 	// MarkPodsNotReady is true from the Tracker's own Ready True→Unknown
 	// flip until that flip is acknowledged (AckPodsNotReadyEdge, or
 	// AckPodsNotReady), or until the node reports Ready=True again.
@@ -103,7 +115,8 @@ type Tracker struct {
 
 	// due holds the deadlines of the records not stale at their last
 	// evaluation (NextDeadline).
-	due *heap.Heap[time.Time]
+	due   *heap.Heap[time.Time]
+	holds [numCaches]Hold // confirm.go: active holds by Cache-1; zero Cache = none
 }
 
 // record is the per-node state (upstream nodeHealthData, minus the full
@@ -125,6 +138,7 @@ type record struct {
 	// has none. Once published it is never modified (a new one replaces it),
 	// so Results may share it without copying or racing.
 	synthetic *v1.NodeCondition
+	pend      pending // confirm.go: the confirmation the last Observe asked for
 }
 
 // savedReady is the saved Ready condition, as far as decisions need it.
@@ -259,12 +273,15 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 	}
 
 	// Steps 4 to 6.
+	rec.pend = pending{} // a new Observe supersedes an unanswered confirmation
+	res.Held = t.holding()
 	res.ObservedReady = observed
 	res.CurrentReady = current
 	res.Deadline = rec.probe.Add(res.GracePeriod)
 	if now.After(res.Deadline) {
 		res.Stale = true
-		if current == nil || current.Status != v1.ConditionUnknown {
+		if !res.Held && (current == nil || current.Status != v1.ConditionUnknown) {
+			res.Confirm = t.expectConfirm(rec, node, lease)
 			st := staleStatus(now, node)
 			res.StatusUpdate = st
 			res.CurrentReady = findCondition(st.Conditions, v1.NodeReady)

@@ -102,6 +102,7 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.IntVar(&o.burst, "kube-api-burst", 30, "client burst to the API server")
 	fs.DurationVar(&m.Health.GracePeriod, "node-monitor-grace-period", m.Health.GracePeriod, "silence after which a node is marked Unknown")
 	fs.DurationVar(&m.Health.StartupGracePeriod, "node-startup-grace-period", m.Health.StartupGracePeriod, "grace for a node that never posted a Ready condition")
+	fs.Var(&featureGates{&m.Health}, "feature-gates", "comma-separated Gate=true|false, as kube-controller-manager's; known: "+GateLeaseCircuitBreaker+" (default true: confirm with a live read before writing a node Unknown, and hold while the Lease or Node cache is behind; false: the v1.36 behaviour)")
 	fs.DurationVar(&m.MonitorPeriod, "node-monitor-period", m.MonitorPeriod, "how often node health is checked")
 	fs.DurationVar(&m.TaintPeriod, "node-eviction-period", m.TaintPeriod, "how often the tainting and eviction queues are processed (at the latest)")
 	fs.Float64Var(&m.Zones.EvictionQPS, "node-eviction-rate", m.Zones.EvictionQPS, "nodes per second tainted NoExecute per healthy zone")
@@ -207,6 +208,10 @@ func logEvent(e monitor.Event) {
 		if f.v != "" {
 			kv = append(kv, f.k, f.v)
 		}
+	}
+	if e.Kind == monitor.KindHealthHeld { // upstream's words, logged per skipped node
+		klog.ErrorS(errors.New(e.Detail), "Update health of Node from Controller error, Skipping - no pods will be evicted", kv...)
+		return
 	}
 	if e.Kind == monitor.KindWriteFailed {
 		klog.ErrorS(errors.New(e.Detail), "Write failed, will retry", kv...)

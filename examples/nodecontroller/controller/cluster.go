@@ -49,6 +49,7 @@ type cluster struct {
 	podIndex cache.Indexer
 	backoff  wait.Backoff
 	recorder record.EventRecorder // nil: no Events
+	live     liveCaches           // live.go: the Lease circuit breaker's reads
 
 	mu       sync.Mutex
 	failures map[item]uint64

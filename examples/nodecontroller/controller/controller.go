@@ -115,6 +115,7 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		backoff:  cfg.ConflictBackoff,
 		recorder: cfg.Recorder,
 		failures: make(map[item]uint64),
+		live:     liveCaches{cfg.LeaseNamespace, nodes.Informer(), leases.Informer()},
 	}
 	mcfg := cfg.Monitor
 	if mcfg.CancelledEvictions == 0 && cfg.Recorder != nil {

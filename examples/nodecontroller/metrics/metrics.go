@@ -44,6 +44,11 @@ const (
 	PendingEvictions    = "lifecycle_pending_evictions"
 	NextDeadlineSeconds = "lifecycle_next_deadline_seconds"
 	Leader              = "lifecycle_leader"
+	// PassesHeld counts the monitor passes held by the Lease circuit
+	// breaker (monitor.KindHealthHeld): a cache was behind the API server,
+	// so no node was written Unknown. Upstream has no metric for it, only
+	// a log line per skipped node.
+	PassesHeld = "lifecycle_node_health_passes_held_total"
 )
 
 // Source is what the scrape-time metrics read: a Monitor.
@@ -67,6 +72,7 @@ type Metrics struct {
 	podDeletionDuration             prometheus.Histogram
 	zoneRate                        *prometheus.GaugeVec
 	leader                          prometheus.Gauge
+	passesHeld                      prometheus.Counter
 
 	mu     sync.Mutex
 	src    Source
@@ -107,6 +113,9 @@ func New(clk clock.PassiveClock) *Metrics {
 	}
 	m.Registry.MustRegister(m.zoneHealth, m.zoneSize, m.unhealthy, m.evictions, m.nodeHealthDuration, m.allNodes,
 		m.podDeletions, m.podDeletionDuration, m.zoneRate, m.leader, (*sourceCollector)(m))
+	m.passesHeld = prometheus.NewCounter(prometheus.CounterOpts{Name: PassesHeld,
+		Help: "Monitor passes held because the Lease (or Node) cache was behind the API server (NodeControllerLeaseCircuitBreaker): no node was written Unknown."})
+	m.Registry.MustRegister(m.passesHeld)
 	return m
 }
 
@@ -133,7 +142,8 @@ func (m *Metrics) SetLeader(leading bool) {
 // there, in doNoExecuteTaintingPass) and each node whose pods legacy mode
 // starts deleting; taint_eviction_controller_pod_deletions_total and the
 // deletion latency for each pod the Evictor deleted; the zone rate on a
-// zone state change.
+// zone state change; lifecycle_node_health_passes_held_total for each held
+// monitor pass.
 func (m *Metrics) OnEvent(e monitor.Event) {
 	switch e.Kind {
 	case monitor.KindTaintAdded:
@@ -159,6 +169,8 @@ func (m *Metrics) OnEvent(e monitor.Event) {
 		m.podDeletionDuration.Observe(max(m.clock.Since(e.At).Seconds(), 0))
 	case monitor.KindZoneState:
 		m.zoneRate.WithLabelValues(e.Zone).Set(e.QPS)
+	case monitor.KindHealthHeld:
+		m.passesHeld.Inc()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/metrics"
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 )
 
 // TestObserveNodeHealth: each node's health update is one observation of
@@ -39,4 +40,26 @@ func TestObserveNodeHealth(t *testing.T) {
 		return
 	}
 	t.Errorf("%s not gathered", metrics.UpdateNodeHealthDuration)
+}
+
+// TestPassesHeld: each held monitor pass (monitor.KindHealthHeld) counts
+// once in lifecycle_node_health_passes_held_total; other events do not.
+func TestPassesHeld(t *testing.T) {
+	m := metrics.New(clocktesting.NewFakeClock(epoch))
+	for _, k := range []monitor.Kind{monitor.KindHealthHeld, monitor.KindNodeUnknown, monitor.KindHealthHeld} {
+		m.OnEvent(monitor.Event{At: epoch, Kind: k, Node: "a"})
+	}
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range mfs {
+		if f.GetName() == metrics.PassesHeld {
+			if got := f.GetMetric()[0].GetCounter().GetValue(); got != 2 {
+				t.Errorf("%s = %v, want 2", metrics.PassesHeld, got)
+			}
+			return
+		}
+	}
+	t.Errorf("%s not gathered", metrics.PassesHeld)
 }

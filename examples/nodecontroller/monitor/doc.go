@@ -46,8 +46,23 @@
 // (MarkPodsNotReady), and the flip is acknowledged only when every pod was
 // handled (nodehealth.Tracker.AckPodsNotReadyEdge).
 //
+// The Lease circuit breaker (v1.37, KEP-5647): when the Cluster is also a
+// LiveReader, a pass first reports how far its caches have synced
+// (nodehealth.Tracker.CacheSynced), and an Unknown write nodehealth asks to
+// confirm is preceded by a live GET of the Lease (and, for a node without
+// one, of the Node; nodehealth.Tracker.Confirm). A live object newer than
+// the cached one holds the pass: the nodes not yet observed are skipped,
+// no zone decision, taint or pod work is done, and one KindHealthHeld
+// Event reports it; so does every pass until the cache has caught up.
+// Config.Health.Confirmation = nodehealth.ConfirmNone, or a Cluster that
+// is no LiveReader, keeps v1.36's behaviour.
+//
 // # Differences from upstream
 //
+//   - A held pass (Lease circuit breaker) makes no zone decision: the zones
+//     keep their state. Upstream skips every node but still runs
+//     handleDisruption, which then drops the skipped nodes' zones and
+//     creates them again, Initial, once the cache has caught up.
 //   - A node already waiting in its zone queue keeps its place; upstream
 //     removes and re-adds it on every pass, reshuffling the waiting order.
 //   - A zone queue that still holds nodes survives its zone disappearing

@@ -256,6 +256,7 @@ func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 	pass, deletes := m.pass, m.deletes
 	m.mu.Unlock()
 
+	m.syncCaches()
 	nodes := m.listNodes()
 	m.results = slices.Grow(m.results[:0], len(nodes))[:len(nodes)]
 	results := m.results
@@ -271,6 +272,14 @@ func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 		m.forEach(len(nodes), func(i int) { m.observeNode(ctx, now, pass, i, nodes[i], &results[i]) })
 	}
 	m.forgetVanished(pass, deletes, len(nodes))
+	if m.heldPass(now) {
+		// A cache is behind (confirm.go): the whole pass holds, no
+		// zone decision, taint or pod work. Unlike upstream, whose
+		// skipped nodes drop out of handleDisruption's zone count
+		// (deleting their zones' states), the zones keep their state.
+		clear(results)
+		return
+	}
 
 	marks := m.decide(ctx, now, nodes, results)
 	if marks > 0 {
@@ -310,6 +319,10 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i
 	if err != nil {
 		m.observedHealth(node.Name, now)
 		return
+	}
+	if res.Held || (res.StatusUpdate != nil && !m.confirm(ctx, now, node.Name, res)) {
+		m.observedHealth(node.Name, now)
+		return // skipped: not counted in its zone, no taint or pod work
 	}
 	if res.StatusUpdate != nil {
 		if err := m.cluster.UpdateNodeStatus(ctx, node, res.StatusUpdate); err != nil {

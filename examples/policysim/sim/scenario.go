@@ -60,6 +60,12 @@ type Policy struct {
 	// (--default-not-ready-toleration-seconds, 300, and the unreachable one).
 	DefaultNotReadyTolerationSeconds    int64 `json:"defaultNotReadyTolerationSeconds"`
 	DefaultUnreachableTolerationSeconds int64 `json:"defaultUnreachableTolerationSeconds"`
+	// NodeControllerLeaseCircuitBreaker is kube-controller-manager's
+	// feature gate (v1.37, Beta, on by default; omitted: true): before a
+	// node goes Unknown its Lease is read live, and while the controller's
+	// Lease cache is behind (lease-watch-stall) nothing is written Unknown.
+	// false is the v1.36 behaviour.
+	NodeControllerLeaseCircuitBreaker bool `json:"nodeControllerLeaseCircuitBreaker"`
 }
 
 // Kubelet is the simulated kubelets' timing. Every live kubelet renews its
@@ -111,7 +117,8 @@ type Event struct {
 	Action string   `json:"action"`
 	// Target: exactly one of Node, Nodes or Zone (with an optional Count:
 	// the zone's first Count nodes) for stop, resume and not-ready; Zone
-	// alone for zone-dark and zone-restore.
+	// alone for zone-dark and zone-restore; none for lease-watch-stall and
+	// lease-watch-resume.
 	Node  string   `json:"node"`
 	Nodes []string `json:"nodes"`
 	Zone  string   `json:"zone"`
@@ -125,9 +132,15 @@ const (
 	ActionNotReady    = "not-ready"    // the kubelet (running) reports Ready=False
 	ActionZoneDark    = "zone-dark"    // stop every kubelet of the zone
 	ActionZoneRestore = "zone-restore" // resume every kubelet of the zone
+	// ActionLeaseWatchStall freezes the controller's Lease cache (its
+	// watch stalls) while the kubelets keep renewing; no target.
+	ActionLeaseWatchStall = "lease-watch-stall"
+	// ActionLeaseWatchResume lets the Lease cache catch up; no target.
+	ActionLeaseWatchResume = "lease-watch-resume"
 )
 
-var actions = []string{ActionStop, ActionResume, ActionNotReady, ActionZoneDark, ActionZoneRestore}
+var actions = []string{ActionStop, ActionResume, ActionNotReady, ActionZoneDark, ActionZoneRestore,
+	ActionLeaseWatchStall, ActionLeaseWatchResume}
 
 // Limits that keep a scenario's cost bounded. A scenario file is read
 // through MaxFileSize and its YAML tree, with every alias expanded, may
@@ -182,6 +195,7 @@ func DefaultPolicy() Policy {
 		UnhealthyZoneThreshold:              0.55,
 		DefaultNotReadyTolerationSeconds:    300,
 		DefaultUnreachableTolerationSeconds: 300,
+		NodeControllerLeaseCircuitBreaker:   true,
 	}
 }
 
@@ -763,6 +777,10 @@ func (v *validator) event(sc *Scenario, path string, e *Event) {
 	case ActionZoneDark, ActionZoneRestore:
 		if e.Zone == "" || e.Node != "" || len(e.Nodes) > 0 || e.Count != 0 {
 			w.failAt(path, "%s needs zone, and no node, nodes or count", e.Action)
+		}
+	case ActionLeaseWatchStall, ActionLeaseWatchResume:
+		if targets != 0 || e.Count != 0 {
+			w.failAt(path, "%s needs no node, nodes, zone or count (it is the controller's cache)", e.Action)
 		}
 	case "":
 		w.failAt(path+".action", "required (one of %s)", strings.Join(actions, ", "))

@@ -200,7 +200,8 @@ func MonitorConfig(sc *Scenario, opt Options) monitor.Config {
 	cfg := monitor.DefaultConfig()
 	cfg.Workers = 1
 	cfg.MonitorPeriod = p.NodeMonitorPeriod.D()
-	cfg.Health = nodehealth.Config{GracePeriod: p.NodeMonitorGracePeriod.D(), StartupGracePeriod: p.NodeStartupGracePeriod.D()}
+	cfg.Health = nodehealth.Config{GracePeriod: p.NodeMonitorGracePeriod.D(), StartupGracePeriod: p.NodeStartupGracePeriod.D(),
+		Confirmation: leaseConfirmation(p)}
 	cfg.Zones = zonestate.Policy{
 		EvictionQPS:            p.NodeEvictionRate,
 		SecondaryEvictionQPS:   p.SecondaryNodeEvictionRate,
@@ -241,7 +242,8 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 	s := &sim{sc: sc, opt: opt, cfg: cfg, ctx: ctx, zoneOfKey: map[string]string{},
 		slowest: make([]slowPod, len(sc.Zones)), byName: map[string]int{}}
 	s.c = s.build(Epoch)
-	m, err := monitor.New(cfg, s.c, s.record)
+	s.stall = monitortest.NewLeaseStall(s.c)
+	m, err := monitor.New(cfg, s.stall, s.record)
 	if err != nil {
 		return nil, fmt.Errorf("policysim: %w", err)
 	}
@@ -426,6 +428,9 @@ type sim struct {
 	ctx context.Context
 	c   *monitortest.Cluster
 	m   *monitor.Monitor
+	// stall is c as the Monitor sees it: a Lease cache that can stall
+	// (stall.go).
+	stall *monitortest.LeaseStall
 
 	nodes  []nodeOf // by name
 	byName map[string]int
@@ -614,6 +619,9 @@ func (s *sim) schedule(i int, last time.Duration) {
 
 // apply applies one scenario event to its kubelets.
 func (s *sim) apply(e *Event) {
+	if s.applyCache(e) {
+		return
+	}
 	for _, i := range s.targets(e) {
 		k := &s.kubelets[i]
 		n := s.nodes[i]

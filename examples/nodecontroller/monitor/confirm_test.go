@@ -1,0 +1,155 @@
+package monitor_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor/monitortest"
+	"github.com/kubelifecycle/lifecycle/internal/testutil"
+	"github.com/kubelifecycle/lifecycle/nodehealth"
+)
+
+// stallRun runs six live nodes renewing their Leases every 2s and one dead
+// node ("a-dead", silent from 0s) for 150s, with the controller's Lease
+// cache stalled from 10s to 70s, and returns the Monitor's Events by kind
+// and node.
+func stallRun(t *testing.T, conf nodehealth.Confirmation) map[monitor.Kind]map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	epoch := testutil.Epoch
+	c := monitortest.New(epoch)
+	live := []string{"n1", "n2", "n3", "n4", "n5", "n6"}
+	for _, name := range append([]string{"a-dead"}, live...) {
+		c.AddNode(ctx, monitortest.NewNode(name, "zone-1", epoch), monitortest.NewLease(name, epoch))
+		c.AddPod(ctx, monitortest.NewPod("default", "web-"+name, name, epoch))
+	}
+	s := monitortest.NewLeaseStall(c)
+	cfg := monitor.DefaultConfig()
+	cfg.Workers = 1
+	cfg.Health.Confirmation = conf
+	var mu sync.Mutex
+	got := map[monitor.Kind]map[string]int{}
+	m, err := monitor.New(cfg, s, func(e monitor.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if got[e.Kind] == nil {
+			got[e.Kind] = map[string]int{}
+		}
+		got[e.Kind][e.Node]++
+		if e.Kind == monitor.KindHealthHeld {
+			assert.Equal(t, "read version: 1 is not as new as written version: 2 for group resource leases.coordination.k8s.io", e.Detail)
+		}
+	})
+	require.NoError(t, err)
+	c.Attach(m)
+	c.Sync(ctx)
+	for now := epoch; !now.After(epoch.Add(150 * time.Second)); now = now.Add(cfg.TaintPeriod) {
+		c.SetNow(now)
+		el := now.Sub(epoch)
+		switch el {
+		case 10 * time.Second:
+			s.Stall()
+		case 70 * time.Second:
+			s.Resume()
+		}
+		if el%(2*time.Second) == 0 {
+			for _, name := range live {
+				c.RenewLease(name, now)
+			}
+		}
+		if el%cfg.MonitorPeriod == 0 {
+			m.MonitorPass(ctx, now)
+		}
+		m.TaintPass(ctx, now)
+		m.EvictionPass(ctx, now)
+	}
+	return got
+}
+
+// The Lease-watch stall measured against a real API server, on the
+// in-memory cluster: v1.36 (ConfirmNone) writes every live node Unknown and
+// taints it; v1.37 (the default) holds the passes the stall makes look
+// stale and writes only the node that really stopped.
+func TestLeaseStall(t *testing.T) {
+	for _, tc := range []struct {
+		conf        nodehealth.Confirmation
+		liveUnknown int // Unknown writes per live node
+		held        bool
+	}{
+		{nodehealth.ConfirmNone, 1, false},
+		{nodehealth.ConfirmLease, 0, true},
+		{nodehealth.ConfirmLeaseAndStatus, 0, true},
+	} {
+		t.Run(tc.conf.String(), func(t *testing.T) {
+			got := stallRun(t, tc.conf)
+			assert.Equal(t, 1, got[monitor.KindNodeUnknown]["a-dead"], "Unknown writes of the dead node")
+			assert.Positive(t, got[monitor.KindTaintAdded]["a-dead"], "taints of the dead node")
+			for _, n := range []string{"n1", "n2", "n3", "n4", "n5", "n6"} {
+				assert.Equal(t, tc.liveUnknown, got[monitor.KindNodeUnknown][n], "Unknown writes of %s", n)
+				assert.Equal(t, tc.liveUnknown > 0, got[monitor.KindTaintAdded][n] > 0, "taints of %s", n)
+			}
+			held := 0
+			for _, c := range got[monitor.KindHealthHeld] {
+				held += c
+			}
+			if tc.held {
+				// The pass at 65s sees the frozen Leases past grace; the
+				// stall ends before the pass at 70s.
+				assert.Equal(t, 1, held, "held passes: %v", got[monitor.KindHealthHeld])
+			} else {
+				assert.Zero(t, held, "held passes")
+			}
+			assert.Empty(t, got[monitor.KindWriteFailed], "failed writes")
+		})
+	}
+}
+
+// readFailCluster is a LeaseStall whose live reads fail.
+type readFailCluster struct {
+	*monitortest.LeaseStall
+	fail bool
+}
+
+func (r *readFailCluster) LiveLease(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+	if r.fail {
+		return nil, fmt.Errorf("connection refused")
+	}
+	return r.LeaseStall.LiveLease(ctx, name)
+}
+
+// A live read that fails skips the node for the pass, with upstream's
+// words, and holds nothing; the node is written once a read succeeds.
+func TestLeaseConfirmReadFails(t *testing.T) {
+	ctx := context.Background()
+	epoch := testutil.Epoch
+	c := monitortest.New(epoch)
+	c.AddNode(ctx, monitortest.NewNode("a", "zone-1", epoch), monitortest.NewLease("a", epoch))
+	rc := &readFailCluster{LeaseStall: monitortest.NewLeaseStall(c), fail: true}
+	cfg := monitor.DefaultConfig()
+	cfg.Workers = 1
+	var events []string
+	m, err := monitor.New(cfg, rc, func(e monitor.Event) {
+		events = append(events, fmt.Sprintf("%v %s %s", e.At.Sub(epoch), e.Kind, e.Detail))
+	})
+	require.NoError(t, err)
+	c.Attach(m)
+	c.Sync(ctx)
+	m.MonitorPass(ctx, epoch)
+	m.MonitorPass(ctx, epoch.Add(55*time.Second))
+	rc.fail = false
+	m.MonitorPass(ctx, epoch.Add(60*time.Second))
+	joined := strings.Join(events, "\n")
+	assert.Contains(t, joined, "55s write-failed error looking up lease to verify node a: connection refused")
+	assert.Contains(t, joined, "1m0s node-unknown")
+	assert.NotContains(t, joined, "55s node-unknown")
+	assert.NotContains(t, joined, string(monitor.KindHealthHeld))
+}

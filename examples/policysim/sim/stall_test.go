@@ -1,0 +1,58 @@
+package sim
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The shipped lease-watch-stall scenario: a 60s stall of the controller's
+// Lease watch while kubelets renew every 2s. With the circuit breaker off
+// (v1.36) every live node is written Unknown, tainted and has its pods
+// marked NotReady; with it on (v1.37, the default) the pass that sees the
+// frozen Leases past grace is held and only the node that really stopped
+// goes Unknown.
+func TestLeaseWatchStall(t *testing.T) {
+	sc, err := LoadEmbedded("lease-watch-stall")
+	require.NoError(t, err)
+	require.True(t, sc.Policy.NodeControllerLeaseCircuitBreaker, "the gate defaults to on")
+	off, err := sc.With("nodeControllerLeaseCircuitBreaker", "false")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name         string
+		sc           *Scenario
+		unknown      int // nodes written Unknown
+		taintedNodes int
+		held         bool
+	}{
+		{"v1.36 (gate off)", off, 6, 6, false},
+		{"v1.37 (gate on)", sc, 1, 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Run(context.Background(), tc.sc)
+			require.NoError(t, err)
+			unknown, tainted, held := map[string]bool{}, map[string]bool{}, 0
+			notReadyPods := 0
+			for _, e := range res.Entries {
+				switch e.Kind {
+				case "node-unknown":
+					unknown[e.Node] = true
+				case "taint-added":
+					tainted[e.Node] = true
+				case "health-held":
+					held++
+					assert.Equal(t, "read version: 1 is not as new as written version: 2 for group resource leases.coordination.k8s.io", e.Detail)
+				case "pods-not-ready":
+					notReadyPods++
+				}
+			}
+			assert.Len(t, unknown, tc.unknown, "nodes written Unknown: %v", unknown)
+			assert.Len(t, tainted, tc.taintedNodes, "nodes tainted: %v", tainted)
+			assert.True(t, unknown["zone-a-0"], "the stopped node is written Unknown")
+			assert.Equal(t, tc.held, held > 0, "held passes: %d", held)
+			assert.Equal(t, tc.unknown, notReadyPods, "nodes whose pods were marked NotReady")
+		})
+	}
+}
