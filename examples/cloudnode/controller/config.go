@@ -21,8 +21,10 @@ const Name = "cloud-node-lifecycle-controller"
 type Config struct {
 	// Policy decides when a node whose instance is reported gone is deleted,
 	// how a cloud that cannot answer is backed off and how long an
-	// uninitialized node is left alone (nodehealth.OrphanTracker). With
-	// UpstreamStyle only Policy.UninitializedNodeDelay is used.
+	// uninitialized node is left alone (nodehealth.OrphanTracker).
+	// Policy.MaxUnknownBackoff also caps the wait a provider's Retry-After
+	// asks for. With UpstreamStyle only Policy.UninitializedNodeDelay is
+	// used.
 	Policy nodehealth.OrphanPolicy
 	// MonitorPeriod is how often every node is looked at (upstream's
 	// --node-monitor-period, 5s). A node in an Unknown backoff, or waiting

@@ -329,7 +329,9 @@ func (c *Controller) syncNode(ctx context.Context, n *v1.Node) {
 	c.mu.Lock()
 	st.unknown = d.Reason == nodehealth.OrphanCloudUnknown
 	if after := retryAfter(err); after > 0 {
-		st.notBefore = now.Add(after)
+		// Capped as the Unknown backoff is: a provider's "retry after 100
+		// years" must not silence a node for good.
+		st.notBefore = now.Add(min(after, c.cfg.Policy.MaxUnknownBackoff))
 	}
 	c.mu.Unlock()
 	if v := logger.V(2); v.Enabled() {
@@ -418,7 +420,8 @@ func (c *Controller) Stats() Stats {
 }
 
 // retryAfter returns the wait an error asks for through a
-// RetryAfter() time.Duration method (an API's 429), or 0.
+// RetryAfter() time.Duration method (an API's 429), or 0. The caller caps
+// it at Policy.MaxUnknownBackoff.
 func retryAfter(err error) time.Duration {
 	if err == nil {
 		return 0

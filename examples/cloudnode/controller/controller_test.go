@@ -620,6 +620,35 @@ func TestDeleteFailed(t *testing.T) {
 	}
 }
 
+// TestRetryAfterCapped: a provider that asks to be called again in 100
+// years is asked again after Policy.MaxUnknownBackoff (5m), as the Unknown
+// backoff is capped; the node is not silenced for good. (Before the cap the
+// node was never asked about again: 1 call, not 3.)
+func TestRetryAfterCapped(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		retryAfter time.Duration
+	}{
+		{"100 years", 100 * 365 * 24 * time.Hour},
+		{"max duration", time.Duration(1<<63 - 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, testConfig(), fakecloud.Config{}, node("b1", "B", v1.ConditionFalse))
+			f.cloud.Throttle(time.Minute, tc.retryAfter)
+			f.pass(0)
+			f.pass(5*time.Minute - time.Second)
+			if got := f.cloud.Calls().Total(); got != 1 {
+				t.Fatalf("calls before MaxUnknownBackoff = %d, want 1 (the throttled one)", got)
+			}
+			f.pass(5 * time.Minute)
+			// 0s throttled; 5m exists, then shutdown.
+			if got := f.cloud.Calls().Total(); got != 3 {
+				t.Errorf("calls after MaxUnknownBackoff = %d, want 3 (%v)", got, f.cloud.Calls())
+			}
+		})
+	}
+}
+
 // TestNewCloudNodeLifecycleController is upstream's test of the same name
 // (v1.37.2): the worker count must be at least 1; ours also has an upper
 // bound, MaxConcurrentNodeLifecycleSyncs. The error names the field, the

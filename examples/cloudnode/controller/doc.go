@@ -36,7 +36,9 @@
 //     kubernetes/kubernetes#95288, where nodes of a deleted scale set were
 //     never deleted and every retry cost a throttled List call), and any
 //     other error backs the node off exponentially. An error that has a
-//     RetryAfter() time.Duration method (an API's 429) is honoured too.
+//     RetryAfter() time.Duration method (an API's 429) is honoured too, up
+//     to Policy.MaxUnknownBackoff, as the backoff is capped: a provider
+//     asking for "100 years" cannot silence a node for good.
 //   - Deletion can require several NotFound answers spanning a minimum age
 //     (OrphanPolicy; the default is upstream's single answer).
 //   - The Delete carries a UID precondition, and a node created again under
