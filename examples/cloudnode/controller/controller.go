@@ -227,7 +227,8 @@ func (c *Controller) Pass(ctx context.Context) {
 			c.syncObject(ctx, obj)
 		}
 	}
-	c.passDuration.Observe(c.clock.Since(start).Seconds())
+	// A clock stepped backwards during the pass counts as no time.
+	c.passDuration.Observe(max(c.clock.Since(start), 0).Seconds())
 }
 
 // syncObject syncs obj if it is a node.

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubelifecycle/lifecycle/examples/cloudnode/controller"
 	"github.com/kubelifecycle/lifecycle/examples/cloudnode/fakecloud"
@@ -113,4 +116,35 @@ cloud_node_lifecycle_controller_cloud_provider_calls_total{operation="instance_e
 			}
 		})
 	}
+}
+
+// backwardsClock is a fake clock stepped back a minute during every pass.
+type backwardsClock struct{ *clocktesting.FakeClock }
+
+func (backwardsClock) Since(time.Time) time.Duration { return -time.Minute }
+
+// TestPassDurationClockBackwards: a pass during which the clock went back
+// is observed as taking no time, not a negative one.
+func TestPassDurationClockBackwards(t *testing.T) {
+	clk := backwardsClock{clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	c, err := controller.New(fake.NewClientset(), &fakecloud.Provider{API: fakecloud.New(clk, fakecloud.Config{})}, clk, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Pass(context.Background())
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c.Collector())
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == controller.MetricMonitorNodesDuration {
+			if h := mf.GetMetric()[0].GetHistogram(); h.GetSampleCount() != 1 || h.GetSampleSum() != 0 {
+				t.Errorf("%s: %d samples, sum %v; want 1 sample, sum 0", mf.GetName(), h.GetSampleCount(), h.GetSampleSum())
+			}
+			return
+		}
+	}
+	t.Errorf("no %s", controller.MetricMonitorNodesDuration)
 }
