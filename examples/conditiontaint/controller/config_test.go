@@ -59,6 +59,7 @@ func TestLoadConfig(t *testing.T) {
 		{"comments only", "# nothing\n", "empty file"},
 		{"null document", "~\n", "empty file"},
 		{"not YAML", row + "zones: [\n", "did not find expected node content"},
+		{"deep nesting", row + "zones: " + strings.Repeat("[", 30000) + "\n", "exceeded max depth"},
 		{"empty second document", row + "---\n", "second YAML document starts at line 3"},
 		{"empty first document", "---\n---\n" + row, "second YAML document starts at line 2"},
 		{"null rate", row + "zones: {rate: null}\n", `zones.rate: empty value ("null")`},
