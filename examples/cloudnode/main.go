@@ -64,6 +64,8 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	p := &o.cfg.Policy
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run against")
 	fs.DurationVar(&o.cfg.MonitorPeriod, "node-monitor-period", o.cfg.MonitorPeriod, "how often every node is looked at")
+	fs.IntVar(&o.cfg.ConcurrentNodeLifecycleSyncs, "concurrent-node-lifecycle-syncs", o.cfg.ConcurrentNodeLifecycleSyncs,
+		fmt.Sprintf("how many nodes a pass syncs at once, 1..%d (upstream's flag, new in v1.37; 1 syncs them one after another, as v1.36)", controller.MaxConcurrentNodeLifecycleSyncs))
 	fs.IntVar(&p.Confirmations, "confirmations", p.Confirmations, "NotFound answers needed before a node is deleted")
 	fs.DurationVar(&p.MinNotFoundAge, "min-not-found-age", p.MinNotFoundAge, "how long the NotFound answers must span before a node is deleted")
 	fs.DurationVar(&p.UnknownBackoff, "unknown-backoff", p.UnknownBackoff, "wait after the first cloud error for a node; doubles on each further error")
@@ -73,7 +75,7 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.StringVar(&o.cfg.NodeSelector, "node-selector", "", "label selector of the nodes to manage (empty: all)")
 	fs.StringVar(&o.deleteSet, "delete-scale-set", "", "fake cloud: scale set to delete after -delete-after")
 	fs.DurationVar(&o.deleteAfter, "delete-after", time.Minute, "fake cloud: when to delete -delete-scale-set")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "", "address (host:port) to serve the lifecycle_cloudnode_* metrics on at /metrics, over plain HTTP; empty: none")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", "", "address (host:port) to serve the metrics (upstream's cloud_node_lifecycle_controller_* and our lifecycle_cloudnode_*) on at /metrics, over plain HTTP; empty: none")
 	fs.BoolVar(&o.compare, "compare", false, "run the scale-set incident offline with both decisions and print the cloud calls")
 	fs.IntVar(&o.sc.NodesA, "compare-nodes-a", o.sc.NodesA, "-compare: NotReady nodes in scale set a (deleted as the outage starts)")
 	fs.IntVar(&o.sc.NodesB, "compare-nodes-b", o.sc.NodesB, "-compare: NotReady nodes in scale set b")

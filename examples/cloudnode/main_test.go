@@ -60,13 +60,16 @@ func TestCompare(t *testing.T) {
 	}
 }
 
-// TestRunRejects: run without a mode, and -compare with bounds exceeded.
+// TestRunRejects: run without a mode, and -compare with bounds exceeded
+// (among them -concurrent-node-lifecycle-syncs outside 1..256).
 func TestRunRejects(t *testing.T) {
 	for _, args := range [][]string{
 		{},
 		{"-compare", "-compare-nodes-a", "100000"},
 		{"-compare", "-compare-outage", "1000h"},
 		{"-compare", "-node-monitor-period", "0"},
+		{"-compare", "-concurrent-node-lifecycle-syncs", "0"},
+		{"-compare", "-concurrent-node-lifecycle-syncs", "257"},
 	} {
 		fs, o := newFlagSet(&bytes.Buffer{})
 		if err := fs.Parse(args); err != nil {

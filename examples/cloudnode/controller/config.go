@@ -21,14 +21,24 @@ const Name = "cloud-node-lifecycle-controller"
 type Config struct {
 	// Policy decides when a node whose instance is reported gone is deleted,
 	// how a cloud that cannot answer is backed off and how long an
-	// uninitialized node is left alone (nodehealth.OrphanTracker). With
-	// UpstreamStyle only Policy.UninitializedNodeDelay is used.
+	// uninitialized node is left alone (nodehealth.OrphanTracker).
+	// Policy.MaxUnknownBackoff also caps the wait a provider's Retry-After
+	// asks for. With UpstreamStyle only Policy.UninitializedNodeDelay is
+	// used.
 	Policy nodehealth.OrphanPolicy
 	// MonitorPeriod is how often every node is looked at (upstream's
 	// --node-monitor-period, 5s). A node in an Unknown backoff, or waiting
 	// for its NotFound answers to age, is not asked about before its
 	// NextCheck.
 	MonitorPeriod time.Duration
+	// ConcurrentNodeLifecycleSyncs is how many nodes a pass syncs at once
+	// (upstream's --concurrent-node-lifecycle-syncs, new in v1.37, default
+	// 1). With 1 a pass syncs the nodes one after another, in name order,
+	// as v1.36 did; with more, the pass is split among that many workers
+	// (workqueue.ParallelizeUntil, as upstream's MonitorNodes at v1.37.2),
+	// so one node's slow cloud call does not hold up the others. It must be
+	// between 1 and MaxConcurrentNodeLifecycleSyncs.
+	ConcurrentNodeLifecycleSyncs int
 	// UpstreamStyle makes the controller decide as upstream's MonitorNodes
 	// does, for comparison: every error is read as "exists" (the node is
 	// kept and asked about again next period), (false, nil) deletes at
@@ -55,14 +65,23 @@ type Config struct {
 // DefaultConfig returns upstream's values: nodehealth.DefaultOrphanPolicy
 // (one NotFound answer deletes; an uninitialized node is left alone for a
 // minute; unlike upstream, an Unknown answer backs off from 5s doubling to
-// 5m) and a 5s monitor period.
+// 5m), a 5s monitor period and one node sync at a time.
 func DefaultConfig() Config {
 	return Config{
-		Policy:          nodehealth.DefaultOrphanPolicy(),
-		MonitorPeriod:   5 * time.Second,
-		ConflictBackoff: wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, Factor: 1, Jitter: 1},
+		Policy:                       nodehealth.DefaultOrphanPolicy(),
+		MonitorPeriod:                5 * time.Second,
+		ConcurrentNodeLifecycleSyncs: 1,
+		ConflictBackoff:              wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, Factor: 1, Jitter: 1},
 	}
 }
+
+// MaxConcurrentNodeLifecycleSyncs bounds Config.ConcurrentNodeLifecycleSyncs.
+// Unlike upstream, which only requires at least 1, the count is bounded:
+// each worker holds one cloud call in flight, so the bound is the most
+// concurrent calls a pass can make, and a typo (10000) fails at start
+// instead of becoming a burst of thousands of calls at the cloud's API
+// once the nodes are NotReady.
+const MaxConcurrentNodeLifecycleSyncs = 256
 
 // ErrInvalidConfig is wrapped by New for a Config it rejects.
 var ErrInvalidConfig = errors.New("cloudnode: invalid config")
@@ -71,6 +90,10 @@ func (c Config) validate() error {
 	var errs []error
 	if c.MonitorPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("MonitorPeriod = %v must be positive", c.MonitorPeriod))
+	}
+	if c.ConcurrentNodeLifecycleSyncs < 1 || c.ConcurrentNodeLifecycleSyncs > MaxConcurrentNodeLifecycleSyncs {
+		errs = append(errs, fmt.Errorf("ConcurrentNodeLifecycleSyncs (--concurrent-node-lifecycle-syncs) = %d, want 1..%d",
+			c.ConcurrentNodeLifecycleSyncs, MaxConcurrentNodeLifecycleSyncs))
 	}
 	if c.Resync < 0 {
 		errs = append(errs, fmt.Errorf("Resync = %v must be non-negative", c.Resync))

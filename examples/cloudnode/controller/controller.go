@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -52,10 +54,13 @@ type Controller struct {
 	stopMu    sync.Mutex
 	stopInf   context.CancelFunc // stops the informer started by Start
 
-	mu      sync.Mutex
-	seen    map[string]*nodeState  // by node name
-	deleted map[types.UID]struct{} // deleted by us, until the informer drops them
-	stats   Stats
+	passDuration prometheus.Histogram // upstream's, observed by Pass
+
+	mu            sync.Mutex
+	seen          map[string]*nodeState  // by node name
+	deleted       map[types.UID]struct{} // deleted by us, until the informer drops them
+	stats         Stats
+	providerCalls providerCalls // upstream's cloud_provider_calls_total
 }
 
 // nodeState is what the controller keeps per node beside the tracker.
@@ -86,6 +91,8 @@ func New(client kubernetes.Interface, cloud cloudprovider.InstancesV2, clk clock
 		clock:   clk,
 		seen:    make(map[string]*nodeState),
 		deleted: make(map[types.UID]struct{}),
+
+		passDuration: newPassDuration(),
 	}
 	if !cfg.UpstreamStyle {
 		// The uninitialized-node delay is the controller's own check
@@ -193,25 +200,41 @@ func (c *Controller) Run(ctx context.Context) error {
 // it has caught up.
 func (c *Controller) Lister() corelisters.NodeLister { return c.lister }
 
-// Pass looks at every cached node once, in name order (upstream's
-// MonitorNodes).
+// Pass looks at every cached node once (upstream's MonitorNodes): in name
+// order with one ConcurrentNodeLifecycleSyncs, else split among that many
+// workers. It records the pass's duration on the controller's clock in
+// upstream's monitor_nodes_duration_seconds histogram, also when ctx ends
+// it early.
 func (c *Controller) Pass(ctx context.Context) {
 	c.passMu.Lock()
 	defer c.passMu.Unlock()
+	start := c.clock.Now()
 	// The indexer's List is one presized slice; the lister's would grow
-	// another. Nothing else in a steady-state pass allocates.
+	// another. Nothing else in a steady-state pass with one worker
+	// allocates.
 	nodes := c.nodes.GetIndexer().List()
 	slices.SortFunc(nodes, func(a, b any) int { return strings.Compare(nodeName(a), nodeName(b)) })
 	c.mu.Lock()
 	c.stats.Passes++
 	c.mu.Unlock()
-	for _, obj := range nodes {
-		if ctx.Err() != nil {
-			return
+	if w := c.cfg.ConcurrentNodeLifecycleSyncs; w > 1 {
+		workqueue.ParallelizeUntil(ctx, w, len(nodes), func(i int) { c.syncObject(ctx, nodes[i]) })
+	} else {
+		for _, obj := range nodes {
+			if ctx.Err() != nil {
+				break
+			}
+			c.syncObject(ctx, obj)
 		}
-		if n, ok := obj.(*v1.Node); ok {
-			c.syncNode(ctx, n)
-		}
+	}
+	// A clock stepped backwards during the pass counts as no time.
+	c.passDuration.Observe(max(c.clock.Since(start), 0).Seconds())
+}
+
+// syncObject syncs obj if it is a node.
+func (c *Controller) syncObject(ctx context.Context, obj any) {
+	if n, ok := obj.(*v1.Node); ok {
+		c.syncNode(ctx, n)
 	}
 }
 
@@ -287,6 +310,7 @@ func (c *Controller) syncNode(ctx context.Context, n *v1.Node) {
 	e := nodehealth.ClassifyExistence(exists, err)
 	c.mu.Lock()
 	c.stats.ExistsCalls[e]++
+	c.providerCalls.observe(opInstanceExists, existsErr(exists, err))
 	c.mu.Unlock()
 
 	if c.orphans == nil { // upstream's MonitorNodes
@@ -306,7 +330,9 @@ func (c *Controller) syncNode(ctx context.Context, n *v1.Node) {
 	c.mu.Lock()
 	st.unknown = d.Reason == nodehealth.OrphanCloudUnknown
 	if after := retryAfter(err); after > 0 {
-		st.notBefore = now.Add(after)
+		// Capped as the Unknown backoff is: a provider's "retry after 100
+		// years" must not silence a node for good.
+		st.notBefore = now.Add(min(after, c.cfg.Policy.MaxUnknownBackoff))
 	}
 	c.mu.Unlock()
 	if v := logger.V(2); v.Enabled() {
@@ -359,6 +385,7 @@ func (c *Controller) deleteNode(ctx context.Context, n *v1.Node) {
 func (c *Controller) checkShutdown(ctx context.Context, n *v1.Node) {
 	shutdown, err := c.cloud.InstanceShutdown(ctx, n)
 	c.mu.Lock()
+	c.providerCalls.observe(opInstanceShutdown, err)
 	switch {
 	case err != nil:
 		c.stats.ShutdownCalls.Errors++
@@ -394,7 +421,8 @@ func (c *Controller) Stats() Stats {
 }
 
 // retryAfter returns the wait an error asks for through a
-// RetryAfter() time.Duration method (an API's 429), or 0.
+// RetryAfter() time.Duration method (an API's 429), or 0. The caller caps
+// it at Policy.MaxUnknownBackoff.
 func retryAfter(err error) time.Duration {
 	if err == nil {
 		return 0

@@ -298,16 +298,18 @@ func TestUpstreamStyleLeavesNodesBehind(t *testing.T) {
 // node is deleted; each node is asked about at 0, 5, 15, 35, 75, 155, 315s
 // and then every 5m (11 calls in 30m), where upstream's decision asks every
 // 5s (360 calls). After the outage the NotReady nodes of the deleted set A
-// go and set B's stay.
+// go and set B's stay. The same with 4 workers syncing the nodes at once.
 func TestOutageBacksOff(t *testing.T) {
 	const outage = 30 * time.Minute
 	for _, tc := range []struct {
 		upstream bool
 		perNode  int
-	}{{false, 11}, {true, 360}} {
-		t.Run(fmt.Sprintf("upstream=%v", tc.upstream), func(t *testing.T) {
+		workers  int
+	}{{false, 11, 1}, {true, 360, 1}, {false, 11, 4}, {true, 360, 4}} {
+		t.Run(fmt.Sprintf("upstream=%v/workers=%d", tc.upstream, tc.workers), func(t *testing.T) {
 			cfg := testConfig()
 			cfg.UpstreamStyle = tc.upstream
+			cfg.ConcurrentNodeLifecycleSyncs = tc.workers
 			nodes := incidentNodes()
 			nodes[2] = node("a3", "A", v1.ConditionFalse)
 			f := newFixture(t, cfg, fakecloud.Config{}, nodes...)
@@ -615,5 +617,144 @@ func TestDeleteFailed(t *testing.T) {
 	f.pass(5 * time.Second)
 	if got := f.names(); len(got) != 0 {
 		t.Errorf("after the retry: nodes %v, want none", got)
+	}
+}
+
+// TestRetryAfterCapped: a provider that asks to be called again in 100
+// years is asked again after Policy.MaxUnknownBackoff (5m), as the Unknown
+// backoff is capped; the node is not silenced for good. (Before the cap the
+// node was never asked about again: 1 call, not 3.)
+func TestRetryAfterCapped(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		retryAfter time.Duration
+	}{
+		{"100 years", 100 * 365 * 24 * time.Hour},
+		{"max duration", time.Duration(1<<63 - 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, testConfig(), fakecloud.Config{}, node("b1", "B", v1.ConditionFalse))
+			f.cloud.Throttle(time.Minute, tc.retryAfter)
+			f.pass(0)
+			f.pass(5*time.Minute - time.Second)
+			if got := f.cloud.Calls().Total(); got != 1 {
+				t.Fatalf("calls before MaxUnknownBackoff = %d, want 1 (the throttled one)", got)
+			}
+			f.pass(5 * time.Minute)
+			// 0s throttled; 5m exists, then shutdown.
+			if got := f.cloud.Calls().Total(); got != 3 {
+				t.Errorf("calls after MaxUnknownBackoff = %d, want 3 (%v)", got, f.cloud.Calls())
+			}
+		})
+	}
+}
+
+// TestNewCloudNodeLifecycleController is upstream's test of the same name
+// (v1.37.2): the worker count must be at least 1; ours also has an upper
+// bound, MaxConcurrentNodeLifecycleSyncs. The error names the field, the
+// flag and the value.
+func TestNewCloudNodeLifecycleController(t *testing.T) {
+	clk := clocktesting.NewFakeClock(testutil.Epoch)
+	p := &fakecloud.Provider{API: fakecloud.New(clk, fakecloud.Config{})}
+	for _, tc := range []struct {
+		name    string
+		workers int
+		wantErr bool
+	}{
+		{"valid workers count", 5, false},
+		{"one worker", 1, false},
+		{"the bound", controller.MaxConcurrentNodeLifecycleSyncs, false},
+		{"workers count is 0", 0, true},
+		{"workers count is negative", -5, true},
+		{"above the bound", controller.MaxConcurrentNodeLifecycleSyncs + 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := controller.DefaultConfig()
+			cfg.ConcurrentNodeLifecycleSyncs = tc.workers
+			_, err := controller.New(fake.NewClientset(), p, clk, cfg)
+			if !tc.wantErr {
+				if err != nil {
+					t.Fatalf("New(ConcurrentNodeLifecycleSyncs=%d) = %v, want nil", tc.workers, err)
+				}
+				return
+			}
+			want := fmt.Sprintf("ConcurrentNodeLifecycleSyncs (--concurrent-node-lifecycle-syncs) = %d", tc.workers)
+			if !errors.Is(err, controller.ErrInvalidConfig) || !strings.Contains(err.Error(), want) {
+				t.Errorf("New(ConcurrentNodeLifecycleSyncs=%d) = %v, want ErrInvalidConfig naming %q", tc.workers, err, want)
+			}
+		})
+	}
+}
+
+// gatedCloud holds every InstanceExists call until want calls are in flight
+// at once (or 10s have passed), and records the most in flight.
+type gatedCloud struct {
+	*fakecloud.Provider
+	want int
+
+	mu       sync.Mutex
+	inFlight int
+	most     int
+	release  chan struct{}
+	released bool
+}
+
+func (g *gatedCloud) InstanceExists(ctx context.Context, n *v1.Node) (bool, error) {
+	g.mu.Lock()
+	g.inFlight++
+	g.most = max(g.most, g.inFlight)
+	if g.inFlight == g.want && !g.released {
+		close(g.release)
+		g.released = true
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.release:
+	case <-time.After(10 * time.Second):
+	}
+	g.mu.Lock()
+	g.inFlight--
+	g.mu.Unlock()
+	return g.Provider.InstanceExists(ctx, n)
+}
+
+// TestConcurrentNodeLifecycleSyncs: with 4 workers a pass over 8 NotReady
+// nodes has 4 InstanceExists calls in flight at once (upstream's
+// ParallelizeUntil), never more; with 1, one at a time. Every node is
+// synced either way.
+func TestConcurrentNodeLifecycleSyncs(t *testing.T) {
+	for _, workers := range []int{1, 4} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(testutil.Epoch)
+			cloud := fakecloud.New(clk, fakecloud.Config{})
+			var nodes []runtime.Object
+			for i := range 8 {
+				n := node(fmt.Sprintf("n%d", i), "S", v1.ConditionFalse)
+				nodes = append(nodes, n)
+				if _, err := cloud.AddInstance("S", n.Name, n.Name, "z"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := &gatedCloud{Provider: &fakecloud.Provider{API: cloud}, want: workers, release: make(chan struct{})}
+			cfg := testConfig()
+			cfg.ConcurrentNodeLifecycleSyncs = workers
+			c, err := controller.New(fake.NewClientset(nodes...), g, clk, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Logger{}))
+			defer cancel()
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Shutdown()
+			c.Pass(ctx)
+			if g.most != workers {
+				t.Errorf("InstanceExists calls in flight at most %d, want %d", g.most, workers)
+			}
+			if got := c.Stats().ExistsCalls[1]; got != 8 {
+				t.Errorf("Exists answers = %d, want 8 (every node)", got)
+			}
+		})
 	}
 }

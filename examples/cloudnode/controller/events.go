@@ -4,8 +4,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// Kubernetes Event reasons, upstream's (node_lifecycle_controller.go,
-// MonitorNodes, at v1.36.3), recorded with source component Name.
+// Kubernetes Event reasons, upstream's (k8s.io/cloud-provider v0.37.2,
+// node_lifecycle_controller.go, MonitorNodes; unchanged since v0.36),
+// recorded with source component Name.
 const (
 	// ReasonDeletingNode (Normal) is recorded on a Node just before it is
 	// deleted: "Deleting node <name> because it does not exist in the cloud

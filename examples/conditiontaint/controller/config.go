@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"strings"
 	"time"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -113,15 +115,17 @@ func DefaultConfig() Config {
 }
 
 // LoadConfig reads a YAML configuration over DefaultConfig: fields absent
-// from data keep their defaults. Input larger than MaxConfigBytes, unknown
-// or duplicate keys and invalid values are errors that name the field.
+// from data keep their defaults. Input larger than MaxConfigBytes, more
+// than one YAML document, unknown or duplicate keys, empty (null) values,
+// NaN or infinite numbers and invalid values are errors that name the
+// field (and the value).
 func LoadConfig(data []byte) (Config, error) {
 	cfg := DefaultConfig()
 	if len(data) > MaxConfigBytes {
 		return cfg, fmt.Errorf("%w: %d bytes, more than the %d-byte limit (MaxConfigBytes)", ErrInvalidConfig, len(data), MaxConfigBytes)
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return cfg, fmt.Errorf("%w: empty file", ErrInvalidConfig)
+	if err := checkYAML(data); err != nil {
+		return cfg, err
 	}
 	js, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
@@ -138,6 +142,77 @@ func LoadConfig(data []byte) (Config, error) {
 		return cfg, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	return cfg, cfg.Validate()
+}
+
+// checkYAML rejects what the conversion to JSON would drop or garble
+// silently, or report without the field:
+//   - a second YAML document (even an empty one): the conversion reads the
+//     first and drops the rest, so a "---" before "dryRun: true" would
+//     taint and evict for real while the operator believes it is a dry run;
+//   - an empty (null) value: it would keep the field's default unseen, so
+//     "dryRun:" with the value forgotten would mean false;
+//   - NaN and infinite numbers, which JSON cannot carry (the conversion's
+//     error names neither the field nor the value).
+func checkYAML(data []byte) error {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	var doc yamlv3.Node
+	switch err := dec.Decode(&doc); {
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: empty file", ErrInvalidConfig)
+	case err != nil:
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	var next yamlv3.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	default:
+		return fmt.Errorf("%w: a second YAML document starts at line %d; the file must hold exactly one (only the first would be read)", ErrInvalidConfig, next.Line)
+	}
+	if len(doc.Content) == 1 && doc.Content[0].ShortTag() == nullTag {
+		return fmt.Errorf("%w: empty file", ErrInvalidConfig)
+	}
+	return checkValues(&doc, "")
+}
+
+const nullTag = "!!null"
+
+// checkValues walks a YAML node for null values and NaN or infinite
+// numbers, and names the first one's field. Aliases are not followed: the
+// value they point to is checked where its anchor is.
+func checkValues(n *yamlv3.Node, path string) error {
+	switch n.Kind {
+	case yamlv3.DocumentNode:
+		for _, c := range n.Content {
+			if err := checkValues(c, path); err != nil {
+				return err
+			}
+		}
+	case yamlv3.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			field := strings.TrimPrefix(path+"."+n.Content[i].Value, ".")
+			v := n.Content[i+1]
+			if v.Kind == yamlv3.ScalarNode && v.ShortTag() == nullTag {
+				return fmt.Errorf("%w: %s: empty value (%q); write a value, or leave the key out to keep the default", ErrInvalidConfig, field, v.Value)
+			}
+			if err := checkValues(v, field); err != nil {
+				return err
+			}
+		}
+	case yamlv3.SequenceNode:
+		for i, c := range n.Content {
+			if err := checkValues(c, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case yamlv3.ScalarNode:
+		var f float64
+		if n.ShortTag() == "!!float" && n.Decode(&f) == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			return fmt.Errorf("%w: %s: %s is not a finite number", ErrInvalidConfig, path, n.Value)
+		}
+	}
+	return nil
 }
 
 // checkKeys rejects, with its path, a key that is not a field of t (json
