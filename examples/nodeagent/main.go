@@ -20,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -39,6 +38,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/kubelifecycle/lifecycle/examples/internal/flagcheck"
 	"github.com/kubelifecycle/lifecycle/examples/internal/httpserver"
 	"github.com/kubelifecycle/lifecycle/examples/nodeagent/agent"
 )
@@ -83,14 +83,11 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 // setting (agent.Config.Validate), the runtime included: nothing it
 // accepts fails later for a bad value.
 func (o *options) complete() error {
-	if math.IsNaN(o.qps) || math.IsInf(o.qps, 0) || o.qps < 0 {
-		return fmt.Errorf("-kube-api-qps %v: want a finite rate, 0 or more (0: client-go's default)", o.qps)
+	if err := flagcheck.APIRate(o.qps, o.burst); err != nil {
+		return err
 	}
-	if o.burst < 0 {
-		return fmt.Errorf("-kube-api-burst %d: want 0 or more (0: client-go's default)", o.burst)
-	}
-	if o.port < 0 || o.port > 65535 {
-		return fmt.Errorf("-port %d: want 0 to 65535", o.port)
+	if err := flagcheck.Port("-port", o.port); err != nil {
+		return err
 	}
 	var labels map[string]string
 	if o.labels != "" {

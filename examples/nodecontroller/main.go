@@ -66,6 +66,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/kubelifecycle/lifecycle/examples/internal/flagcheck"
 	"github.com/kubelifecycle/lifecycle/examples/internal/httpserver"
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/controller"
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/metrics"
@@ -164,26 +165,18 @@ func (o *options) complete(fs *flag.FlagSet) {
 
 // validate checks the flags the controller configuration does not hold.
 func (o *options) validate() error {
-	if math.IsNaN(o.qps) || o.qps < 0 || math.IsInf(o.qps, 0) {
-		return fmt.Errorf("-kube-api-qps %v: want a finite rate, 0 or more (0: client-go's default)", o.qps)
-	}
-	if o.burst < 0 {
-		return fmt.Errorf("-kube-api-burst %d: want 0 or more (0: client-go's default)", o.burst)
+	if err := flagcheck.APIRate(o.qps, o.burst); err != nil {
+		return err
 	}
 	if o.leaderElect {
-		switch {
-		case o.leNamespace == "" || o.leName == "":
+		if o.leNamespace == "" || o.leName == "" {
 			return errors.New("-leader-elect-resource-namespace and -leader-elect-resource-name must not be empty")
-		case o.leaseDuration <= o.renewDeadline:
-			return fmt.Errorf("-leader-elect-lease-duration %v must be greater than -leader-elect-renew-deadline %v", o.leaseDuration, o.renewDeadline)
-		case o.renewDeadline <= o.retryPeriod || o.retryPeriod <= 0:
-			return fmt.Errorf("-leader-elect-renew-deadline %v must be greater than -leader-elect-retry-period %v, which must be positive", o.renewDeadline, o.retryPeriod)
+		}
+		if err := flagcheck.LeaderElection(o.leaseDuration, o.renewDeadline, o.retryPeriod); err != nil {
+			return err
 		}
 	}
-	if o.port < 0 || o.port > 65535 {
-		return fmt.Errorf("-port %d: want 0 to 65535", o.port)
-	}
-	return nil
+	return flagcheck.Port("-port", o.port)
 }
 
 // settings checks every flag and builds and validates the whole controller
