@@ -18,9 +18,10 @@
 // exits, to start again as a standby. A leader whose controller stops
 // (it cannot be built or its Run returns) gives the Lease up once every
 // write has stopped, so that a standby takes over at once, and exits with
-// status 1, as kube-controller-manager v1.37 does with
-// ControllerManagerReleaseLeaderElectionLockOnExit; until it has exited,
-// /healthz fails. A new leader continues where the old one stopped: in
+// status 1 (kube-controller-manager v1.37 exits too, and releases only
+// behind its alpha ControllerManagerReleaseLeaderElectionLockOnExit gate:
+// cmd/kube-controller-manager/app/controllermanager.go, Run); until it has
+// exited, /healthz fails. A new leader continues where the old one stopped: in
 // this mode the node health snapshot ConfigMap and -use-taint-time-added
 // are on by default.
 //
@@ -122,7 +123,7 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.Float64Var(&m.Zones.UnhealthyZoneThreshold, "unhealthy-zone-threshold", m.Zones.UnhealthyZoneThreshold, "fraction of not-ready nodes (at least 3) for partial disruption")
 	fs.Float64Var(&o.fullQPS, "full-disruption-rate", -1, "nodes per second for a fully disrupted zone while other zones are healthy; negative: the normal rate (upstream)")
 	fs.IntVar(&m.Workers, "monitor-workers", m.Workers, fmt.Sprintf("nodes processed at once in a monitor pass (1 to %d)", monitor.MaxWorkers))
-	fs.IntVar(&o.cfg.Workers, "workers", o.cfg.Workers, fmt.Sprintf("workqueue workers forwarding node and pod events (1 to %d)", controller.MaxWorkers))
+	fs.IntVar(&o.cfg.Workers, "workers", o.cfg.Workers, fmt.Sprintf("workqueue workers forwarding node and pod events (0 to %d; 0: 1)", controller.MaxWorkers))
 	fs.DurationVar(&m.EvictionRetry, "eviction-retry", m.EvictionRetry, "delay before a failed pod deletion is retried (never abandoned)")
 	fs.BoolVar(&m.Evictor.UseTaintTimeAdded, "use-taint-time-added", false, "count toleration time from the taint's timeAdded, so a restart or a new leader does not restart countdowns (kubernetes/kubernetes#108268); default: the value of -leader-elect")
 	fs.BoolVar(&o.legacy, "legacy-node-eviction", false, "pre-1.27 mode: no NoExecute taints, evict every pod of a node not ready for -pod-eviction-timeout")
