@@ -102,9 +102,7 @@ var ErrInvalidConfig = errors.New("monitor: invalid config")
 // instead of after it has started (or won an election). The error wraps
 // ErrInvalidConfig and names the field and its value.
 func (c Config) Validate() error {
-	if err := c.validate(); err != nil {
-		return err
-	}
+	err := c.validate()
 	var errs []error
 	if _, err := nodehealth.NewTracker(c.Health); err != nil {
 		errs = append(errs, fmt.Errorf("Health: %w", err))
@@ -115,10 +113,10 @@ func (c Config) Validate() error {
 	if _, err := taints.NewEvictor(c.Evictor); err != nil {
 		errs = append(errs, fmt.Errorf("Evictor: %w", err))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	if cerr := errors.Join(errs...); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("%w: %w", ErrInvalidConfig, cerr))
 	}
-	return nil
+	return err
 }
 
 func (c Config) validate() error {
