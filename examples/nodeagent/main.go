@@ -111,6 +111,15 @@ func (o *options) complete() error {
 	}
 	o.cfg.LeaseDuration = time.Duration(o.leaseSecs) * time.Second
 	o.cfg.LeaseRenewInterval = o.cfg.LeaseDuration / 4
+	if o.cfg.StaticPodPath != "" {
+		fi, err := os.Stat(o.cfg.StaticPodPath)
+		if err != nil {
+			return fmt.Errorf("-pod-manifest-path: %w", err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("-pod-manifest-path %q: not a directory", o.cfg.StaticPodPath)
+		}
+	}
 	o.cfg.Runtime = agent.NewFakeRuntime(clock.RealClock{})
 	if err := o.cfg.Validate(); err != nil {
 		return fmt.Errorf("invalid flags: %w", err)

@@ -55,6 +55,8 @@ func TestBadFlagsFailUpFront(t *testing.T) {
 		{[]string{"-node-name", "a", "-kube-api-qps", "NaN"}, "-kube-api-qps NaN"},
 		{[]string{"-node-name", "a", "-kube-api-burst", "-1"}, "-kube-api-burst -1"},
 		{[]string{"-node-name", "a", "-port", "70000"}, "-port 70000"},
+		{[]string{"-node-name", "a", "-pod-manifest-path", "/nonexistent/manifests"}, "-pod-manifest-path"},
+		{[]string{"-node-name", "a", "-pod-manifest-path", "/dev/null"}, "-pod-manifest-path"},
 	}
 	for _, tt := range tests {
 		fs, o := newFlagSet(io.Discard)
