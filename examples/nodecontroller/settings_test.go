@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -208,6 +209,35 @@ func TestSettingsDefaultsValid(t *testing.T) {
 		o.complete(fs)
 		if _, err := o.settings(); err != nil {
 			t.Errorf("settings(%v) = %v", args, err)
+		}
+	}
+}
+
+// TestReleaseLeaseOnlyOwn: releaseLease empties the Lease only while this
+// replica holds it; a Lease another replica took over is left alone.
+func TestReleaseLeaseOnlyOwn(t *testing.T) {
+	for _, tt := range []struct {
+		holder   string
+		released bool
+	}{{"me", true}, {"other", false}} {
+		holder, dur := tt.holder, int32(15)
+		client := fake.NewClientset(&coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "l"},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur},
+		})
+		lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "l"},
+			Client: client.CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: "me"}}
+		if err := releaseLease(context.Background(), lock); err != nil {
+			t.Fatalf("holder %s: releaseLease() = %v", tt.holder, err)
+		}
+		l, err := client.CoordinationV1().Leases("kube-system").Get(context.Background(), "l", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == ""
+		if got != tt.released || (got && *l.Spec.LeaseDurationSeconds != 1) {
+			t.Errorf("holder %s: after releaseLease holder %v duration %v, want released %v", tt.holder,
+				l.Spec.HolderIdentity, *l.Spec.LeaseDurationSeconds, tt.released)
 		}
 	}
 }
