@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -44,6 +45,7 @@ import (
 
 	"github.com/kubelifecycle/lifecycle/examples/cloudnode/controller"
 	"github.com/kubelifecycle/lifecycle/examples/cloudnode/fakecloud"
+	"github.com/kubelifecycle/lifecycle/examples/internal/httpserver"
 )
 
 // options are the command-line flags.
@@ -55,6 +57,7 @@ type options struct {
 	deleteSet   string
 	deleteAfter time.Duration
 	metricsAddr string
+	metricsLn   net.Listener // bound by run before the client exists
 }
 
 func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
@@ -106,7 +109,15 @@ func main() {
 	klog.Flush()
 }
 
+// run checks every setting, then runs the mode the flags chose: -compare
+// offline, or the live controller on -kubeconfig's cluster.
 func run(ctx context.Context, o *options, out io.Writer) error {
+	if err := o.cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid flags: %w", err)
+	}
+	if o.deleteAfter < 0 {
+		return fmt.Errorf("-delete-after %v: must not be negative", o.deleteAfter)
+	}
 	if o.compare {
 		if o.sc.NodesA < 0 || o.sc.NodesB < 0 || o.sc.NodesA+o.sc.NodesB > 10000 {
 			return fmt.Errorf("-compare-nodes-a and -b: %d and %d, want 0..10000 nodes in all", o.sc.NodesA, o.sc.NodesB)
@@ -123,6 +134,14 @@ func run(ctx context.Context, o *options, out io.Writer) error {
 	}
 	if o.kubeconfig == "" {
 		return errors.New("-kubeconfig or -compare is required (see -h)")
+	}
+	if o.metricsAddr != "" { // bound before anything runs: an address in use stops the program
+		ln, err := net.Listen("tcp", o.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("-metrics-bind-address: %w", err)
+		}
+		defer ln.Close()
+		o.metricsLn = ln
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
@@ -173,13 +192,13 @@ func runLive(ctx context.Context, o *options, client kubernetes.Interface, clk l
 		reg.MustRegister(c.Collector())
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		srv := &http.Server{Addr: o.metricsAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				klog.ErrorS(err, "Serving /metrics")
+		ln := o.metricsLn
+		if ln == nil {
+			if ln, err = net.Listen("tcp", o.metricsAddr); err != nil {
+				return fmt.Errorf("-metrics-bind-address: %w", err)
 			}
-		}()
-		defer srv.Close()
+		}
+		defer httpserver.Serve(ln, mux, func(err error) { klog.ErrorS(err, "Serving /metrics") })()
 	}
 	if o.deleteSet != "" {
 		// On its own goroutine: a fake clock runs AfterFunc callbacks with

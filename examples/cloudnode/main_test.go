@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +145,36 @@ func TestRunLive(t *testing.T) {
 	}
 	if f.calls.Total() == 0 {
 		t.Error("no cloud calls counted")
+	}
+}
+
+// TestRunChecksBeforeConnecting: in live mode every setting is checked,
+// and the metrics address bound, before the kubeconfig is read and the
+// nodes listed (the old code read the kubeconfig and listed the nodes
+// first, and logged a metrics address in use on a goroutine and ran on).
+func TestRunChecksBeforeConnecting(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-confirmations", "-1"}, "invalid config"},
+		{[]string{"-node-monitor-period", "-5s"}, "MonitorPeriod = -5s"},
+		{[]string{"-node-selector", "a b c"}, "NodeSelector"},
+		{[]string{"-delete-after", "-1m"}, "-delete-after -1m0s"},
+		{[]string{"-metrics-bind-address", ln.Addr().String()}, "-metrics-bind-address"},
+	} {
+		fs, o := newFlagSet(&bytes.Buffer{})
+		if err := fs.Parse(append([]string{"-kubeconfig", missing}, tt.args...)); err != nil {
+			t.Fatal(err)
+		}
+		if err := run(context.Background(), o, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("run(%q) = %v, want an error with %q before the kubeconfig is read", tt.args, err, tt.want)
+		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubelifecycle/lifecycle/examples/conditiontaint/controller"
+	"github.com/kubelifecycle/lifecycle/examples/internal/flagcheck"
 )
 
 // flags are the command line, with kube-controller-manager's names for
@@ -71,6 +72,16 @@ func parseFlags(args []string, stderr io.Writer) (flags, error) {
 	fs.Visit(func(fl *flag.Flag) { f.dryRunSet = f.dryRunSet || fl.Name == "dry-run" })
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	// Checked here, before anything connects: the manager would find a
+	// bad leader election setting only once it runs.
+	if err := flagcheck.APIRate(f.kubeAPIQPS, f.kubeAPIBurst); err != nil {
+		return f, err
+	}
+	if f.leaderElect {
+		if err := flagcheck.LeaderElection(f.leaseDuration, f.renewDeadline, f.retryPeriod); err != nil {
+			return f, err
+		}
 	}
 	return f, nil
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,18 @@ func TestFlagsAndManagerOptions(t *testing.T) {
 		}
 	}
 
+	// Settings the manager would reject only once running fail here, before
+	// anything connects (the old code accepted all of them).
+	for _, bad := range [][]string{
+		{"-leader-elect-lease-duration", "5s"},
+		{"-leader-elect-retry-period", "0s"},
+		{"-kube-api-qps", "NaN"},
+		{"-kube-api-burst", "-1"},
+	} {
+		if _, err := parseFlags(bad, io.Discard); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("parseFlags(%v) = %v, want an error naming %s", bad, err, bad[0])
+		}
+	}
 	if _, err := parseFlags([]string{"extra"}, io.Discard); err == nil {
 		t.Error("parseFlags accepted a positional argument")
 	}

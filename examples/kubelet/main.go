@@ -38,8 +38,11 @@ func run(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if sc.Until < 0 || sc.RuntimeDownAt < 0 || sc.ForceDeleteAt < 0 {
-		return fmt.Errorf("kubelet: -down, -delete and -until must not be negative")
+	if fs.NArg() > 0 {
+		return fmt.Errorf("kubelet: unexpected arguments: %v", fs.Args())
+	}
+	if err := sc.Validate(); err != nil {
+		return err
 	}
 	var clk Clock = &FakeClock{T: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	if *realtime {

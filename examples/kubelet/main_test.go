@@ -177,9 +177,29 @@ func TestRunFlags(t *testing.T) {
 	if !strings.Contains(out.String(), "web: finished=false") {
 		t.Errorf("output does not end with web unfinished:\n%s", out.String())
 	}
-	for _, args := range [][]string{{"-until", "-5s"}, {"-bogus"}} {
+	for _, args := range [][]string{{"-until", "-5s"}, {"-bogus"}, {"extra"}} {
 		if err := run(args, &out); err == nil {
 			t.Errorf("run(%v) = nil, want an error", args)
+		}
+	}
+}
+
+// TestRunFlagsBounded: a run too long to end (the old code looped for
+// -until=100000h, some 180 million passes) and events after the end, which
+// silently never happened, are refused with an error naming the flag.
+func TestRunFlagsBounded(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-until", "100000h"}, "-until 100000h0m0s"},
+		{[]string{"-down", "1m"}, "-down 1m0s is after -until 45s"},
+		{[]string{"-delete", "-1s"}, "-delete -1s"},
+		{[]string{"-up", "2m", "-until", "1m"}, "-up 2m0s is after -until 1m0s"},
+	} {
+		var out bytes.Buffer
+		if err := run(tt.args, &out); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("run(%v) = %v, want an error with %q", tt.args, err, tt.want)
 		}
 	}
 }

@@ -20,6 +20,33 @@ type Scenario struct {
 	// RuntimeUpAt < 0: the runtime never comes back.
 }
 
+// MaxUntil bounds Scenario.Until: the loop wakes at least every
+// housekeeping period (2 s), so a day is 43,200 passes, and a longer story
+// tells nothing more.
+const MaxUntil = 24 * time.Hour
+
+// Validate reports a scenario that would not play as written: a negative
+// or too long run (Until, at most MaxUntil), a negative event time, or an
+// event after the end, which would silently never happen. The error names
+// the program's flag.
+func (sc Scenario) Validate() error {
+	if sc.Until < 0 || sc.Until > MaxUntil {
+		return fmt.Errorf("kubelet: -until %v: want 0 to %v", sc.Until, MaxUntil)
+	}
+	for _, e := range []struct {
+		flag string
+		at   time.Duration
+	}{{"-down", sc.RuntimeDownAt}, {"-delete", sc.ForceDeleteAt}, {"-up", sc.RuntimeUpAt}} {
+		switch {
+		case e.at < 0 && e.flag != "-up":
+			return fmt.Errorf("kubelet: %s %v: must not be negative", e.flag, e.at)
+		case e.at > sc.Until:
+			return fmt.Errorf("kubelet: %s %v is after -until %v: it would never happen", e.flag, e.at, sc.Until)
+		}
+	}
+	return nil
+}
+
 // DefaultScenario is the scenario the program runs without flags.
 func DefaultScenario() Scenario {
 	return Scenario{RuntimeDownAt: 5 * time.Second, ForceDeleteAt: 10 * time.Second,

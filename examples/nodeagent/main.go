@@ -4,7 +4,9 @@
 // their status, runs the pods bound to them (and the static pods of
 // -pod-manifest-path) through the pod worker, confirms graceful deletions,
 // and serves the kubelet's pod worker metrics on /metrics and /healthz over
-// plain HTTP on -address:-port. Use it to exercise a control plane without
+// plain HTTP on -address:-port. Every flag is checked (agent.Config.Validate)
+// and the port bound before it creates a client: a bad value exits at once
+// with an error naming it. Use it to exercise a control plane without
 // real nodes, or as the skeleton of a virtual-kubelet-style provider (put
 // your runtime behind agent.Runtime).
 //
@@ -24,6 +26,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +38,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/kubelifecycle/lifecycle/examples/internal/flagcheck"
+	"github.com/kubelifecycle/lifecycle/examples/internal/httpserver"
 	"github.com/kubelifecycle/lifecycle/examples/nodeagent/agent"
 )
 
@@ -74,8 +79,16 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	return fs, o
 }
 
-// complete turns the string flags into the config.
+// complete turns the string flags into the config and checks every
+// setting (agent.Config.Validate), the runtime included: nothing it
+// accepts fails later for a bad value.
 func (o *options) complete() error {
+	if err := flagcheck.APIRate(o.qps, o.burst); err != nil {
+		return err
+	}
+	if err := flagcheck.Port("-port", o.port); err != nil {
+		return err
+	}
 	var labels map[string]string
 	if o.labels != "" {
 		labels = map[string]string{}
@@ -93,11 +106,24 @@ func (o *options) complete() error {
 	for _, n := range strings.Split(o.nodes, ",") {
 		o.cfg.Nodes = append(o.cfg.Nodes, agent.NodeConfig{Name: strings.TrimSpace(n), Labels: labels})
 	}
-	if o.leaseSecs < 1 {
-		return fmt.Errorf("-node-lease-duration-seconds %d below 1", o.leaseSecs)
+	if o.leaseSecs < 1 || o.leaseSecs > int(agent.MaxLeaseDuration/time.Second) {
+		return fmt.Errorf("-node-lease-duration-seconds %d: want 1 to %d", o.leaseSecs, int(agent.MaxLeaseDuration/time.Second))
 	}
 	o.cfg.LeaseDuration = time.Duration(o.leaseSecs) * time.Second
 	o.cfg.LeaseRenewInterval = o.cfg.LeaseDuration / 4
+	if o.cfg.StaticPodPath != "" {
+		fi, err := os.Stat(o.cfg.StaticPodPath)
+		if err != nil {
+			return fmt.Errorf("-pod-manifest-path: %w", err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("-pod-manifest-path %q: not a directory", o.cfg.StaticPodPath)
+		}
+	}
+	o.cfg.Runtime = agent.NewFakeRuntime(clock.RealClock{})
+	if err := o.cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid flags: %w", err)
+	}
 	return nil
 }
 
@@ -128,7 +154,19 @@ func newMux(a *agent.Agent) *http.ServeMux {
 	return mux
 }
 
+// run creates the client and runs the agent until ctx is done; the flags
+// were checked by complete. The endpoints' port is bound first, so that a
+// port in use stops the agent before it registers anything.
 func run(ctx context.Context, o *options) error {
+	var handler delegate
+	if o.port != 0 {
+		_, stop, err := httpserver.Listen(net.JoinHostPort(o.address, strconv.Itoa(o.port)), &handler,
+			func(err error) { klog.FromContext(ctx).Error(err, "HTTP server failed") })
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	rc, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -138,24 +176,29 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	o.cfg.Runtime = agent.NewFakeRuntime(clock.RealClock{})
 	a, err := agent.New(client, clock.RealClock{}, o.cfg)
 	if err != nil {
 		return err
 	}
-	if o.port != 0 {
-		srv := &http.Server{Addr: net.JoinHostPort(o.address, strconv.Itoa(o.port)), Handler: newMux(a), ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				klog.FromContext(ctx).Error(err, "HTTP server failed")
-			}
-		}()
-		defer srv.Close()
-	}
+	handler.set(newMux(a))
 	if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return nil
+}
+
+// delegate serves 503 until set gives it the handler: the port is bound
+// before the agent exists.
+type delegate struct{ h atomic.Pointer[http.ServeMux] }
+
+func (d *delegate) set(h *http.ServeMux) { d.h.Store(h) }
+
+func (d *delegate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := d.h.Load(); h != nil {
+		h.ServeHTTP(w, r)
+		return
+	}
+	http.Error(w, "starting", http.StatusServiceUnavailable)
 }
 
 func main() {
@@ -163,6 +206,10 @@ func main() {
 	fs, o := newFlagSet(os.Stderr)
 	flag.CommandLine.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
 	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "nodeagent: unexpected arguments:", fs.Args())
 		os.Exit(2)
 	}
 	if err := o.complete(); err != nil {

@@ -196,7 +196,7 @@ func deploymentOptions(t *testing.T, d appsv1.Deployment) *options {
 		t.Fatalf("Deployment args %q: %v %s", d.Spec.Template.Spec.Containers[0].Args, err, out.String())
 	}
 	o.complete(fs)
-	if err := o.validate(); err != nil {
+	if _, err := o.settings(); err != nil {
 		t.Fatalf("Deployment args: %v", err)
 	}
 	return o

@@ -41,7 +41,7 @@ func TestEndpoints(t *testing.T) {
 	m := metrics.New(clocktesting.NewFakeClock(epoch))
 	m.ObserveMonitorPass(time.Millisecond, nil)
 	var notReady error
-	mux := newMux(m, nil, func() error { return notReady })
+	mux := newMux(m, nil, nil, func() error { return notReady })
 	if code, body := get(t, mux, "/healthz"); code != 200 || body != "ok" {
 		t.Errorf("/healthz = %d %q, want 200 ok", code, body)
 	}
@@ -64,11 +64,11 @@ func TestEndpoints(t *testing.T) {
 	hz := leaderelection.NewLeaderHealthzAdaptor(20 * time.Second)
 	_, o := newFlagSet(io.Discard)
 	r := &runner{metrics: m}
-	le, err := newLeaderElector(client, o, nil, r, hz)
+	le, _, err := newLeaderElector(client, o, nil, r, hz)
 	if err != nil || le == nil {
 		t.Fatalf("newLeaderElector() = %v", err)
 	}
-	mux = newMux(m, hz, func() error { return nil })
+	mux = newMux(m, hz, nil, func() error { return nil })
 	if code, body := get(t, mux, "/healthz"); code != 200 {
 		t.Errorf("/healthz with leader election, not leading = %d %q, want 200", code, body)
 	}

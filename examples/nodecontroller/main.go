@@ -6,13 +6,24 @@
 // record (NodeNotReady, TaintManagerEviction, ...), and serves /healthz,
 // /readyz and /metrics over plain HTTP on -bind-address:-port.
 //
+// Every flag is checked, and the whole controller configuration built and
+// validated, before the process creates a client: a bad value (say
+// -node-monitor-period=-5s or -unhealthy-zone-threshold=7) exits with
+// status 1 and an error naming it, without touching the API.
+//
 // With -leader-elect (the default) replicas elect a leader on a
 // coordination.k8s.io Lease (-leader-elect-resource-namespace/-name), as
 // kube-controller-manager does: only the leader runs the controller and
 // writes; a replica that loses the lease stops every write at once and
-// exits, to start again as a standby. A new leader continues where the old
-// one stopped: in this mode the node health snapshot ConfigMap and
-// -use-taint-time-added are on by default.
+// exits, to start again as a standby. A leader whose controller stops
+// (it cannot be built or its Run returns) gives the Lease up once every
+// write has stopped, so that a standby takes over at once, and exits with
+// status 1 (kube-controller-manager v1.37 exits too, and releases only
+// behind its alpha ControllerManagerReleaseLeaderElectionLockOnExit gate:
+// cmd/kube-controller-manager/app/controllermanager.go, Run); until it has
+// exited, /healthz fails. A new leader continues where the old one stopped: in
+// this mode the node health snapshot ConfigMap and -use-taint-time-added
+// are on by default.
 //
 // Run it only where kube-controller-manager's own node-lifecycle-controller
 // and taint-eviction-controller are off (for example
@@ -56,6 +67,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/kubelifecycle/lifecycle/examples/internal/flagcheck"
+	"github.com/kubelifecycle/lifecycle/examples/internal/httpserver"
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/controller"
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/metrics"
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
@@ -110,8 +123,8 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.IntVar(&m.Zones.LargeClusterThreshold, "large-cluster-size-threshold", m.Zones.LargeClusterThreshold, "zone size above which partial disruption uses the secondary rate (else 0)")
 	fs.Float64Var(&m.Zones.UnhealthyZoneThreshold, "unhealthy-zone-threshold", m.Zones.UnhealthyZoneThreshold, "fraction of not-ready nodes (at least 3) for partial disruption")
 	fs.Float64Var(&o.fullQPS, "full-disruption-rate", -1, "nodes per second for a fully disrupted zone while other zones are healthy; negative: the normal rate (upstream)")
-	fs.IntVar(&m.Workers, "monitor-workers", m.Workers, "nodes processed at once in a monitor pass")
-	fs.IntVar(&o.cfg.Workers, "workers", o.cfg.Workers, "workqueue workers forwarding node and pod events")
+	fs.IntVar(&m.Workers, "monitor-workers", m.Workers, fmt.Sprintf("nodes processed at once in a monitor pass (1 to %d)", monitor.MaxWorkers))
+	fs.IntVar(&o.cfg.Workers, "workers", o.cfg.Workers, fmt.Sprintf("workqueue workers forwarding node and pod events (0 to %d; 0: 1)", controller.MaxWorkers))
 	fs.DurationVar(&m.EvictionRetry, "eviction-retry", m.EvictionRetry, "delay before a failed pod deletion is retried (never abandoned)")
 	fs.BoolVar(&m.Evictor.UseTaintTimeAdded, "use-taint-time-added", false, "count toleration time from the taint's timeAdded, so a restart or a new leader does not restart countdowns (kubernetes/kubernetes#108268); default: the value of -leader-elect")
 	fs.BoolVar(&o.legacy, "legacy-node-eviction", false, "pre-1.27 mode: no NoExecute taints, evict every pod of a node not ready for -pod-eviction-timeout")
@@ -152,28 +165,32 @@ func (o *options) complete(fs *flag.FlagSet) {
 	}
 }
 
-// validate checks the flags config does not.
+// validate checks the flags the controller configuration does not hold.
 func (o *options) validate() error {
+	if err := flagcheck.APIRate(o.qps, o.burst); err != nil {
+		return err
+	}
 	if o.leaderElect {
-		switch {
-		case o.leNamespace == "" || o.leName == "":
+		if o.leNamespace == "" || o.leName == "" {
 			return errors.New("-leader-elect-resource-namespace and -leader-elect-resource-name must not be empty")
-		case o.leaseDuration <= o.renewDeadline:
-			return fmt.Errorf("-leader-elect-lease-duration %v must be greater than -leader-elect-renew-deadline %v", o.leaseDuration, o.renewDeadline)
-		case o.renewDeadline <= o.retryPeriod || o.retryPeriod <= 0:
-			return fmt.Errorf("-leader-elect-renew-deadline %v must be greater than -leader-elect-retry-period %v, which must be positive", o.renewDeadline, o.retryPeriod)
+		}
+		if err := flagcheck.LeaderElection(o.leaseDuration, o.renewDeadline, o.retryPeriod); err != nil {
+			return err
 		}
 	}
-	if o.port < 0 || o.port > 65535 {
-		return fmt.Errorf("-port %d: want 0 to 65535", o.port)
-	}
-	return nil
+	return flagcheck.Port("-port", o.port)
 }
 
-// config completes the controller configuration from the flags; client is
-// used by the snapshot store.
-func (o *options) config(client kubernetes.Interface) (controller.Config, error) {
+// settings checks every flag and builds and validates the whole controller
+// configuration (controller.Config.Validate) without a client: run calls it
+// before it connects to anything, so that a bad value stops the process at
+// once rather than a leader that runs no controller. The snapshot store,
+// which needs the client, is left to config.
+func (o *options) settings() (controller.Config, error) {
 	cfg := o.cfg
+	if err := o.validate(); err != nil {
+		return cfg, err
+	}
 	if math.IsNaN(o.fullQPS) {
 		return cfg, errors.New("-full-disruption-rate: NaN is not a rate")
 	}
@@ -184,19 +201,42 @@ func (o *options) config(client kubernetes.Interface) (controller.Config, error)
 	if o.legacy {
 		cfg.Monitor.PodEvictionTimeout = o.podEvictionTimeout
 	}
-	if o.snapshotCM != "" {
-		ns, name, ok := strings.Cut(o.snapshotCM, "/")
-		if !ok {
-			return cfg, fmt.Errorf("-snapshot-configmap %q: want namespace/name", o.snapshotCM)
-		}
+	if _, _, err := o.snapshotConfigMap(); err != nil {
+		return cfg, err
+	}
+	cfg.OnEvent = logEvent
+	cfg.SkipFinalSnapshot = o.leaderElect
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("invalid flags (see -h for the flag of each field): %w", err)
+	}
+	return cfg, nil
+}
+
+// snapshotConfigMap splits -snapshot-configmap; empty names mean none.
+func (o *options) snapshotConfigMap() (namespace, name string, err error) {
+	if o.snapshotCM == "" {
+		return "", "", nil
+	}
+	ns, name, ok := strings.Cut(o.snapshotCM, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("-snapshot-configmap %q: want namespace/name", o.snapshotCM)
+	}
+	return ns, name, nil
+}
+
+// config is settings with the snapshot store on client.
+func (o *options) config(client kubernetes.Interface) (controller.Config, error) {
+	cfg, err := o.settings()
+	if err != nil {
+		return cfg, err
+	}
+	if ns, name, _ := o.snapshotConfigMap(); name != "" {
 		store, err := controller.NewConfigMapStore(client, ns, name)
 		if err != nil {
 			return cfg, err
 		}
 		cfg.Snapshots = store
 	}
-	cfg.OnEvent = logEvent
-	cfg.SkipFinalSnapshot = o.leaderElect
 	return cfg, nil
 }
 
@@ -242,6 +282,9 @@ func main() {
 	klog.Flush()
 }
 
+// newController is controller.New; tests replace it.
+var newController = controller.New
+
 // inClusterConfig is rest.InClusterConfig; tests replace it.
 var inClusterConfig = rest.InClusterConfig
 
@@ -265,12 +308,14 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return rc, nil
 }
 
-// run connects to the cluster and runs the controller on the real clock
-// until ctx is done: at once without leader election, else while this
-// replica leads. It returns an error when leadership is lost (the process
-// exits and restarts as a standby, as kube-controller-manager does).
+// run checks the settings, then connects to the cluster and runs the
+// controller on the real clock until ctx is done: at once without leader
+// election, else while this replica leads. It returns an error when
+// leadership is lost (the process exits and restarts as a standby, as
+// kube-controller-manager does) and when the controller stops while ctx is
+// not done.
 func run(ctx context.Context, o *options) error {
-	if err := o.validate(); err != nil {
+	if _, err := o.settings(); err != nil {
 		return err
 	}
 	rc, err := restConfig(o.kubeconfig)
@@ -303,13 +348,18 @@ func runWith(ctx context.Context, o *options, client kubernetes.Interface, clk c
 	m := metrics.New(clk)
 	wire(&cfg, m)
 	r := &runner{metrics: m, legacy: cfg.Monitor.PodEvictionTimeout > 0,
-		newController: func() (*controller.Controller, error) { return controller.New(client, clk, cfg) }}
+		newController: func() (*controller.Controller, error) { return newController(client, clk, cfg) }}
 
 	var healthz *leaderelection.HealthzAdaptor
 	var le *leaderelection.LeaderElector
+	var lock *resourcelock.LeaseLock
+	leCtx, leCancel := context.WithCancel(ctx)
+	defer leCancel()
+	live := func() error { return r.live(func() bool { return le == nil || le.IsLeader() }) }
 	if o.leaderElect {
 		healthz = leaderelection.NewLeaderHealthzAdaptor(20 * time.Second) // kube-controller-manager's
-		le, err = newLeaderElector(client, o, events.NewRecorder(scheme.Scheme, v1.EventSource{Component: controller.Name}), r, healthz)
+		r.abort = leCancel
+		le, lock, err = newLeaderElector(client, o, events.NewRecorder(scheme.Scheme, v1.EventSource{Component: controller.Name}), r, healthz)
 		if err != nil {
 			return err
 		}
@@ -319,23 +369,51 @@ func runWith(ctx context.Context, o *options, client kubernetes.Interface, clk c
 		if err != nil {
 			return err
 		}
-		srv := &http.Server{Handler: newMux(m, healthz, r.ready), ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				klog.ErrorS(err, "Serving the endpoints")
-			}
-		}()
-		defer srv.Close()
+		stop := httpserver.Serve(ln, newMux(m, healthz, live, r.ready), func(err error) { klog.ErrorS(err, "Serving the endpoints") })
+		defer stop()
 		klog.InfoS("Serving /healthz, /readyz and /metrics over plain HTTP", "address", ln.Addr().String())
 	}
 	if le == nil {
-		return r.lead(ctx)
+		err := r.lead(ctx)
+		if err == nil && ctx.Err() == nil {
+			err = errors.New("the controller stopped")
+		}
+		return err
 	}
-	le.Run(ctx)
+	le.Run(leCtx)
+	if err := r.failure(); err != nil {
+		// OnStoppedLeading has returned: nothing of this replica writes
+		// any more, so a standby may take over at once.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.renewDeadline)
+		defer cancel()
+		if rerr := releaseLease(rctx, lock); rerr != nil {
+			return fmt.Errorf("the controller stopped while leading (%w); releasing the lease failed: %w", err, rerr)
+		}
+		return fmt.Errorf("the controller stopped while leading, lease released: %w", err)
+	}
 	if ctx.Err() == nil {
 		return errors.New("leader election lost")
 	}
 	return r.err()
+}
+
+// releaseLease gives up lock's Lease if this replica still holds it, as
+// client-go's LeaderElector does with ReleaseOnCancel (its release): an
+// empty holder and a duration of one second, which any standby may take
+// at once. Unlike ReleaseOnCancel, which releases before OnStoppedLeading
+// has stopped the controller's writes, run calls it after le.Run returned.
+func releaseLease(ctx context.Context, lock *resourcelock.LeaseLock) error {
+	rec, _, err := lock.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if rec.HolderIdentity != lock.Identity() {
+		return nil // another replica holds it already
+	}
+	now := metav1.Now()
+	return lock.Update(ctx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now,
+	})
 }
 
 // wire sends the controller's events and monitor passes to the log and the
@@ -354,18 +432,18 @@ func wire(cfg *controller.Config, m *metrics.Metrics) {
 
 // newLeaderElector returns the elector of a Lease lock named by the
 // -leader-elect-* flags, with identity hostname_uuid (kube-controller-
-// manager's), calling r's callbacks.
-func newLeaderElector(client kubernetes.Interface, o *options, rec record.EventRecorder, r *runner, healthz *leaderelection.HealthzAdaptor) (*leaderelection.LeaderElector, error) {
+// manager's), calling r's callbacks, and the lock.
+func newLeaderElector(client kubernetes.Interface, o *options, rec record.EventRecorder, r *runner, healthz *leaderelection.HealthzAdaptor) (*leaderelection.LeaderElector, *resourcelock.LeaseLock, error) {
 	host, err := os.Hostname()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: o.leNamespace, Name: o.leName},
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID()), EventRecorder: rec},
 	}
-	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:          lock,
 		LeaseDuration: o.leaseDuration,
 		RenewDeadline: o.renewDeadline,
@@ -374,21 +452,27 @@ func newLeaderElector(client kubernetes.Interface, o *options, rec record.EventR
 		WatchDog:      healthz,
 		Name:          o.leName,
 	})
+	return le, lock, err
 }
 
 // runner runs the controller while this replica leads: a new Controller
 // for each term (a Controller runs once), stopped with all its writes when
-// the term ends.
+// the term ends. A term whose controller stops while the term goes on is
+// a failure: the runner records it and calls abort, which ends the leader
+// election (run then releases the Lease and exits).
 type runner struct {
 	newController func() (*controller.Controller, error)
 	metrics       *metrics.Metrics
 	legacy        bool
+	abort         func() // nil: none
 
 	mu      sync.Mutex
 	ctrl    *controller.Controller // while leading
+	running bool                   // from the start of lead to its return
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when the term's Run returned
 	lastErr error
+	failed  error // the controller stopped while its term went on
 }
 
 // lead runs a new controller until ctx is done and returns Run's error. A
@@ -399,6 +483,8 @@ func (r *runner) lead(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
+	r.setRunning(true)
+	defer r.setRunning(false)
 	c, err := r.newController()
 	if err != nil {
 		r.setErr(err)
@@ -443,6 +529,50 @@ func (r *runner) stop() {
 	<-done
 }
 
+func (r *runner) setRunning(on bool) {
+	r.mu.Lock()
+	r.running = on
+	r.mu.Unlock()
+}
+
+// fail records that the controller stopped while its term went on (err:
+// why) and ends the leader election.
+func (r *runner) fail(err error) {
+	if err == nil {
+		err = errors.New("the controller returned")
+	}
+	r.mu.Lock()
+	r.failed = err
+	r.mu.Unlock()
+	if r.abort != nil {
+		r.abort()
+	}
+}
+
+// failure returns what fail recorded, nil if nothing.
+func (r *runner) failure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+// live is the runner's part of /healthz: it fails once a controller has
+// stopped while its term went on, and while leading (as leading reports)
+// with no controller running, so that a leader that runs nothing is
+// restarted instead of holding the lease.
+func (r *runner) live(leading func() bool) error {
+	r.mu.Lock()
+	failed, running := r.failed, r.running
+	r.mu.Unlock()
+	switch {
+	case failed != nil:
+		return fmt.Errorf("the controller stopped while leading: %w", failed)
+	case !running && leading():
+		return errors.New("leading, but the controller is not running")
+	}
+	return nil
+}
+
 func (r *runner) setErr(err error) {
 	if err != nil {
 		r.mu.Lock()
@@ -463,9 +593,14 @@ func (r *runner) callbacks() leaderelection.LeaderCallbacks {
 	return leaderelection.LeaderCallbacks{
 		OnStartedLeading: func(ctx context.Context) {
 			klog.FromContext(ctx).Info("Started leading")
-			if err := r.lead(ctx); err != nil {
-				klog.FromContext(ctx).Error(err, "Controller stopped")
+			err := r.lead(ctx)
+			if ctx.Err() != nil {
+				return // the term ended (OnStoppedLeading): a normal stop
 			}
+			// Nobody would run the controller while this replica holds
+			// the lease: give it up (run releases it and exits).
+			klog.FromContext(ctx).Error(err, "Controller stopped while leading: giving up the lease")
+			r.fail(err)
 		},
 		OnStoppedLeading: func() {
 			klog.InfoS("Stopped leading: stopping every write")
@@ -487,10 +622,11 @@ func (r *runner) ready() error {
 	return nil
 }
 
-// newMux serves /healthz (the process is up and, with leader election, the
-// leader renews its lease: leaderelection.HealthzAdaptor, as
+// newMux serves /healthz (the process is up, live holds and, with leader
+// election, the leader renews its lease: leaderelection.HealthzAdaptor, as
 // kube-controller-manager), /readyz (ready) and /metrics (m's registry).
-func newMux(m *metrics.Metrics, healthz *leaderelection.HealthzAdaptor, ready func() error) *http.ServeMux {
+// live may be nil.
+func newMux(m *metrics.Metrics, healthz *leaderelection.HealthzAdaptor, live, ready func() error) *http.ServeMux {
 	check := func(fn func(*http.Request) error) http.HandlerFunc {
 		return func(w http.ResponseWriter, req *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -504,6 +640,11 @@ func newMux(m *metrics.Metrics, healthz *leaderelection.HealthzAdaptor, ready fu
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", check(func(req *http.Request) error {
+		if live != nil {
+			if err := live(); err != nil {
+				return err
+			}
+		}
 		if healthz != nil {
 			if err := healthz.Check(req); err != nil {
 				return fmt.Errorf("%s: %w", healthz.Name(), err)

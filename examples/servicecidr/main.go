@@ -47,14 +47,24 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster to run against; empty runs the demo on a fake clientset")
 	grace := flag.Duration("grace-period", cidrfinalizer.DefaultConfig().GracePeriod, "wait after the deletion before releasing the finalizer")
 	recheck := flag.Duration("recheck-interval", 0, "re-evaluate a blocked ServiceCIDR this often (0: only on events, as upstream)")
-	workers := flag.Int("workers", 1, "queue workers")
+	workers := flag.Int("workers", 1, fmt.Sprintf("queue workers (1 to %d)", controller.MaxWorkers))
 	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "servicecidr: unexpected arguments:", flag.Args())
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := controller.Config{
 		Finalizer: cidrfinalizer.Config{GracePeriod: *grace, RecheckInterval: *recheck},
 		Workers:   *workers,
+	}
+	// Every setting is checked before anything runs (runCluster and
+	// runDemo check again, for their other callers).
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "servicecidr: invalid flags:", err)
+		os.Exit(2)
 	}
 	var err error
 	if *kubeconfig != "" {
@@ -68,8 +78,12 @@ func main() {
 	}
 }
 
-// runCluster runs the controller against a real cluster until ctx is done.
+// runCluster checks cfg, then runs the controller against a real cluster
+// until ctx is done.
 func runCluster(ctx context.Context, kubeconfig string, cfg controller.Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubelifecycle/lifecycle/examples/servicecidr/controller"
 )
@@ -51,5 +52,26 @@ func TestRunClusterBadKubeconfig(t *testing.T) {
 	}
 	if err := runCluster(context.Background(), path, controller.DefaultConfig()); err == nil {
 		t.Errorf("runCluster(bad kubeconfig) = nil, want an error")
+	}
+}
+
+// TestRunClusterBadSettingsFirst: bad settings fail before the kubeconfig
+// is even read (the old code read it and built a client first, and took a
+// negative -workers for 1).
+func TestRunClusterBadSettingsFirst(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tt := range []struct {
+		mutate func(*controller.Config)
+		want   string
+	}{
+		{func(c *controller.Config) { c.Workers = -1 }, "Workers = -1"},
+		{func(c *controller.Config) { c.Workers = 1 << 40 }, "MaxWorkers"},
+		{func(c *controller.Config) { c.Finalizer.GracePeriod = -time.Second }, "-1s"},
+	} {
+		cfg := controller.DefaultConfig()
+		tt.mutate(&cfg)
+		if err := runCluster(context.Background(), missing, cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("runCluster(%+v) = %v, want an error with %q", cfg, err, tt.want)
+		}
 	}
 }

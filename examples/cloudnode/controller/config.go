@@ -86,6 +86,31 @@ const MaxConcurrentNodeLifecycleSyncs = 256
 // ErrInvalidConfig is wrapped by New for a Config it rejects.
 var ErrInvalidConfig = errors.New("cloudnode: invalid config")
 
+// Validate reports whether New accepts c (the orphan policy included,
+// unless UpstreamStyle), without connecting to anything: a program calls
+// it before it creates its client. The error wraps ErrInvalidConfig.
+func (c Config) Validate() error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if !c.UpstreamStyle {
+		if _, err := nodehealth.NewOrphanTracker(c.trackerPolicy()); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
+	return nil
+}
+
+// trackerPolicy is the policy of the controller's orphan tracker: Policy
+// without the uninitialized-node delay, which is the controller's own
+// check (uninitializedYoung), in both modes; the tracker applying it again
+// would start a second delay when the first one ends.
+func (c Config) trackerPolicy() nodehealth.OrphanPolicy {
+	p := c.Policy
+	p.UninitializedNodeDelay = 0
+	return p
+}
+
 func (c Config) validate() error {
 	var errs []error
 	if c.MonitorPeriod <= 0 {

@@ -95,12 +95,7 @@ func New(client kubernetes.Interface, cloud cloudprovider.InstancesV2, clk clock
 		passDuration: newPassDuration(),
 	}
 	if !cfg.UpstreamStyle {
-		// The uninitialized-node delay is the controller's own check
-		// (uninitializedYoung), in both modes; the tracker applying it
-		// again would start a second delay when the first one ends.
-		p := cfg.Policy
-		p.UninitializedNodeDelay = 0
-		o, err := nodehealth.NewOrphanTracker(p)
+		o, err := nodehealth.NewOrphanTracker(cfg.trackerPolicy())
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}

@@ -76,7 +76,7 @@ type Counters struct {
 // New returns an agent for cfg that talks to client on clk. It validates
 // cfg (wrapping ErrInvalidConfig) and does no I/O.
 func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Agent, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	w, err := podworker.New(cfg.PodWorker)

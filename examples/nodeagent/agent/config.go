@@ -3,7 +3,10 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubelifecycle/lifecycle/podworker"
 )
@@ -31,6 +34,10 @@ const (
 	ConfigHashAnnotation = "kubernetes.io/config.hash"
 	// MaxNodes bounds Config.Nodes.
 	MaxNodes = 10000
+	// MaxLeaseDuration bounds Config.LeaseDuration: a Lease holds whole
+	// seconds in an int32 (leaseDurationSeconds), and a node silent for a
+	// day is dead whatever its Lease says.
+	MaxLeaseDuration = 24 * time.Hour
 )
 
 // NodeConfig describes one Node the agent serves.
@@ -91,6 +98,32 @@ func DefaultConfig() Config {
 // ErrInvalidConfig is wrapped by New's configuration errors.
 var ErrInvalidConfig = errors.New("agent: invalid config")
 
+// Validate reports whether New accepts c, the pod worker's settings and
+// the node names and labels (which the API server would reject only at
+// registration) included, without connecting to anything: a program calls
+// it before it creates its client. The error wraps ErrInvalidConfig and
+// names the field and the value.
+func (c *Config) Validate() error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if _, err := podworker.New(c.PodWorker); err != nil {
+		return fmt.Errorf("%w: PodWorker: %w", ErrInvalidConfig, err)
+	}
+	for _, n := range c.Nodes {
+		if errs := validation.IsDNS1123Subdomain(n.Name); len(errs) > 0 {
+			return fmt.Errorf("%w: node name %q: %s", ErrInvalidConfig, n.Name, strings.Join(errs, "; "))
+		}
+		for k, v := range n.Labels {
+			errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...)
+			if len(errs) > 0 {
+				return fmt.Errorf("%w: node %s label %s=%s: %s", ErrInvalidConfig, n.Name, k, v, strings.Join(errs, "; "))
+			}
+		}
+	}
+	return nil
+}
+
 func (c *Config) validate() error {
 	switch {
 	case len(c.Nodes) == 0:
@@ -99,8 +132,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: %d nodes, more than the limit of %d", ErrInvalidConfig, len(c.Nodes), MaxNodes)
 	case c.Runtime == nil:
 		return fmt.Errorf("%w: no runtime", ErrInvalidConfig)
-	case c.LeaseDuration < time.Second:
-		return fmt.Errorf("%w: LeaseDuration %v below 1s", ErrInvalidConfig, c.LeaseDuration)
+	case c.LeaseDuration < time.Second || c.LeaseDuration > MaxLeaseDuration:
+		return fmt.Errorf("%w: LeaseDuration %v outside [1s, %v] (MaxLeaseDuration)", ErrInvalidConfig, c.LeaseDuration, MaxLeaseDuration)
 	case c.LeaseRenewInterval <= 0 || c.StatusUpdateFrequency <= 0 || c.HousekeepingPeriod <= 0:
 		return fmt.Errorf("%w: LeaseRenewInterval, StatusUpdateFrequency and HousekeepingPeriod must be positive", ErrInvalidConfig)
 	case c.Parallelism < 1 || c.Parallelism > 1000:

@@ -45,7 +45,7 @@ type Config struct {
 	// pass re-reads every node anyway).
 	Resync time.Duration
 	// Workers is the number of workqueue workers that forward informer
-	// events to the Monitor. 0 means 1.
+	// events to the Monitor, at most MaxWorkers. 0 means 1.
 	Workers int
 	// ConflictBackoff paces the re-reads of a node taint write that hit a
 	// conflict (retry.RetryOnConflict). It waits on real time: it is about
@@ -127,8 +127,27 @@ func DefaultConfig() Config {
 	}
 }
 
+// MaxWorkers bounds Config.Workers, each a goroutine: upstream's
+// --concurrent-*-syncs flags have no maximum but default to 1 to 50, and
+// the node lifecycle controller uses 4 pod workers; monitor.MaxWorkers
+// gives the reasoning.
+const MaxWorkers = monitor.MaxWorkers
+
 // ErrInvalidConfig is wrapped by New for a Config it rejects.
 var ErrInvalidConfig = errors.New("nodecontroller: invalid config")
+
+// Validate reports whether New accepts c, Monitor included
+// (monitor.Config.Validate), without connecting to anything: a program
+// checks its settings with it before it creates a client or joins a
+// leader election. The error wraps ErrInvalidConfig (and, for Monitor,
+// monitor.ErrInvalidConfig) and names each bad field and its value.
+func (c Config) Validate() error {
+	err := c.validate()
+	if merr := c.Monitor.Validate(); merr != nil {
+		err = errors.Join(err, fmt.Errorf("%w: Monitor: %w", ErrInvalidConfig, merr))
+	}
+	return err
+}
 
 func (c Config) validate() error {
 	var errs []error
@@ -138,8 +157,8 @@ func (c Config) validate() error {
 	if c.SnapshotPeriod < 0 {
 		errs = append(errs, fmt.Errorf("SnapshotPeriod = %v must be non-negative", c.SnapshotPeriod))
 	}
-	if c.Workers < 0 {
-		errs = append(errs, fmt.Errorf("Workers = %d must be non-negative", c.Workers))
+	if c.Workers < 0 || c.Workers > MaxWorkers {
+		errs = append(errs, fmt.Errorf("Workers = %d must be in [0, %d] (MaxWorkers)", c.Workers, MaxWorkers))
 	}
 	if c.ConflictBackoff.Steps < 0 || c.ConflictBackoff.Duration < 0 || c.ConflictBackoff.Jitter < 0 || c.ConflictBackoff.Factor < 0 {
 		errs = append(errs, fmt.Errorf("ConflictBackoff = %+v must not be negative", c.ConflictBackoff))

@@ -72,7 +72,7 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 	if client == nil || clk == nil {
 		return nil, fmt.Errorf("%w: nil client or clock", ErrInvalidConfig)
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.LeaseNamespace == "" {

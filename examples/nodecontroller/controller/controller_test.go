@@ -3,6 +3,7 @@ package controller_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -568,14 +569,28 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"bad selector", func(c *controller.Config) { c.NodeSelector = "a b c" }},
 		{"negative backoff", func(c *controller.Config) { c.ConflictBackoff.Duration = -1 }},
 		{"bad monitor config", func(c *controller.Config) { c.Monitor.MonitorPeriod = 0 }},
+		// New used to start 1e12 goroutines in Run for this one.
+		{"workers beyond MaxWorkers", func(c *controller.Config) { c.Workers = 1e12 }},
+		{"monitor workers beyond MaxWorkers", func(c *controller.Config) { c.Monitor.Workers = monitor.MaxWorkers + 1 }},
+		{"NaN eviction rate", func(c *controller.Config) { c.Monitor.Zones.EvictionQPS = math.NaN() }},
+		{"threshold above 1", func(c *controller.Config) { c.Monitor.Zones.UnhealthyZoneThreshold = 7 }},
+		{"negative grace", func(c *controller.Config) { c.Monitor.Health.GracePeriod = -time.Second }},
 	} {
 		cfg := testConfig()
 		tt.mod(&cfg)
 		if _, err := controller.New(f.client, f.clock, cfg); err == nil {
 			t.Errorf("New(%s) = nil error, want one", tt.name)
-		} else if tt.name != "bad monitor config" && !errors.Is(err, controller.ErrInvalidConfig) {
+		} else if !errors.Is(err, controller.ErrInvalidConfig) {
 			t.Errorf("New(%s) = %v, want ErrInvalidConfig", tt.name, err)
 		}
+		// Validate rejects what New rejects, without a client, and says
+		// which field.
+		if err := cfg.Validate(); !errors.Is(err, controller.ErrInvalidConfig) {
+			t.Errorf("%s: Validate() = %v, want ErrInvalidConfig", tt.name, err)
+		}
+	}
+	if err := testConfig().Validate(); err != nil {
+		t.Errorf("Validate(testConfig()) = %v", err)
 	}
 	if _, err := controller.New(nil, f.clock, testConfig()); !errors.Is(err, controller.ErrInvalidConfig) {
 		t.Errorf("New(nil client) = %v, want ErrInvalidConfig", err)

@@ -167,14 +167,15 @@ func encodeRecords(rs []nodehealth.Record) ([]byte, error) {
 // decodeRecords decodes the gzip-compressed JSON array of records one
 // record at a time, reading at most maxBytes decompressed bytes and
 // accepting at most maxRecords records, so that memory stays bounded
-// whatever the input.
+// whatever the input, and in time linear in the decompressed size (see
+// spaceCollapser). Data after the array is corrupt.
 func decodeRecords(data []byte, maxRecords int, maxBytes int64) ([]nodehealth.Record, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("corrupt snapshot: %w", err)
 	}
 	defer zr.Close()
-	dec := json.NewDecoder(&capReader{r: zr, left: maxBytes, limit: maxBytes})
+	dec := json.NewDecoder(&spaceCollapser{r: &capReader{r: zr, left: maxBytes, limit: maxBytes}})
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, corrupt(err)
@@ -197,6 +198,12 @@ func decodeRecords(data []byte, maxRecords int, maxBytes int64) ([]nodehealth.Re
 		rs = append(rs, r)
 	}
 	if _, err := dec.Token(); err != nil { // the closing ]
+		return nil, corrupt(err)
+	}
+	if tok, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			err = fmt.Errorf("data after the array: %v", tok)
+		}
 		return nil, corrupt(err)
 	}
 	return rs, nil
@@ -235,4 +242,53 @@ func (c *capReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
 	return n, err
+}
+
+// spaceCollapser passes JSON through with every run of whitespace outside
+// strings cut to its first byte, which changes no JSON value (and keeps
+// invalid input invalid). encoding/json's Decoder needs it for linear time:
+// Token and More skip whitespace without consuming it (Decoder.peek), so a
+// run of whitespace between tokens stays in the decoder's buffer and is
+// scanned again after every read that grows the buffer: quadratic in the
+// run's length (16 MiB of spaces, a 16 KiB gzip stream, took seconds). Runs
+// of at most one byte keep each rescan to one byte.
+type spaceCollapser struct {
+	r                         io.Reader
+	inString, escaped, spaced bool
+}
+
+func (s *spaceCollapser) Read(p []byte) (int, error) {
+	for {
+		n, err := s.r.Read(p)
+		w := 0
+		for _, c := range p[:n] {
+			switch {
+			case s.inString:
+				switch {
+				case s.escaped:
+					s.escaped = false
+				case c == '\\':
+					s.escaped = true
+				case c == '"':
+					s.inString = false
+				}
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+				if s.spaced {
+					continue
+				}
+				s.spaced = true
+				p[w] = c
+				w++
+				continue
+			case c == '"':
+				s.inString = true
+			}
+			s.spaced = false
+			p[w] = c
+			w++
+		}
+		if w > 0 || err != nil || n == 0 {
+			return w, err
+		}
+	}
 }

@@ -27,8 +27,9 @@ type Config struct {
 	// TaintPeriod is how often the caller runs TaintPass and EvictionPass
 	// (upstream NodeEvictionPeriod, 100ms).
 	TaintPeriod time.Duration
-	// Workers is how many nodes MonitorPass processes at once (upstream 8).
-	// 1 makes a pass fully deterministic, as a simulation needs.
+	// Workers is how many nodes MonitorPass processes at once (upstream 8),
+	// 1 to MaxWorkers. 1 makes a pass fully deterministic, as a simulation
+	// needs.
 	Workers int
 
 	// TaintRetry is how long a node waits in its zone queue when it cannot be
@@ -84,8 +85,39 @@ func DefaultConfig() Config {
 // --pod-eviction-timeout flag.
 const LegacyPodEvictionTimeout = 5 * time.Minute
 
+// MaxWorkers bounds Config.Workers: each worker is a goroutine of every
+// pass. Upstream's node lifecycle controller uses 8, and the largest
+// default of kube-controller-manager's --concurrent-*-syncs flags is 50
+// (the resourceclaim controller's); a thousand is more than any cluster
+// needs and still a bounded number of goroutines.
+const MaxWorkers = 1000
+
 // ErrInvalidConfig is wrapped by New for a Config it rejects.
 var ErrInvalidConfig = errors.New("monitor: invalid config")
+
+// Validate reports whether New accepts c: the checks of New, those of
+// nodehealth.NewTracker, zonestate.NewTracker and taints.NewEvictor
+// included, without building anything that runs. A program calls it
+// before it connects to anything, so that a bad setting stops it at once
+// instead of after it has started (or won an election). The error wraps
+// ErrInvalidConfig and names the field and its value.
+func (c Config) Validate() error {
+	err := c.validate()
+	var errs []error
+	if _, err := nodehealth.NewTracker(c.Health); err != nil {
+		errs = append(errs, fmt.Errorf("Health: %w", err))
+	}
+	if _, err := zonestate.NewTracker(c.Zones); err != nil {
+		errs = append(errs, fmt.Errorf("Zones: %w", err))
+	}
+	if _, err := taints.NewEvictor(c.Evictor); err != nil {
+		errs = append(errs, fmt.Errorf("Evictor: %w", err))
+	}
+	if cerr := errors.Join(errs...); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("%w: %w", ErrInvalidConfig, cerr))
+	}
+	return err
+}
 
 func (c Config) validate() error {
 	var errs []error
@@ -108,8 +140,8 @@ func (c Config) validate() error {
 	if c.CancelledEvictions < 0 || c.CancelledEvictions > taints.MaxCancellationsLimit {
 		errs = append(errs, fmt.Errorf("CancelledEvictions = %d must be in [0, %d]", c.CancelledEvictions, taints.MaxCancellationsLimit))
 	}
-	if c.Workers < 1 {
-		errs = append(errs, fmt.Errorf("Workers = %d must be at least 1", c.Workers))
+	if c.Workers < 1 || c.Workers > MaxWorkers {
+		errs = append(errs, fmt.Errorf("Workers = %d must be in [1, %d] (MaxWorkers)", c.Workers, MaxWorkers))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

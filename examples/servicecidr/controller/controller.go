@@ -65,12 +65,31 @@ type Config struct {
 	// Finalizer is the decision policy (cidrfinalizer.DefaultConfig() is the
 	// upstream one). It is used as is: a zero GracePeriod means none.
 	Finalizer cidrfinalizer.Config
-	// Workers is the number of queue workers; 0 means 1.
+	// Workers is the number of queue workers, at most MaxWorkers; 0 means
+	// 1.
 	Workers int
 	// OnSync, if set, is called after every sync of a ServiceCIDR, from the
 	// worker, with the decision taken and applied (or the error). It must
 	// not block. Tests and demos use it to observe the controller.
 	OnSync func(Sync)
+}
+
+// MaxWorkers bounds Config.Workers, each a goroutine: upstream's
+// servicecidrs controller runs 5 workers, and kube-controller-manager's
+// --concurrent-*-syncs defaults go up to 50.
+const MaxWorkers = 1000
+
+// Validate reports whether New accepts cfg (the finalizer policy and the
+// worker count), without connecting to anything: a program calls it before
+// it creates its client.
+func (c Config) Validate() error {
+	if c.Workers < 0 || c.Workers > MaxWorkers {
+		return fmt.Errorf("servicecidr controller: Workers = %d must be in [0, %d] (MaxWorkers)", c.Workers, MaxWorkers)
+	}
+	if _, err := cidrfinalizer.NewIndex(c.Finalizer); err != nil {
+		return fmt.Errorf("servicecidr controller: %w", err)
+	}
+	return nil
 }
 
 // DefaultConfig returns the upstream policy with one worker.
@@ -105,6 +124,9 @@ type Controller struct {
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, clk clock.PassiveClock, cfg Config) (*Controller, error) {
 	if client == nil || factory == nil || clk == nil {
 		return nil, errors.New("servicecidr controller: nil client, informer factory or clock")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	index, err := cidrfinalizer.NewIndex(cfg.Finalizer)
 	if err != nil {
