@@ -235,7 +235,8 @@ func (t *Tracker) expectConfirm(rec *record, node *v1.Node, lease *coordinationv
 // Errors (the Tracker is left unchanged): ErrNotPending when the node's
 // last Observe asked for no confirmation, or it was already answered;
 // ErrLeaseMismatch or ErrInvalidNode for a live object of another node.
-// Confirm allocates nothing.
+// Confirm allocates nothing (but for a live resourceVersion that does not
+// parse found while a hold is active: see CacheSynced).
 func (t *Tracker) Confirm(now time.Time, name string, live Live) (Verdict, error) {
 	if live.Lease != nil && live.Lease.Name != "" && live.Lease.Name != name {
 		return 0, fmt.Errorf("%w: live lease %q confirmed for node %q", ErrLeaseMismatch, live.Lease.Name, name)
@@ -305,25 +306,50 @@ func (t *Tracker) holding() bool {
 }
 
 // CacheSynced reports that the caller's cache c has synced up to
-// resourceVersion rv: client-go's SharedInformer.LastSyncResourceVersion
-// (v0.37: the store's LastStoreSyncResourceVersion, which upstream reads).
+// resourceVersion rv: the resourceVersion its store has applied, which is
+// what upstream reads (the informer store's LastStoreSyncResourceVersion,
+// pkg/controller/util/consistency at v1.37.2). With client-go v0.37 read it
+// from the store,
+//
+//	if s, ok := informer.GetStore().(interface{ LastStoreSyncResourceVersion() string }); ok {
+//		rv = s.LastStoreSyncResourceVersion()
+//	} else {
+//		rv = informer.LastSyncResourceVersion() // older client-go
+//	}
+//
+// not from SharedInformer.LastSyncResourceVersion, which is the reflector's
+// and is set before the store has applied the event: a hold could then end
+// while the cache still lacks the Lease that started it (the next
+// confirmation would hold again). The fallback has that one-event window.
+//
 // It ends c's hold when rv is at least the hold's LiveVersion, and also,
 // as upstream's consistency store does, when rv is empty (the informer
 // cannot tell) or either version does not parse (a data problem must not
 // block the controller forever). It reports whether the Tracker still
 // holds. A caller that confirms calls it for both caches at the start of
-// every pass: a hold never ends otherwise. O(1), allocates nothing.
+// every pass: a hold never ends otherwise. O(1); it allocates nothing,
+// except that a version which does not parse costs one small allocation
+// (the error of apimachinery's resourceversion.CompareResourceVersion)
+// when it ends a hold.
 func (t *Tracker) CacheSynced(c Cache, rv string) (held bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c >= CacheLease && c <= CacheNode {
-		if h := &t.holds[c-1]; h.Cache != 0 {
-			if cmp, err := resourceversion.CompareResourceVersion(h.LiveVersion, rv); rv == "" || err != nil || cmp <= 0 {
-				*h = Hold{}
-			}
+		if h := &t.holds[c-1]; h.Cache != 0 && syncedPast(h.LiveVersion, rv) {
+			*h = Hold{}
 		}
 	}
 	return t.holding()
+}
+
+// syncedPast reports whether a cache synced to rv has caught up with a hold
+// on live: rv is empty, either does not parse, or rv >= live.
+func syncedPast(live, rv string) bool {
+	if rv == "" {
+		return true // the informer cannot tell; no comparison (and no error) needed
+	}
+	cmp, err := resourceversion.CompareResourceVersion(live, rv)
+	return err != nil || cmp <= 0
 }
 
 // Held returns the active hold (the Lease cache's first), if any.
