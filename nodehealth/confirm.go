@@ -164,24 +164,30 @@ func (h Hold) String() string {
 }
 
 // pending is what Confirm needs of the Observe that asked for a
-// confirmation: the cached versions to compare with, and the node's record
-// as it was before Observe assumed the write, to restore when the write is
-// not made.
+// confirmation: the cached versions to compare with and, when that Observe
+// assumed an Unknown write, what the write replaced, to put back when the
+// write is not made.
 type pending struct {
-	read         LiveRead
-	leaseCached  bool
-	leaseRV      string
-	nodeRV       string
-	ready        savedReady
-	transition   time.Time
-	lease        savedLease
-	podsNotReady bool
-	podsEdge     time.Time
+	read        LiveRead
+	leaseCached bool
+	leaseRV     string
+	nodeRV      string
+
+	// assumed: Observe assumed the write; ready, transition and lease are
+	// the record's before it.
+	assumed    bool
+	ready      savedReady
+	transition time.Time
+	lease      savedLease
+	// flipped: the assumed write started the pods-not-ready flip flipEdge.
+	flipped  bool
+	flipEdge time.Time
 }
 
-// expectConfirm returns what the caller must read live before writing the
-// Unknown status Observe is about to decide for rec, and keeps what Confirm
-// needs. Called with t.mu held, before Observe changes rec for the write.
+// expectConfirm returns what the caller must read live before it acts on
+// the stale verdict Observe is deciding for rec (writes Unknown, or counts
+// an already Unknown node as not ready), and keeps what Confirm needs.
+// Called with t.mu held, before Observe changes rec for a write.
 func (t *Tracker) expectConfirm(rec *record, node *v1.Node, lease *coordinationv1.Lease) LiveRead {
 	var read LiveRead
 	switch t.cfg.Confirmation {
@@ -195,15 +201,20 @@ func (t *Tracker) expectConfirm(rec *record, node *v1.Node, lease *coordinationv
 	default:
 		return 0
 	}
-	rec.pend = pending{
-		read: read, nodeRV: node.ResourceVersion,
-		ready: rec.ready, transition: rec.transition, lease: rec.lease,
-		podsNotReady: rec.podsNotReady, podsEdge: rec.podsEdge,
-	}
+	rec.pend = pending{read: read, nodeRV: node.ResourceVersion}
 	if lease != nil {
 		rec.pend.leaseCached, rec.pend.leaseRV = true, lease.ResourceVersion
 	}
 	return read
+}
+
+// assume records that Observe assumes the Unknown write of rec, asked to
+// be confirmed, so that unassume can undo it. Called with t.mu held,
+// before Observe changes rec for the write.
+func (p *pending) assume(rec *record) {
+	if p.read != 0 {
+		p.assumed, p.ready, p.transition, p.lease = true, rec.ready, rec.transition, rec.lease
+	}
 }
 
 // Confirm takes what the caller read live for the node whose last Result
@@ -222,9 +233,19 @@ func (t *Tracker) expectConfirm(rec *record, node *v1.Node, lease *coordinationv
 //     write goes ahead;
 //   - Live.Err: VerdictUnconfirmed, the node is skipped for this pass.
 //
-// On any verdict but VerdictStale the node's record is put back as it was
-// before that Observe (no Ready transition, no pods-not-ready edge), so the
-// next Observe decides afresh.
+// On any verdict but VerdictStale the Unknown write that Observe assumed,
+// if any, is undone: the saved Ready condition, ReadyTransition and Lease
+// go back to what they were, and the pods-not-ready flip that write
+// started is cleared if it is still pending; nothing else that happened
+// since (an acknowledgement, an earlier flip) is touched. The next Observe
+// decides afresh.
+//
+// A question is dropped (Confirm then returns ErrNotPending; the caller
+// drops the write and the pod work) by the node's next Observe, by
+// ObserveLease on its name (the node became a heartbeat), by ResetProbes
+// (the node has a fresh grace period: its assumed write stays recorded as
+// made, as for a caller that never confirms, and the next Observe of the
+// unwritten node finds it fresh), and by Forget and Restore.
 //
 // Unlike upstream, which compares the live Lease with the Lease that last
 // refreshed the node's probe, Confirm compares it with the Lease the cache
@@ -271,12 +292,18 @@ func (t *Tracker) Confirm(now time.Time, name string, live Live) (Verdict, error
 	return VerdictStale, nil
 }
 
-// unassume puts back the record as it was before Observe assumed the write
-// Confirm turned down.
+// unassume undoes what the Observe that asked the question pending
+// assumed (nothing when it wrote nothing): the record's Ready condition,
+// ReadyTransition and Lease as they were, and the pods-not-ready flip that
+// Observe started, if that flip is still pending (not acknowledged since).
+// An earlier flip, pending or acknowledged, is left as it is.
 func (r *record) unassume() {
-	p := r.pend
-	r.ready, r.transition, r.lease = p.ready, p.transition, p.lease
-	r.podsNotReady, r.podsEdge = p.podsNotReady, p.podsEdge
+	if p := &r.pend; p.assumed {
+		r.ready, r.transition, r.lease = p.ready, p.transition, p.lease
+		if p.flipped && r.podsNotReady && r.podsEdge.Equal(p.flipEdge) {
+			r.podsNotReady = false
+		}
+	}
 	r.pend = pending{}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -455,6 +456,136 @@ func TestConfirmModelStalledLeaseCache(t *testing.T) {
 	// The model exercises both outcomes.
 	assert.Positive(t, writes, "confirmed writes")
 	assert.Positive(t, holds, "holds")
+}
+
+// ackEdge acknowledges node's pending flip by its edge, read from the
+// Tracker's snapshot as a caller keeps it from the Result.
+type ackEdge string
+
+func (a ackEdge) do(t *testing.T, tr *Tracker, _ time.Time) (string, string) {
+	t.Helper()
+	var edge time.Time
+	for _, r := range tr.Snapshot() {
+		if r.Name == string(a) {
+			edge = r.PodsNotReadyEdge
+		}
+	}
+	return "AckPodsNotReadyEdge(" + string(a) + ")", fmt.Sprint(tr.AckPodsNotReadyEdge(string(a), edge))
+}
+
+// observeLease calls ObserveLease.
+type observeLease struct {
+	name  string
+	lease *coordinationv1.Lease
+}
+
+func (o observeLease) do(_ *testing.T, tr *Tracker, now time.Time) (string, string) {
+	desc := "ObserveLease(" + o.name + ", " + leaseDesc(o.lease) + ")"
+	r, err := tr.ObserveLease(now, o.name, o.lease)
+	if err != nil {
+		return desc, "error: " + err.Error()
+	}
+	return desc, leaseSummary(r)
+}
+
+// pods reports the pending pods-not-ready flip and the saved Ready status
+// as Snapshot exports them.
+type pods string
+
+func (p pods) do(_ *testing.T, tr *Tracker, _ time.Time) (string, string) {
+	for _, r := range tr.Snapshot() {
+		if r.Name == string(p) {
+			ready := "none"
+			if r.Ready != nil {
+				ready = string(r.Ready.Status)
+			}
+			return "Snapshot(" + string(p) + ")", fmt.Sprintf("pods=%v ready=%s trans=%s", r.PodsNotReady, ready, rel(r.ReadyTransition))
+		}
+	}
+	return "Snapshot(" + string(p) + ")", "none"
+}
+
+// A Confirm that turns the write down undoes only what its Observe assumed:
+// it used to put back the whole record as it was before that Observe,
+// undoing what happened in between.
+func TestConfirmUndoesOnlyTheAssumedWrite(t *testing.T) {
+	n := rvNode("n1", T, 0, "7")
+	cached := rvLease("n1", 0, "50")
+	newer := Live{Lease: rvLease("n1", 55, "100")}
+	written := []step{
+		{0, observeC{n, cached}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+		{51, observeC{n, cached}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease"},
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{{
+		// An acknowledged flip came back: its pods were marked twice.
+		name: "AckPodsNotReadyEdge in between, the flip from an earlier write",
+		steps: []step{
+			{51, confirm{"n1", Live{Lease: rvLease("n1", 0, "50")}}, "stale"},
+			// The write failed: produced again, the flip of 51s pending.
+			{56, observeC{n, cached}, "stale grace=50s deadline=50s trans=56s ready=True->Unknown write pods confirm=lease"},
+			{56, ackEdge("n1"), "true"},
+			{56, confirm{"n1", newer}, "cache-behind " + leaseHold},
+			{56, pods("n1"), "pods=false ready=Unknown trans=51s"},
+		},
+	}, {
+		name: "AckPodsNotReadyEdge in between, the flip of this Observe",
+		steps: []step{
+			{51, ackEdge("n1"), "true"},
+			{51, confirm{"n1", newer}, "cache-behind " + leaseHold},
+			{51, pods("n1"), "pods=false ready=True trans=0s"},
+		},
+	}, {
+		name: "no acknowledgement: the flip of this Observe is undone",
+		steps: []step{
+			{51, confirm{"n1", newer}, "cache-behind " + leaseHold},
+			{51, pods("n1"), "pods=false ready=True trans=0s"},
+		},
+	}, {
+		// The node became a heartbeat: its Ready condition no longer
+		// applies, and its Lease must not roll back (a false renewal).
+		name: "ObserveLease in between",
+		steps: []step{
+			{52, observeLease{"n1", rvLease("n1", 52, "60")}, "grace=50s deadline=102s renewed"},
+			{52, confirm{"n1", Live{Err: errors.New("timeout")}}, `error: nodehealth: no confirmation pending: node "n1"`},
+			{52, pods("n1"), "pods=false ready=none trans=51s"},
+			{53, observeLease{"n1", rvLease("n1", 52, "60")}, "grace=50s deadline=102s"},
+		},
+	}, {
+		// The node was just given a fresh grace period: no Unknown write.
+		name: "ResetProbes in between, live Lease unchanged",
+		steps: []step{
+			{52, reset{}, ""},
+			{52, confirm{"n1", Live{Lease: rvLease("n1", 0, "50")}}, `error: nodehealth: no confirmation pending: node "n1"`},
+			{53, observeC{n, cached}, "fresh grace=50s deadline=102s trans=52s ready=True->True"},
+		},
+	}, {
+		name: "ResetProbes in between, live read failed",
+		steps: []step{
+			{52, reset{}, ""},
+			{52, confirm{"n1", Live{Err: errors.New("timeout")}}, `error: nodehealth: no confirmation pending: node "n1"`},
+			{53, observeC{n, cached}, "fresh grace=50s deadline=102s trans=52s ready=True->True"},
+		},
+	}, {
+		name: "Forget in between",
+		steps: []step{
+			{52, forget("n1"), ""},
+			{52, confirm{"n1", newer}, `error: nodehealth: no confirmation pending: node "n1"`},
+		},
+	}, {
+		name: "Restore in between",
+		steps: []step{
+			{52, restart{}, ""},
+			{52, confirm{"n1", newer}, `error: nodehealth: no confirmation pending: node "n1"`},
+			{52, pods("n1"), "pods=true ready=Unknown trans=51s"},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			runSteps(t, newTracker(t), append(slices.Clone(written), tc.steps...))
+		})
+	}
 }
 
 // CacheSynced ending a hold allocates nothing, also on an empty synced

@@ -65,7 +65,9 @@ func (t *Tracker) ObserveLease(now time.Time, name string, lease *coordinationv1
 	if !rec.leaseOnly {
 		// A node record becomes a heartbeat: its Ready condition and
 		// pods-not-ready edge no longer apply.
+		// A confirmation it asked for no longer applies either.
 		rec.leaseOnly, rec.ready, rec.podsNotReady, rec.synthetic = true, savedReady{}, false, nil
+		rec.pend = pending{}
 	}
 	var res LeaseResult
 	if lease != nil && rec.lease.renewedBy(lease) {

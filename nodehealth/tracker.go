@@ -282,11 +282,13 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 		res.Stale = true
 		if !res.Held && (current == nil || current.Status != v1.ConditionUnknown) {
 			res.Confirm = t.expectConfirm(rec, node, lease)
+			rec.pend.assume(rec)
 			st := staleStatus(now, node)
 			res.StatusUpdate = st
 			res.CurrentReady = findCondition(st.Conditions, v1.NodeReady)
 			if observed.Status == v1.ConditionTrue && !rec.podsNotReady {
 				rec.podsNotReady, rec.podsEdge = true, t.newEdge(now)
+				rec.pend.flipped, rec.pend.flipEdge = rec.pend.assumed, rec.podsEdge
 			}
 			// Step 7: the caller writes it; record it as upstream does after
 			// a successful write (probe kept, lease = the observed one).
@@ -348,6 +350,7 @@ func (t *Tracker) ResetProbes(now time.Time) {
 	defer t.mu.Unlock()
 	now = t.advance(now)
 	for _, rec := range t.nodes {
+		rec.pend = pending{} // no Unknown write for a node given a fresh grace
 		rec.probe, rec.transition = now, now
 		t.schedule(rec, now.Add(t.grace(rec)), false)
 	}
