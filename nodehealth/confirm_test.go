@@ -130,7 +130,9 @@ func TestConfirmLease(t *testing.T) {
 			// confirmed again, the edge kept.
 			{56, observeC{n, cached}, "stale grace=50s deadline=50s trans=56s ready=True->Unknown write pods confirm=lease"},
 			{56, confirm{"n1", Live{Lease: rvLease("n1", 0, "50")}}, "stale"},
-			{60, observeC{rvNode("n1", U, 0, "8"), cached}, "stale grace=50s deadline=50s trans=56s ready=Unknown->Unknown pods"},
+			// Written: stale and Unknown, still confirmed (upstream reads the
+			// live Lease for every node past its grace).
+			{60, observeC{rvNode("n1", U, 0, "8"), cached}, "stale grace=50s deadline=50s trans=56s ready=Unknown->Unknown pods confirm=lease"},
 		},
 	}, {
 		// Upstream: a Lease GET answering NotFound lets the write go ahead.
@@ -199,7 +201,7 @@ func TestConfirmLease(t *testing.T) {
 		steps: []step{
 			{0, observeC{n, cached}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
 			{51, observeC{n, cached}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease"},
-			{56, observeC{rvNode("n1", U, 0, "8"), cached}, "stale grace=50s deadline=50s trans=51s ready=Unknown->Unknown pods"},
+			{56, observeC{rvNode("n1", U, 0, "8"), rvLease("n1", 55, "60")}, "fresh grace=50s deadline=106s trans=51s ready=Unknown->Unknown pods"},
 			{56, confirm{"n1", Live{}}, `error: nodehealth: no confirmation pending: node "n1"`},
 		},
 	}, {
@@ -368,15 +370,17 @@ func TestConfirmAllocatesNothing(t *testing.T) {
 // renewed every few seconds while the caller's Lease cache sometimes stops
 // following them (a stalled watch) and then catches up. A caller that
 // confirms as doc.go says never writes Unknown for a node whose live Lease
-// was renewed within the grace period; a node that really stopped is still
-// written, once the cache is current.
+// was renewed within the grace period, nor counts such a node as not ready
+// (stale) when its cached Ready is already Unknown (a kubelet that came
+// back); a node that really stopped is still written, once the cache is
+// current.
 func TestConfirmModelStalledLeaseCache(t *testing.T) {
 	const (
 		nodes = 12
 		grace = 50 * time.Second
 		step  = 5 * time.Second
 	)
-	var writes, holds int
+	var writes, holds, revived int
 	for seed := uint64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 42))
 		tr := newTracker(t)
@@ -406,6 +410,9 @@ func TestConfirmModelStalledLeaseCache(t *testing.T) {
 			for i := range nodes {
 				if !dead[i] && rng.IntN(200) == 0 {
 					dead[i] = true
+				} else if dead[i] && rng.IntN(100) == 0 {
+					dead[i] = false // the kubelet comes back
+					revived++
 				}
 				if !dead[i] && now.Sub(live[i].renew) >= 10*time.Second {
 					rv++
@@ -419,6 +426,9 @@ func TestConfirmModelStalledLeaseCache(t *testing.T) {
 			if !stalled {
 				for i := range nodes {
 					cache[i] = lease(i)
+					if !dead[i] {
+						written[i] = false // the kubelet posts Ready=True again
+					}
 				}
 				cacheRV = rv
 			}
@@ -431,19 +441,26 @@ func TestConfirmModelStalledLeaseCache(t *testing.T) {
 				}
 				r, err := tr.Observe(now, n, cache[i])
 				require.NoError(t, err)
+				if r.Held {
+					continue
+				}
+				if r.Confirm != 0 {
+					v, err := tr.Confirm(now, n.Name, Live{Lease: lease(i)})
+					require.NoError(t, err)
+					if v != VerdictStale {
+						holds++
+						continue
+					}
+				}
+				if r.Stale {
+					// Counted not ready (and written, if not yet Unknown).
+					require.Greater(t, now.Sub(live[i].renew), grace,
+						"seed %d: node %d stale at %s (written=%v) with its live Lease renewed at %s", seed, i, rel(now), written[i], rel(live[i].renew))
+				}
 				if r.StatusUpdate == nil {
 					continue
 				}
-				require.Equal(t, ReadLease, r.Confirm)
-				v, err := tr.Confirm(now, n.Name, Live{Lease: lease(i)})
-				require.NoError(t, err)
-				if v != VerdictStale {
-					holds++
-					continue
-				}
 				writes++
-				require.Greater(t, now.Sub(live[i].renew), grace,
-					"seed %d: node %d written Unknown at %s with its live Lease renewed at %s", seed, i, rel(now), rel(live[i].renew))
 				written[i] = true
 			}
 		}
@@ -456,6 +473,74 @@ func TestConfirmModelStalledLeaseCache(t *testing.T) {
 	// The model exercises both outcomes.
 	assert.Positive(t, writes, "confirmed writes")
 	assert.Positive(t, holds, "holds")
+	assert.Positive(t, revived, "kubelets back")
+}
+
+// A stale node whose cached Ready is already Unknown is confirmed too:
+// upstream (tryUpdateNodeHealth at v1.37.2) reads the live Lease whenever a
+// node is past its grace period, whatever its Ready status, and a newer live
+// Lease holds every node. It used to be confirmed only when a StatusUpdate
+// was produced, so a lagging Lease cache kept counting an Unknown node whose
+// kubelet was back as not ready (zone state, taints, evictions went on).
+func TestConfirmStaleAlreadyUnknown(t *testing.T) {
+	n, u := rvNode("n1", T, 0, "7"), rvNode("n1", U, 0, "8")
+	cached := rvLease("n1", 0, "50")
+	for _, tc := range []struct {
+		name  string
+		conf  Confirmation
+		steps []step
+	}{{
+		name: "the live Lease is newer: held, nothing undone",
+		steps: []step{
+			{0, observeC{n, cached}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+			{51, observeC{n, cached}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease"},
+			{51, confirm{"n1", Live{Lease: rvLease("n1", 0, "50")}}, "stale"},
+			{56, observeC{u, cached}, "stale grace=50s deadline=50s trans=51s ready=Unknown->Unknown pods confirm=lease"},
+			{56, confirm{"n1", Live{Lease: rvLease("n1", 55, "100")}}, "cache-behind " + leaseHold},
+			// Nothing was assumed, so nothing moved back: the flip of the
+			// confirmed write at 51s is still pending.
+			{57, observeC{u, cached}, "stale grace=50s deadline=50s trans=51s ready=Unknown->Unknown pods held"},
+			{58, synced{CacheLease, "100"}, "held=false"},
+			{58, observeC{u, rvLease("n1", 55, "100")}, "fresh grace=50s deadline=108s trans=51s ready=Unknown->Unknown pods"},
+		},
+	}, {
+		name: "the live Lease is the cached one: stale, as before",
+		steps: []step{
+			{0, observeC{u, cached}, "fresh grace=50s deadline=50s trans=0s ready=Unknown->Unknown"},
+			{51, observeC{u, cached}, "stale grace=50s deadline=50s trans=0s ready=Unknown->Unknown confirm=lease"},
+			{51, confirm{"n1", Live{Lease: rvLease("n1", 0, "50")}}, "stale"},
+			{51, confirm{"n1", Live{Lease: rvLease("n1", 0, "50")}}, `error: nodehealth: no confirmation pending: node "n1"`},
+			{56, observeC{u, cached}, "stale grace=50s deadline=50s trans=0s ready=Unknown->Unknown confirm=lease"},
+			{56, confirm{"n1", Live{Err: errors.New("timeout")}}, "unconfirmed"},
+			{57, observeC{u, cached}, "stale grace=50s deadline=50s trans=0s ready=Unknown->Unknown confirm=lease"},
+		},
+	}, {
+		name: "no Lease in the cache, ConfirmLease: the live Lease is read",
+		conf: ConfirmLease,
+		steps: []step{
+			{0, observeC{u, nil}, "fresh grace=50s deadline=50s trans=0s ready=Unknown->Unknown"},
+			{51, observeC{u, nil}, "stale grace=50s deadline=50s trans=0s ready=Unknown->Unknown confirm=lease"},
+			{51, confirm{"n1", Live{Lease: rvLease("n1", 50, "100")}}, "cache-behind hold{read version:  is not as new as written version: 100 for group resource leases.coordination.k8s.io}"},
+		},
+	}, {
+		name: "no Lease in the cache, ConfirmLeaseAndStatus: the Node too",
+		steps: []step{
+			{0, observeC{u, nil}, "fresh grace=50s deadline=50s trans=0s ready=Unknown->Unknown"},
+			{51, observeC{u, nil}, "stale grace=50s deadline=50s trans=0s ready=Unknown->Unknown confirm=lease+node"},
+			{51, confirm{"n1", Live{Node: rvNode("n1", T, 50, "9")}}, "cache-behind hold{read version: 8 is not as new as written version: 9 for group resource nodes}"},
+		},
+	}, {
+		name: "ConfirmNone asks nothing",
+		conf: ConfirmNone,
+		steps: []step{
+			{0, observeC{u, cached}, "fresh grace=50s deadline=50s trans=0s ready=Unknown->Unknown"},
+			{51, observeC{u, cached}, "stale grace=50s deadline=50s trans=0s ready=Unknown->Unknown"},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			runSteps(t, newTrackerWith(t, tc.conf), tc.steps)
+		})
+	}
 }
 
 // ackEdge acknowledges node's pending flip by its edge, read from the

@@ -45,7 +45,8 @@ type LeaseResult struct {
 // ResetProbes, Forget, Snapshot and Restore with nodes; use a Tracker of
 // their own (with their own Config: GracePeriod is typically a few times
 // the Lease's leaseDurationSeconds) unless the names cannot collide. A name
-// timed by Observe is timed by ObserveLease from then on, and back.
+// timed by Observe is timed by ObserveLease from then on, and back; such a
+// name's unanswered confirmation is dropped (Confirm returns ErrNotPending).
 //
 // Errors: an empty name (ErrInvalidNode); the Tracker is then left
 // unchanged. ObserveLease never modifies lease. O(log n) when the Deadline
