@@ -218,8 +218,9 @@ func (p *pending) assume(rec *record) {
 }
 
 // Confirm takes what the caller read live for the node whose last Result
-// asked for it (Result.Confirm) and decides whether its StatusUpdate may be
-// written. Upstream's rule (tryUpdateNodeHealth in
+// asked for it (Result.Confirm) and decides whether the caller may act on
+// the stale verdict: write its StatusUpdate, or count a node already
+// Unknown as not ready (zone, taints, pods). Upstream's rule (tryUpdateNodeHealth in
 // pkg/controller/nodelifecycle/node_lifecycle_controller.go at v1.37.2):
 //
 //   - a live Lease whose resourceVersion differs from the cached one (or a
