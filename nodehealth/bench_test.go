@@ -87,6 +87,34 @@ func BenchmarkObserve(b *testing.B) {
 			}
 			reportPerNode(b, size)
 		})
+		// Nodes already Unknown, each confirmed every pass (upstream reads
+		// the live Lease of every node past its grace).
+		b.Run(fmt.Sprintf("stale-unknown+confirm/nodes=%d", size), func(b *testing.B) {
+			tr := newTracker(b)
+			unknown := make([]*v1.Node, size)
+			now := sec(0)
+			for i := range nodes {
+				unknown[i] = nodes[i].DeepCopy()
+				findCondition(unknown[i].Status.Conditions, v1.NodeReady).Status = v1.ConditionUnknown
+				tr.Observe(now, unknown[i], leases[i])
+			}
+			live := Live{}
+			b.ReportAllocs()
+			for b.Loop() {
+				now = now.Add(time.Hour)
+				for i := range unknown {
+					r, err := tr.Observe(now, unknown[i], leases[i])
+					if err != nil || r.Confirm != ReadLease || r.StatusUpdate != nil {
+						b.Fatalf("Observe = %s, %v", summary(r), err)
+					}
+					live.Lease = leases[i]
+					if v, err := tr.Confirm(now, unknown[i].Name, live); err != nil || v != VerdictStale {
+						b.Fatalf("Confirm = %v, %v", v, err)
+					}
+				}
+			}
+			reportPerNode(b, size)
+		})
 	}
 }
 

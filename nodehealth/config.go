@@ -17,8 +17,9 @@ type Config struct {
 	// StartupGracePeriod is the same limit while the node has no Ready
 	// condition at all: --node-startup-grace-period (60s).
 	StartupGracePeriod time.Duration
-	// Confirmation selects the stale verdicts the caller is asked to
-	// confirm with a live read before writing Unknown (Result.Confirm,
+	// Confirmation selects the live reads the caller is asked to make to
+	// confirm a stale verdict before acting on it: writing Unknown, or
+	// counting a node already Unknown as not ready (Result.Confirm,
 	// Tracker.Confirm). The zero value, ConfirmLeaseAndStatus, is v1.37's
 	// Lease circuit breaker plus the same check for nodes without a Lease;
 	// ConfirmLease is exactly v1.37.2; ConfirmNone is v1.36

@@ -164,24 +164,30 @@ func (h Hold) String() string {
 }
 
 // pending is what Confirm needs of the Observe that asked for a
-// confirmation: the cached versions to compare with, and the node's record
-// as it was before Observe assumed the write, to restore when the write is
-// not made.
+// confirmation: the cached versions to compare with and, when that Observe
+// assumed an Unknown write, what the write replaced, to put back when the
+// write is not made.
 type pending struct {
-	read         LiveRead
-	leaseCached  bool
-	leaseRV      string
-	nodeRV       string
-	ready        savedReady
-	transition   time.Time
-	lease        savedLease
-	podsNotReady bool
-	podsEdge     time.Time
+	read        LiveRead
+	leaseCached bool
+	leaseRV     string
+	nodeRV      string
+
+	// assumed: Observe assumed the write; ready, transition and lease are
+	// the record's before it.
+	assumed    bool
+	ready      savedReady
+	transition time.Time
+	lease      savedLease
+	// flipped: the assumed write started the pods-not-ready flip flipEdge.
+	flipped  bool
+	flipEdge time.Time
 }
 
-// expectConfirm returns what the caller must read live before writing the
-// Unknown status Observe is about to decide for rec, and keeps what Confirm
-// needs. Called with t.mu held, before Observe changes rec for the write.
+// expectConfirm returns what the caller must read live before it acts on
+// the stale verdict Observe is deciding for rec (writes Unknown, or counts
+// an already Unknown node as not ready), and keeps what Confirm needs.
+// Called with t.mu held, before Observe changes rec for a write.
 func (t *Tracker) expectConfirm(rec *record, node *v1.Node, lease *coordinationv1.Lease) LiveRead {
 	var read LiveRead
 	switch t.cfg.Confirmation {
@@ -195,20 +201,26 @@ func (t *Tracker) expectConfirm(rec *record, node *v1.Node, lease *coordinationv
 	default:
 		return 0
 	}
-	rec.pend = pending{
-		read: read, nodeRV: node.ResourceVersion,
-		ready: rec.ready, transition: rec.transition, lease: rec.lease,
-		podsNotReady: rec.podsNotReady, podsEdge: rec.podsEdge,
-	}
+	rec.pend = pending{read: read, nodeRV: node.ResourceVersion}
 	if lease != nil {
 		rec.pend.leaseCached, rec.pend.leaseRV = true, lease.ResourceVersion
 	}
 	return read
 }
 
+// assume records that Observe assumes the Unknown write of rec, asked to
+// be confirmed, so that unassume can undo it. Called with t.mu held,
+// before Observe changes rec for the write.
+func (p *pending) assume(rec *record) {
+	if p.read != 0 {
+		p.assumed, p.ready, p.transition, p.lease = true, rec.ready, rec.transition, rec.lease
+	}
+}
+
 // Confirm takes what the caller read live for the node whose last Result
-// asked for it (Result.Confirm) and decides whether its StatusUpdate may be
-// written. Upstream's rule (tryUpdateNodeHealth in
+// asked for it (Result.Confirm) and decides whether the caller may act on
+// the stale verdict: write its StatusUpdate, or count a node already
+// Unknown as not ready (zone, taints, pods). Upstream's rule (tryUpdateNodeHealth in
 // pkg/controller/nodelifecycle/node_lifecycle_controller.go at v1.37.2):
 //
 //   - a live Lease whose resourceVersion differs from the cached one (or a
@@ -222,9 +234,19 @@ func (t *Tracker) expectConfirm(rec *record, node *v1.Node, lease *coordinationv
 //     write goes ahead;
 //   - Live.Err: VerdictUnconfirmed, the node is skipped for this pass.
 //
-// On any verdict but VerdictStale the node's record is put back as it was
-// before that Observe (no Ready transition, no pods-not-ready edge), so the
-// next Observe decides afresh.
+// On any verdict but VerdictStale the Unknown write that Observe assumed,
+// if any, is undone: the saved Ready condition, ReadyTransition and Lease
+// go back to what they were, and the pods-not-ready flip that write
+// started is cleared if it is still pending; nothing else that happened
+// since (an acknowledgement, an earlier flip) is touched. The next Observe
+// decides afresh.
+//
+// A question is dropped (Confirm then returns ErrNotPending; the caller
+// drops the write and the pod work) by the node's next Observe, by
+// ObserveLease on its name (the node became a heartbeat), by ResetProbes
+// (the node has a fresh grace period: its assumed write stays recorded as
+// made, as for a caller that never confirms, and the next Observe of the
+// unwritten node finds it fresh), and by Forget and Restore.
 //
 // Unlike upstream, which compares the live Lease with the Lease that last
 // refreshed the node's probe, Confirm compares it with the Lease the cache
@@ -235,7 +257,8 @@ func (t *Tracker) expectConfirm(rec *record, node *v1.Node, lease *coordinationv
 // Errors (the Tracker is left unchanged): ErrNotPending when the node's
 // last Observe asked for no confirmation, or it was already answered;
 // ErrLeaseMismatch or ErrInvalidNode for a live object of another node.
-// Confirm allocates nothing.
+// Confirm allocates nothing (but for a live resourceVersion that does not
+// parse found while a hold is active: see CacheSynced).
 func (t *Tracker) Confirm(now time.Time, name string, live Live) (Verdict, error) {
 	if live.Lease != nil && live.Lease.Name != "" && live.Lease.Name != name {
 		return 0, fmt.Errorf("%w: live lease %q confirmed for node %q", ErrLeaseMismatch, live.Lease.Name, name)
@@ -270,12 +293,18 @@ func (t *Tracker) Confirm(now time.Time, name string, live Live) (Verdict, error
 	return VerdictStale, nil
 }
 
-// unassume puts back the record as it was before Observe assumed the write
-// Confirm turned down.
+// unassume undoes what the Observe that asked the question pending
+// assumed (nothing when it wrote nothing): the record's Ready condition,
+// ReadyTransition and Lease as they were, and the pods-not-ready flip that
+// Observe started, if that flip is still pending (not acknowledged since).
+// An earlier flip, pending or acknowledged, is left as it is.
 func (r *record) unassume() {
-	p := r.pend
-	r.ready, r.transition, r.lease = p.ready, p.transition, p.lease
-	r.podsNotReady, r.podsEdge = p.podsNotReady, p.podsEdge
+	if p := &r.pend; p.assumed {
+		r.ready, r.transition, r.lease = p.ready, p.transition, p.lease
+		if p.flipped && r.podsNotReady && r.podsEdge.Equal(p.flipEdge) {
+			r.podsNotReady = false
+		}
+	}
 	r.pend = pending{}
 }
 
@@ -305,25 +334,50 @@ func (t *Tracker) holding() bool {
 }
 
 // CacheSynced reports that the caller's cache c has synced up to
-// resourceVersion rv: client-go's SharedInformer.LastSyncResourceVersion
-// (v0.37: the store's LastStoreSyncResourceVersion, which upstream reads).
+// resourceVersion rv: the resourceVersion its store has applied, which is
+// what upstream reads (the informer store's LastStoreSyncResourceVersion,
+// pkg/controller/util/consistency at v1.37.2). With client-go v0.37 read it
+// from the store,
+//
+//	if s, ok := informer.GetStore().(interface{ LastStoreSyncResourceVersion() string }); ok {
+//		rv = s.LastStoreSyncResourceVersion()
+//	} else {
+//		rv = informer.LastSyncResourceVersion() // older client-go
+//	}
+//
+// not from SharedInformer.LastSyncResourceVersion, which is the reflector's
+// and is set before the store has applied the event: a hold could then end
+// while the cache still lacks the Lease that started it (the next
+// confirmation would hold again). The fallback has that one-event window.
+//
 // It ends c's hold when rv is at least the hold's LiveVersion, and also,
 // as upstream's consistency store does, when rv is empty (the informer
 // cannot tell) or either version does not parse (a data problem must not
 // block the controller forever). It reports whether the Tracker still
 // holds. A caller that confirms calls it for both caches at the start of
-// every pass: a hold never ends otherwise. O(1), allocates nothing.
+// every pass: a hold never ends otherwise. O(1); it allocates nothing,
+// except that a version which does not parse costs one small allocation
+// (the error of apimachinery's resourceversion.CompareResourceVersion)
+// when it ends a hold.
 func (t *Tracker) CacheSynced(c Cache, rv string) (held bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if c >= CacheLease && c <= CacheNode {
-		if h := &t.holds[c-1]; h.Cache != 0 {
-			if cmp, err := resourceversion.CompareResourceVersion(h.LiveVersion, rv); rv == "" || err != nil || cmp <= 0 {
-				*h = Hold{}
-			}
+		if h := &t.holds[c-1]; h.Cache != 0 && syncedPast(h.LiveVersion, rv) {
+			*h = Hold{}
 		}
 	}
 	return t.holding()
+}
+
+// syncedPast reports whether a cache synced to rv has caught up with a hold
+// on live: rv is empty, either does not parse, or rv >= live.
+func syncedPast(live, rv string) bool {
+	if rv == "" {
+		return true // the informer cannot tell; no comparison (and no error) needed
+	}
+	cmp, err := resourceversion.CompareResourceVersion(live, rv)
+	return err != nil || cmp <= 0
 }
 
 // Held returns the active hold (the Lease cache's first), if any.

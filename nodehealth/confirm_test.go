@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -129,7 +130,9 @@ func TestConfirmLease(t *testing.T) {
 			// confirmed again, the edge kept.
 			{56, observeC{n, cached}, "stale grace=50s deadline=50s trans=56s ready=True->Unknown write pods confirm=lease"},
 			{56, confirm{"n1", Live{Lease: rvLease("n1", 0, "50")}}, "stale"},
-			{60, observeC{rvNode("n1", U, 0, "8"), cached}, "stale grace=50s deadline=50s trans=56s ready=Unknown->Unknown pods"},
+			// Written: stale and Unknown, still confirmed (upstream reads the
+			// live Lease for every node past its grace).
+			{60, observeC{rvNode("n1", U, 0, "8"), cached}, "stale grace=50s deadline=50s trans=56s ready=Unknown->Unknown pods confirm=lease"},
 		},
 	}, {
 		// Upstream: a Lease GET answering NotFound lets the write go ahead.
@@ -198,7 +201,7 @@ func TestConfirmLease(t *testing.T) {
 		steps: []step{
 			{0, observeC{n, cached}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
 			{51, observeC{n, cached}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease"},
-			{56, observeC{rvNode("n1", U, 0, "8"), cached}, "stale grace=50s deadline=50s trans=51s ready=Unknown->Unknown pods"},
+			{56, observeC{rvNode("n1", U, 0, "8"), rvLease("n1", 55, "60")}, "fresh grace=50s deadline=106s trans=51s ready=Unknown->Unknown pods"},
 			{56, confirm{"n1", Live{}}, `error: nodehealth: no confirmation pending: node "n1"`},
 		},
 	}, {
@@ -367,15 +370,17 @@ func TestConfirmAllocatesNothing(t *testing.T) {
 // renewed every few seconds while the caller's Lease cache sometimes stops
 // following them (a stalled watch) and then catches up. A caller that
 // confirms as doc.go says never writes Unknown for a node whose live Lease
-// was renewed within the grace period; a node that really stopped is still
-// written, once the cache is current.
+// was renewed within the grace period, nor counts such a node as not ready
+// (stale) when its cached Ready is already Unknown (a kubelet that came
+// back); a node that really stopped is still written, once the cache is
+// current.
 func TestConfirmModelStalledLeaseCache(t *testing.T) {
 	const (
 		nodes = 12
 		grace = 50 * time.Second
 		step  = 5 * time.Second
 	)
-	var writes, holds int
+	var writes, holds, revived int
 	for seed := uint64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 42))
 		tr := newTracker(t)
@@ -405,6 +410,9 @@ func TestConfirmModelStalledLeaseCache(t *testing.T) {
 			for i := range nodes {
 				if !dead[i] && rng.IntN(200) == 0 {
 					dead[i] = true
+				} else if dead[i] && rng.IntN(100) == 0 {
+					dead[i] = false // the kubelet comes back
+					revived++
 				}
 				if !dead[i] && now.Sub(live[i].renew) >= 10*time.Second {
 					rv++
@@ -418,6 +426,9 @@ func TestConfirmModelStalledLeaseCache(t *testing.T) {
 			if !stalled {
 				for i := range nodes {
 					cache[i] = lease(i)
+					if !dead[i] {
+						written[i] = false // the kubelet posts Ready=True again
+					}
 				}
 				cacheRV = rv
 			}
@@ -430,19 +441,26 @@ func TestConfirmModelStalledLeaseCache(t *testing.T) {
 				}
 				r, err := tr.Observe(now, n, cache[i])
 				require.NoError(t, err)
+				if r.Held {
+					continue
+				}
+				if r.Confirm != 0 {
+					v, err := tr.Confirm(now, n.Name, Live{Lease: lease(i)})
+					require.NoError(t, err)
+					if v != VerdictStale {
+						holds++
+						continue
+					}
+				}
+				if r.Stale {
+					// Counted not ready (and written, if not yet Unknown).
+					require.Greater(t, now.Sub(live[i].renew), grace,
+						"seed %d: node %d stale at %s (written=%v) with its live Lease renewed at %s", seed, i, rel(now), written[i], rel(live[i].renew))
+				}
 				if r.StatusUpdate == nil {
 					continue
 				}
-				require.Equal(t, ReadLease, r.Confirm)
-				v, err := tr.Confirm(now, n.Name, Live{Lease: lease(i)})
-				require.NoError(t, err)
-				if v != VerdictStale {
-					holds++
-					continue
-				}
 				writes++
-				require.Greater(t, now.Sub(live[i].renew), grace,
-					"seed %d: node %d written Unknown at %s with its live Lease renewed at %s", seed, i, rel(now), rel(live[i].renew))
 				written[i] = true
 			}
 		}
@@ -455,4 +473,221 @@ func TestConfirmModelStalledLeaseCache(t *testing.T) {
 	// The model exercises both outcomes.
 	assert.Positive(t, writes, "confirmed writes")
 	assert.Positive(t, holds, "holds")
+	assert.Positive(t, revived, "kubelets back")
+}
+
+// A stale node whose cached Ready is already Unknown is confirmed too:
+// upstream (tryUpdateNodeHealth at v1.37.2) reads the live Lease whenever a
+// node is past its grace period, whatever its Ready status, and a newer live
+// Lease holds every node. It used to be confirmed only when a StatusUpdate
+// was produced, so a lagging Lease cache kept counting an Unknown node whose
+// kubelet was back as not ready (zone state, taints, evictions went on).
+func TestConfirmStaleAlreadyUnknown(t *testing.T) {
+	n, u := rvNode("n1", T, 0, "7"), rvNode("n1", U, 0, "8")
+	cached := rvLease("n1", 0, "50")
+	for _, tc := range []struct {
+		name  string
+		conf  Confirmation
+		steps []step
+	}{{
+		name: "the live Lease is newer: held, nothing undone",
+		steps: []step{
+			{0, observeC{n, cached}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+			{51, observeC{n, cached}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease"},
+			{51, confirm{"n1", Live{Lease: rvLease("n1", 0, "50")}}, "stale"},
+			{56, observeC{u, cached}, "stale grace=50s deadline=50s trans=51s ready=Unknown->Unknown pods confirm=lease"},
+			{56, confirm{"n1", Live{Lease: rvLease("n1", 55, "100")}}, "cache-behind " + leaseHold},
+			// Nothing was assumed, so nothing moved back: the flip of the
+			// confirmed write at 51s is still pending.
+			{57, observeC{u, cached}, "stale grace=50s deadline=50s trans=51s ready=Unknown->Unknown pods held"},
+			{58, synced{CacheLease, "100"}, "held=false"},
+			{58, observeC{u, rvLease("n1", 55, "100")}, "fresh grace=50s deadline=108s trans=51s ready=Unknown->Unknown pods"},
+		},
+	}, {
+		name: "the live Lease is the cached one: stale, as before",
+		steps: []step{
+			{0, observeC{u, cached}, "fresh grace=50s deadline=50s trans=0s ready=Unknown->Unknown"},
+			{51, observeC{u, cached}, "stale grace=50s deadline=50s trans=0s ready=Unknown->Unknown confirm=lease"},
+			{51, confirm{"n1", Live{Lease: rvLease("n1", 0, "50")}}, "stale"},
+			{51, confirm{"n1", Live{Lease: rvLease("n1", 0, "50")}}, `error: nodehealth: no confirmation pending: node "n1"`},
+			{56, observeC{u, cached}, "stale grace=50s deadline=50s trans=0s ready=Unknown->Unknown confirm=lease"},
+			{56, confirm{"n1", Live{Err: errors.New("timeout")}}, "unconfirmed"},
+			{57, observeC{u, cached}, "stale grace=50s deadline=50s trans=0s ready=Unknown->Unknown confirm=lease"},
+		},
+	}, {
+		name: "no Lease in the cache, ConfirmLease: the live Lease is read",
+		conf: ConfirmLease,
+		steps: []step{
+			{0, observeC{u, nil}, "fresh grace=50s deadline=50s trans=0s ready=Unknown->Unknown"},
+			{51, observeC{u, nil}, "stale grace=50s deadline=50s trans=0s ready=Unknown->Unknown confirm=lease"},
+			{51, confirm{"n1", Live{Lease: rvLease("n1", 50, "100")}}, "cache-behind hold{read version:  is not as new as written version: 100 for group resource leases.coordination.k8s.io}"},
+		},
+	}, {
+		name: "no Lease in the cache, ConfirmLeaseAndStatus: the Node too",
+		steps: []step{
+			{0, observeC{u, nil}, "fresh grace=50s deadline=50s trans=0s ready=Unknown->Unknown"},
+			{51, observeC{u, nil}, "stale grace=50s deadline=50s trans=0s ready=Unknown->Unknown confirm=lease+node"},
+			{51, confirm{"n1", Live{Node: rvNode("n1", T, 50, "9")}}, "cache-behind hold{read version: 8 is not as new as written version: 9 for group resource nodes}"},
+		},
+	}, {
+		name: "ConfirmNone asks nothing",
+		conf: ConfirmNone,
+		steps: []step{
+			{0, observeC{u, cached}, "fresh grace=50s deadline=50s trans=0s ready=Unknown->Unknown"},
+			{51, observeC{u, cached}, "stale grace=50s deadline=50s trans=0s ready=Unknown->Unknown"},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			runSteps(t, newTrackerWith(t, tc.conf), tc.steps)
+		})
+	}
+}
+
+// ackEdge acknowledges node's pending flip by its edge, read from the
+// Tracker's snapshot as a caller keeps it from the Result.
+type ackEdge string
+
+func (a ackEdge) do(t *testing.T, tr *Tracker, _ time.Time) (string, string) {
+	t.Helper()
+	var edge time.Time
+	for _, r := range tr.Snapshot() {
+		if r.Name == string(a) {
+			edge = r.PodsNotReadyEdge
+		}
+	}
+	return "AckPodsNotReadyEdge(" + string(a) + ")", fmt.Sprint(tr.AckPodsNotReadyEdge(string(a), edge))
+}
+
+// observeLease calls ObserveLease.
+type observeLease struct {
+	name  string
+	lease *coordinationv1.Lease
+}
+
+func (o observeLease) do(_ *testing.T, tr *Tracker, now time.Time) (string, string) {
+	desc := "ObserveLease(" + o.name + ", " + leaseDesc(o.lease) + ")"
+	r, err := tr.ObserveLease(now, o.name, o.lease)
+	if err != nil {
+		return desc, "error: " + err.Error()
+	}
+	return desc, leaseSummary(r)
+}
+
+// pods reports the pending pods-not-ready flip and the saved Ready status
+// as Snapshot exports them.
+type pods string
+
+func (p pods) do(_ *testing.T, tr *Tracker, _ time.Time) (string, string) {
+	for _, r := range tr.Snapshot() {
+		if r.Name == string(p) {
+			ready := "none"
+			if r.Ready != nil {
+				ready = string(r.Ready.Status)
+			}
+			return "Snapshot(" + string(p) + ")", fmt.Sprintf("pods=%v ready=%s trans=%s", r.PodsNotReady, ready, rel(r.ReadyTransition))
+		}
+	}
+	return "Snapshot(" + string(p) + ")", "none"
+}
+
+// A Confirm that turns the write down undoes only what its Observe assumed:
+// it used to put back the whole record as it was before that Observe,
+// undoing what happened in between.
+func TestConfirmUndoesOnlyTheAssumedWrite(t *testing.T) {
+	n := rvNode("n1", T, 0, "7")
+	cached := rvLease("n1", 0, "50")
+	newer := Live{Lease: rvLease("n1", 55, "100")}
+	written := []step{
+		{0, observeC{n, cached}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+		{51, observeC{n, cached}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease"},
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{{
+		// An acknowledged flip came back: its pods were marked twice.
+		name: "AckPodsNotReadyEdge in between, the flip from an earlier write",
+		steps: []step{
+			{51, confirm{"n1", Live{Lease: rvLease("n1", 0, "50")}}, "stale"},
+			// The write failed: produced again, the flip of 51s pending.
+			{56, observeC{n, cached}, "stale grace=50s deadline=50s trans=56s ready=True->Unknown write pods confirm=lease"},
+			{56, ackEdge("n1"), "true"},
+			{56, confirm{"n1", newer}, "cache-behind " + leaseHold},
+			{56, pods("n1"), "pods=false ready=Unknown trans=51s"},
+		},
+	}, {
+		name: "AckPodsNotReadyEdge in between, the flip of this Observe",
+		steps: []step{
+			{51, ackEdge("n1"), "true"},
+			{51, confirm{"n1", newer}, "cache-behind " + leaseHold},
+			{51, pods("n1"), "pods=false ready=True trans=0s"},
+		},
+	}, {
+		name: "no acknowledgement: the flip of this Observe is undone",
+		steps: []step{
+			{51, confirm{"n1", newer}, "cache-behind " + leaseHold},
+			{51, pods("n1"), "pods=false ready=True trans=0s"},
+		},
+	}, {
+		// The node became a heartbeat: its Ready condition no longer
+		// applies, and its Lease must not roll back (a false renewal).
+		name: "ObserveLease in between",
+		steps: []step{
+			{52, observeLease{"n1", rvLease("n1", 52, "60")}, "grace=50s deadline=102s renewed"},
+			{52, confirm{"n1", Live{Err: errors.New("timeout")}}, `error: nodehealth: no confirmation pending: node "n1"`},
+			{52, pods("n1"), "pods=false ready=none trans=51s"},
+			{53, observeLease{"n1", rvLease("n1", 52, "60")}, "grace=50s deadline=102s"},
+		},
+	}, {
+		// The node was just given a fresh grace period: no Unknown write.
+		name: "ResetProbes in between, live Lease unchanged",
+		steps: []step{
+			{52, reset{}, ""},
+			{52, confirm{"n1", Live{Lease: rvLease("n1", 0, "50")}}, `error: nodehealth: no confirmation pending: node "n1"`},
+			{53, observeC{n, cached}, "fresh grace=50s deadline=102s trans=52s ready=True->True"},
+		},
+	}, {
+		name: "ResetProbes in between, live read failed",
+		steps: []step{
+			{52, reset{}, ""},
+			{52, confirm{"n1", Live{Err: errors.New("timeout")}}, `error: nodehealth: no confirmation pending: node "n1"`},
+			{53, observeC{n, cached}, "fresh grace=50s deadline=102s trans=52s ready=True->True"},
+		},
+	}, {
+		name: "Forget in between",
+		steps: []step{
+			{52, forget("n1"), ""},
+			{52, confirm{"n1", newer}, `error: nodehealth: no confirmation pending: node "n1"`},
+		},
+	}, {
+		name: "Restore in between",
+		steps: []step{
+			{52, restart{}, ""},
+			{52, confirm{"n1", newer}, `error: nodehealth: no confirmation pending: node "n1"`},
+			{52, pods("n1"), "pods=true ready=Unknown trans=51s"},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			runSteps(t, newTracker(t), append(slices.Clone(written), tc.steps...))
+		})
+	}
+}
+
+// CacheSynced ending a hold allocates nothing, also on an empty synced
+// version (the informer cannot tell), which is now checked before any
+// comparison. An unparsable version costs the error of
+// CompareResourceVersion, once (it ends the hold), as CacheSynced
+// documents.
+func TestCacheSyncedEndsHoldAllocations(t *testing.T) {
+	for _, tc := range []struct {
+		rv   string
+		want float64
+	}{{"", 0}, {"99", 0}, {"98", 0}, {"x1", 1}} {
+		tr := newTracker(t)
+		allocs := testing.AllocsPerRun(100, func() {
+			tr.holds[CacheLease-1] = Hold{Cache: CacheLease, Node: "n", CachedVersion: "10", LiveVersion: "99"}
+			tr.CacheSynced(CacheLease, tc.rv)
+		})
+		assert.Equal(t, tc.want, allocs, "CacheSynced(lease, %q) allocations", tc.rv)
+	}
 }

@@ -51,7 +51,8 @@
 //	                                               (the write failed)
 //	written        write assumed done              cache shows the Unknown Ready      stale-unknown  Stale, no write
 //	stale-unknown  Ready already Unknown           Observe                            stale-unknown  Stale, no write (pressure
-//	                                                                                                 conditions are left as they are)
+//	                                                                                                 conditions are left as they are);
+//	                                                                                                 Confirm asked, as for a write
 //	any            -                               heartbeat or RenewTime change      fresh          probe = now
 //	any            -                               ResetProbes(now)                   fresh          probe = ReadyTransition = now
 //	any            -                               Forget                             unseen         -
@@ -169,20 +170,31 @@
 // written Unknown until the cache has synced up to that resourceVersion
 // (tryUpdateNodeHealth and pkg/controller/util/consistency at v1.37.2).
 //
-// Here the Tracker decides and the caller reads: a Result whose
-// StatusUpdate must be confirmed has Confirm set (what to read live), the
-// caller passes what it read to Confirm, and reports each cache's synced
-// resourceVersion with CacheSynced at the start of every pass:
+// Here the Tracker decides and the caller reads: a stale Result that is not
+// Held has Confirm set (what to read live), whether it writes Unknown or the
+// node is Unknown already (upstream reads the live Lease of every node past
+// its grace, so a kubelet that is back holds the pass while the cache
+// lags); the caller passes what it read to Confirm before it acts on the
+// verdict, and reports each cache's synced resourceVersion with
+// CacheSynced at the start of every pass. The synced version is the one
+// the informer's store has applied, as upstream reads it (see CacheSynced:
+// SharedInformer.LastSyncResourceVersion runs ahead of the store):
 //
-//	health.CacheSynced(nodehealth.CacheLease, leaseInformer.LastSyncResourceVersion())
-//	health.CacheSynced(nodehealth.CacheNode, nodeInformer.LastSyncResourceVersion())
+//	synced := func(inf cache.SharedIndexInformer) string {
+//		if s, ok := inf.GetStore().(interface{ LastStoreSyncResourceVersion() string }); ok {
+//			return s.LastStoreSyncResourceVersion() // client-go v0.37
+//		}
+//		return inf.LastSyncResourceVersion() // older client-go
+//	}
+//	health.CacheSynced(nodehealth.CacheLease, synced(leaseInformer))
+//	health.CacheSynced(nodehealth.CacheNode, synced(nodeInformer))
 //	for _, node := range nodeLister.List() {
 //		res, err := health.Observe(now, node, lease)
 //		...
 //		if res.Held {
 //			continue // upstream skips every node while the cache is behind
 //		}
-//		if res.StatusUpdate != nil && res.Confirm != 0 {
+//		if res.Confirm != 0 {
 //			var live nodehealth.Live
 //			if res.Confirm.Has(nodehealth.ReadLease) {
 //				live.Lease, live.Err = getLive(client.CoordinationV1().Leases("kube-node-lease").Get(ctx, node.Name, metav1.GetOptions{}))
@@ -192,29 +204,39 @@
 //			}
 //			// getLive turns NotFound into (nil, nil).
 //			if v, _ := health.Confirm(now, node.Name, live); v != nodehealth.VerdictStale {
-//				continue // cache behind (health.Held says why) or read failed: skip the node
+//				continue // cache behind (health.Held says why), read failed, or question dropped: skip the node
 //			}
 //		}
-//		// write res.StatusUpdate, mark pods, taints... as above
+//		// write res.StatusUpdate, count the node in its zone, taints, mark pods... as above
 //	}
 //
 //	Confirm      Result of Observe                  caller reads          Confirm verdict     next
 //	-----------  ---------------------------------  --------------------  ------------------  ------------------------
-//	any          stale, write, Confirm=lease        live Lease, same rv   VerdictStale        written (as v1.36)
-//	any          stale, write, Confirm=lease        live Lease NotFound   VerdictStale        written
-//	any          stale, write, Confirm=lease        live Lease, other rv  VerdictCacheBehind  held: every Result Held,
-//	                                                or not in the cache                       no StatusUpdate, until
-//	                                                                                          CacheSynced(CacheLease,
+//	any          stale (written or already          live Lease, same rv   VerdictStale        written (as v1.36), or
+//	             Unknown), Lease cached,                                                      counted not ready
+//	             Confirm=lease
+//	any          stale, Lease cached, Confirm=lease live Lease NotFound   VerdictStale        as above
+//	any          stale, Confirm=lease or            live Lease, other rv  VerdictCacheBehind  held: every Result Held,
+//	             lease+node                         (or one the cache                         no StatusUpdate, until
+//	                                                does not have)                            CacheSynced(CacheLease,
 //	                                                                                          rv >= the live rv)
-//	LeaseAnd-    stale, write, no Lease cached,     no live Lease; live   VerdictCacheBehind  held until
+//	Lease        stale, no Lease cached,            no live Lease         VerdictStale        as above (the v1.37.2
+//	             Confirm=lease                                                                hole: stale node cache)
+//	LeaseAnd-    stale, no Lease cached,            no live Lease; live   VerdictStale        as above
+//	Status       Confirm=lease+node                 Node, same rv
+//	LeaseAnd-    stale, no Lease cached,            no live Lease; live   VerdictCacheBehind  held until
 //	Status       Confirm=lease+node                 Node, other rv                            CacheSynced(CacheNode, ...)
 //	any          any of the above                   read error            VerdictUnconfirmed  skipped; decided again
 //	                                                                                          on the next Observe
-//	None         stale, write, Confirm=0            -                     -                   written (v1.36)
+//	None         stale, Confirm=0                   -                     -                   written (v1.36)
 //
-// A verdict other than VerdictStale puts the node's record back as it was:
-// no Ready transition and no pods-not-ready edge are recorded, and the
-// caller must drop the Result's StatusUpdate and pod work.
+// A verdict other than VerdictStale undoes the Unknown write its Observe
+// assumed, if any: no Ready transition and no new pods-not-ready edge are
+// recorded (an acknowledgement or an earlier flip is left alone), and the
+// caller must drop the Result's StatusUpdate and pod work. The node's next
+// Observe, ObserveLease on its name, ResetProbes (the node has a fresh
+// grace period), Forget and Restore drop an unanswered question: Confirm
+// then returns ErrNotPending, and the caller skips the node as well.
 //
 // A caller that never calls Confirm loses nothing: Observe still returns the
 // StatusUpdate and assumes it written, exactly as in v1.36, and the next
@@ -227,7 +249,8 @@
 // Beyond upstream: a node without a Lease, whose only heartbeat is its
 // Ready condition, has the same hole through a lagging node cache. Under
 // ConfirmLeaseAndStatus (the default) its confirmation also reads the Node
-// and holds on a newer resourceVersion; ConfirmLease is exactly v1.37.2,
+// and holds on a newer resourceVersion. ConfirmLease asks for exactly the
+// reads of v1.37.2 (the live Lease of every stale node, and nothing else),
 // which writes such a node Unknown on its cached status alone.
 //
 // The cloud existence check, for each node that is not Ready:

@@ -30,13 +30,13 @@ func ExampleTracker_Confirm() {
 	live := withRV(lease("a", at(50*time.Second)), "90")
 
 	pass := func(now time.Time, cachedLease *coordinationv1.Lease, syncedRV string) {
-		health.CacheSynced(nodehealth.CacheLease, syncedRV) // the informer's last synced resourceVersion
+		health.CacheSynced(nodehealth.CacheLease, syncedRV) // the informer store's last synced resourceVersion
 		res, _ := health.Observe(now, node, cachedLease)
 		switch {
 		case res.Held:
 			h, _ := health.Held()
 			fmt.Printf("%s: held: %s\n", secs(now), h)
-		case res.StatusUpdate != nil && res.Confirm.Has(nodehealth.ReadLease):
+		case res.Confirm.Has(nodehealth.ReadLease): // any stale node, written or not
 			// GET kube-node-lease/a from the API server (not the cache).
 			v, _ := health.Confirm(now, node.Name, nodehealth.Live{Lease: live})
 			fmt.Printf("%s: stale by the cache, confirm %s: %s\n", secs(now), res.Confirm, v)

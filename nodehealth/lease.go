@@ -45,7 +45,8 @@ type LeaseResult struct {
 // ResetProbes, Forget, Snapshot and Restore with nodes; use a Tracker of
 // their own (with their own Config: GracePeriod is typically a few times
 // the Lease's leaseDurationSeconds) unless the names cannot collide. A name
-// timed by Observe is timed by ObserveLease from then on, and back.
+// timed by Observe is timed by ObserveLease from then on, and back; such a
+// name's unanswered confirmation is dropped (Confirm returns ErrNotPending).
 //
 // Errors: an empty name (ErrInvalidNode); the Tracker is then left
 // unchanged. ObserveLease never modifies lease. O(log n) when the Deadline
@@ -65,7 +66,9 @@ func (t *Tracker) ObserveLease(now time.Time, name string, lease *coordinationv1
 	if !rec.leaseOnly {
 		// A node record becomes a heartbeat: its Ready condition and
 		// pods-not-ready edge no longer apply.
+		// A confirmation it asked for no longer applies either.
 		rec.leaseOnly, rec.ready, rec.podsNotReady, rec.synthetic = true, savedReady{}, false, nil
+		rec.pend = pending{}
 	}
 	var res LeaseResult
 	if lease != nil && rec.lease.renewedBy(lease) {

@@ -56,9 +56,13 @@ const TaintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
 // uninitialized node is left alone for its first minute
 // (UninitializedNodeDelay; set it to 0 for upstream's decision). Upstream
 // here is the cloud node lifecycle controller of k8s.io/cloud-provider
-// v0.37.2 (Kubernetes v1.37.2), whose decisions are those of v0.36.3; only
-// its parallel MonitorNodes (--concurrent-node-lifecycle-syncs) and its
-// metrics are new, both the caller's.
+// v0.37.2 (Kubernetes v1.37.2). Its decisions differ from v0.36.3's in one
+// point: cloudprovider.InstanceNotFound is matched with errors.Is rather
+// than == on the legacy Instances lookups (ensureNodeExistsByProviderID),
+// so a wrapped not-found now deletes the node, as ClassifyExistence always
+// does (see ErrInstanceNotFound). Its parallel MonitorNodes
+// (--concurrent-node-lifecycle-syncs) and its metrics are new too, both
+// the caller's.
 func DefaultOrphanPolicy() OrphanPolicy {
 	return OrphanPolicy{Confirmations: 1, UnknownBackoff: 5 * time.Second, MaxUnknownBackoff: 5 * time.Minute,
 		UninitializedNodeDelay: time.Minute}

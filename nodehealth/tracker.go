@@ -37,10 +37,16 @@ type Result struct {
 	// never while Held. When Confirm is set too, confirm it first.
 	StatusUpdate *v1.NodeStatus
 	// Confirm, when not zero, asks the caller to read these objects from
-	// the API server and pass them to Tracker.Confirm before writing
-	// StatusUpdate or marking pods: the node is stale by its cached
-	// heartbeat, which may lag (Config.Confirmation). A caller that never
-	// calls Confirm gets the v1.36 behaviour: the write is assumed made.
+	// the API server and pass them to Tracker.Confirm before it acts on the
+	// stale verdict (writes StatusUpdate, counts the node as not ready in
+	// its zone, taints it, marks its pods): the node is stale by its cached
+	// heartbeat, which may lag (Config.Confirmation). It is set on every
+	// stale evaluation that is not Held, with or without a StatusUpdate:
+	// upstream reads the live Lease of every node past its grace
+	// (tryUpdateNodeHealth at v1.37.2), so a node already Unknown whose
+	// kubelet is back holds the pass while the cache lags. A caller that
+	// never calls Confirm gets the v1.36 behaviour: the write is assumed
+	// made.
 	Confirm LiveRead
 	// Held is true while a confirmation found a cache behind the API server
 	// (Tracker.Held) and the caller has not reported it caught up
@@ -195,7 +201,8 @@ func NewTracker(cfg Config) (*Tracker, error) {
 //  5. If stale, Ready, MemoryPressure, DiskPressure and PIDPressure are
 //     turned Unknown in a copy of the status (see StatusUpdate); the copy is
 //     returned only when the Ready condition changes, that is when Ready was
-//     missing or not already Unknown.
+//     missing or not already Unknown. Unless Held, a stale node also gets
+//     Result.Confirm (Config.Confirmation), whether or not it is written.
 //
 // When it returns a StatusUpdate the Tracker assumes the caller writes it:
 // it saves the written Ready condition, sets ReadyTransition = now and saves
@@ -280,13 +287,19 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 	res.Deadline = rec.probe.Add(res.GracePeriod)
 	if now.After(res.Deadline) {
 		res.Stale = true
-		if !res.Held && (current == nil || current.Status != v1.ConditionUnknown) {
+		if !res.Held {
+			// Confirmed whatever the Ready status: upstream reads the live
+			// Lease whenever a node is past its grace (tryUpdateNodeHealth).
 			res.Confirm = t.expectConfirm(rec, node, lease)
+		}
+		if !res.Held && (current == nil || current.Status != v1.ConditionUnknown) {
+			rec.pend.assume(rec)
 			st := staleStatus(now, node)
 			res.StatusUpdate = st
 			res.CurrentReady = findCondition(st.Conditions, v1.NodeReady)
 			if observed.Status == v1.ConditionTrue && !rec.podsNotReady {
 				rec.podsNotReady, rec.podsEdge = true, t.newEdge(now)
+				rec.pend.flipped, rec.pend.flipEdge = rec.pend.assumed, rec.podsEdge
 			}
 			// Step 7: the caller writes it; record it as upstream does after
 			// a successful write (probe kept, lease = the observed one).
@@ -342,12 +355,16 @@ func (t *Tracker) AckPodsNotReadyEdge(name string, edge time.Time) bool {
 
 // ResetProbes gives every known node a fresh grace period: probe =
 // ReadyTransition = now. The caller uses it when the cluster leaves full
-// disruption (zonestate's ExitedFullDisruption), as upstream does. O(n).
+// disruption (zonestate's ExitedFullDisruption), as upstream does. It drops
+// every unanswered confirmation (Confirm then returns ErrNotPending: the
+// caller does not write Unknown for a node that has just been given a fresh
+// grace). O(n).
 func (t *Tracker) ResetProbes(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now = t.advance(now)
 	for _, rec := range t.nodes {
+		rec.pend = pending{} // no Unknown write for a node given a fresh grace
 		rec.probe, rec.transition = now, now
 		t.schedule(rec, now.Add(t.grace(rec)), false)
 	}

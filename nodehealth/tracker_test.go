@@ -579,12 +579,16 @@ func TestObserveSteadyStateAllocatesNothing(t *testing.T) {
 		r1, _ := tr.Observe(now, alive, lAlive)
 		r2, _ := tr.Observe(now, dead, nil)
 		r3, _ := tr.Observe(now, bare, lBare)
-		if r1.Stale || !r2.Stale || r2.StatusUpdate != nil || r3.Stale {
+		if r1.Stale || !r2.Stale || r2.StatusUpdate != nil || r3.Stale || r2.Confirm == 0 {
 			t.Fatalf("unexpected results: %s / %s / %s", summary(r1), summary(r2), summary(r3))
+		}
+		// The stale Unknown node is confirmed every pass, as upstream does.
+		if v, err := tr.Confirm(now, "dead", Live{}); err != nil || v != VerdictStale {
+			t.Fatalf("Confirm(dead) = %v, %v", v, err)
 		}
 	})
 	if allocs != 0 {
-		t.Errorf("steady-state Observe allocates %v times per pass, want 0", allocs)
+		t.Errorf("steady-state Observe (and Confirm) allocates %v times per pass, want 0", allocs)
 	}
 }
 

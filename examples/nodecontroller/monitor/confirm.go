@@ -15,11 +15,12 @@ import (
 // past its caches, and tell how far its caches have synced: what the Lease
 // circuit breaker of Kubernetes v1.37 needs (KEP-5647, feature gate
 // NodeControllerLeaseCircuitBreaker; see nodehealth.Tracker.Confirm). When
-// the Cluster given to New implements it, MonitorPass confirms every
-// Unknown write nodehealth asks it to (Config.Health.Confirmation): one
-// live GET when a node is about to go Unknown, and while a cache is found
-// behind, whole passes are held (no Unknown write, taint, zone or pod work)
-// until it has caught up. A Cluster without it keeps the v1.36 behaviour.
+// the Cluster given to New implements it, MonitorPass confirms every stale
+// verdict nodehealth asks it to (Config.Health.Confirmation): one live GET
+// per pass for each node past its grace period, about to go Unknown or
+// already Unknown (as upstream's tryUpdateNodeHealth at v1.37.2), and
+// while a cache is found behind, whole passes are held (no Unknown write,
+// taint, zone or pod work) until it has caught up. A Cluster without it keeps the v1.36 behaviour.
 type LiveReader interface {
 	// LiveLease GETs the node's Lease from the API server: (nil, nil) when
 	// it does not exist.
@@ -51,9 +52,11 @@ func (m *Monitor) syncCaches() {
 	}
 }
 
-// confirm makes the live reads res asks for and reports whether the Unknown
-// write may go ahead. A Cluster that cannot read live writes at once (the
-// Tracker then assumes the write, as in v1.36).
+// confirm makes the live reads res asks for (a stale node's, whether it is
+// about to be written Unknown or already is) and reports whether the pass
+// may act on the stale verdict: write Unknown, count the node as not ready,
+// taint it, mark its pods. A Cluster that cannot read live acts at once
+// (the Tracker then assumes the write, as in v1.36).
 func (m *Monitor) confirm(ctx context.Context, now time.Time, name string, res nodehealth.Result) bool {
 	lr, ok := m.cluster.(LiveReader)
 	if !ok || res.Confirm == 0 {

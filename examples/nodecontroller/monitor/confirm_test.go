@@ -153,3 +153,45 @@ func TestLeaseConfirmReadFails(t *testing.T) {
 	assert.NotContains(t, joined, "55s node-unknown")
 	assert.NotContains(t, joined, string(monitor.KindHealthHeld))
 }
+
+// A node already Unknown is confirmed too, as upstream confirms every node
+// past its grace: when its kubelet is back and renews the Lease while the
+// Lease cache is stalled, the pass holds instead of counting the node as
+// not ready and going on with its taint and pod work. Only nodes about to be
+// written used to be confirmed.
+func TestLeaseStallUnknownNodeBack(t *testing.T) {
+	ctx := context.Background()
+	epoch := testutil.Epoch
+	c := monitortest.New(epoch)
+	for _, name := range []string{"a", "n1"} {
+		c.AddNode(ctx, monitortest.NewNode(name, "zone-1", epoch), monitortest.NewLease(name, epoch))
+	}
+	s := monitortest.NewLeaseStall(c)
+	cfg := monitor.DefaultConfig()
+	cfg.Workers = 1
+	var events []string
+	m, err := monitor.New(cfg, s, func(e monitor.Event) {
+		events = append(events, fmt.Sprintf("%v %s %s", e.At.Sub(epoch), e.Kind, e.Node))
+	})
+	require.NoError(t, err)
+	c.Attach(m)
+	c.Sync(ctx)
+	for el := time.Duration(0); el <= 75*time.Second; el += cfg.MonitorPeriod {
+		now := epoch.Add(el)
+		c.SetNow(now)
+		c.RenewLease("n1", now) // "a" is silent until 62s
+		switch el {
+		case 60 * time.Second:
+			s.Stall()
+		case 65 * time.Second:
+			c.RenewLease("a", epoch.Add(62*time.Second)) // its kubelet is back
+		}
+		m.MonitorPass(ctx, now)
+	}
+	joined := strings.Join(events, "\n")
+	assert.Contains(t, joined, "55s node-unknown a")
+	assert.Contains(t, joined, "1m5s health-held a", "the stale Unknown node's live Lease is newer")
+	assert.Contains(t, joined, "1m10s health-held a", "held until the cache catches up")
+	assert.NotContains(t, joined, "1m0s health-held", "the Lease was not renewed yet")
+	assert.NotContains(t, joined, string(monitor.KindWriteFailed))
+}

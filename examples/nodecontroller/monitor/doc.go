@@ -48,8 +48,9 @@
 //
 // The Lease circuit breaker (v1.37, KEP-5647): when the Cluster is also a
 // LiveReader, a pass first reports how far its caches have synced
-// (nodehealth.Tracker.CacheSynced), and an Unknown write nodehealth asks to
-// confirm is preceded by a live GET of the Lease (and, for a node without
+// (nodehealth.Tracker.CacheSynced), and every stale verdict nodehealth asks
+// to confirm (a node past its grace, about to be written Unknown or already
+// Unknown) is preceded by a live GET of the Lease (and, for a node without
 // one, of the Node; nodehealth.Tracker.Confirm). A live object newer than
 // the cached one holds the pass: the nodes not yet observed are skipped,
 // no zone decision, taint or pod work is done, and one KindHealthHeld

@@ -320,7 +320,10 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i
 		m.observedHealth(node.Name, now)
 		return
 	}
-	if res.Held || (res.StatusUpdate != nil && !m.confirm(ctx, now, node.Name, res)) {
+	// Every stale verdict is confirmed (res.Confirm), also for a node
+	// already Unknown: upstream reads the live Lease of every node past its
+	// grace, so a kubelet that is back holds the pass while the cache lags.
+	if res.Held || !m.confirm(ctx, now, node.Name, res) {
 		m.observedHealth(node.Name, now)
 		return // skipped: not counted in its zone, no taint or pod work
 	}
