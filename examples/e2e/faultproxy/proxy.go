@@ -58,6 +58,8 @@ type Entry struct {
 	Status, RetryAfter int
 	// Err is why the request ended early ("" when it completed).
 	Err string
+	// Held is how long a Stall held the request or its stream.
+	Held time.Duration
 }
 
 // Proxy is a running fault proxy. It is safe for concurrent use.
@@ -70,6 +72,7 @@ type Proxy struct {
 	caPEM    []byte
 	closed   chan struct{}
 	stopOnce sync.Once
+	handlers sync.WaitGroup
 
 	mu       sync.Mutex
 	rules    []*activeRule
@@ -333,13 +336,20 @@ func (p *Proxy) Dropped() int {
 	return p.dropped
 }
 
-// Close stops the proxy: it closes the listener and every connection and
-// ends every wait. It is idempotent.
+// Close stops the proxy: it closes the listener and every connection, ends
+// every wait, and returns once every request is in the log (each ends as
+// soon as its connection is closed). It is idempotent.
 func (p *Proxy) Close() error {
 	var err error
 	p.stopOnce.Do(func() {
 		close(p.closed)
 		err = p.srv.Close()
+		p.mu.Lock()
+		for f := range p.inflight {
+			f.cancel()
+		}
+		p.mu.Unlock()
+		p.handlers.Wait()
 		p.tr.CloseIdleConnections()
 	})
 	return err
@@ -403,6 +413,14 @@ func (p *Proxy) pick(req *request) *activeRule {
 
 // ServeHTTP applies the first matching rule and forwards the request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-p.closed:
+		writeStatus(w, http.StatusServiceUnavailable, 0, errClosed.Error())
+		return
+	default:
+	}
+	p.handlers.Add(1)
+	defer p.handlers.Done()
 	req := newRequest(r)
 	e := Entry{Start: time.Now(), Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Target: req.target, UserAgent: req.userAgent}
 	defer func() {
@@ -438,7 +456,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case Stall:
-			if err := p.hold(ctx, req, func() bool { return p.present(ar.id) }); err != nil {
+			if err := p.hold(ctx, req, &e, func() bool { return p.present(ar.id) }); err != nil {
 				e.Err = err.Error()
 				return
 			}
@@ -469,28 +487,37 @@ func (p *Proxy) sleep(ctx context.Context, d time.Duration) error {
 // hold waits while held() is true: until it is false, the request ends,
 // the proxy closes, or MaxHold passes. held is checked again whenever the
 // rules change.
-func (p *Proxy) hold(ctx context.Context, req *request, held func() bool) error {
+func (p *Proxy) hold(ctx context.Context, req *request, e *Entry, held func() bool) error {
 	deadline := time.NewTimer(p.opts.MaxHold)
 	defer deadline.Stop()
+	start := time.Now()
 	for first := true; ; first = false {
 		p.mu.Lock()
 		ch := p.changed
 		hook := p.heldHook
 		p.mu.Unlock()
 		if !held() {
+			if !first {
+				e.Held += time.Since(start)
+			}
 			return nil
 		}
 		if first && hook != nil {
 			hook(req)
 		}
+		var err error
 		select {
 		case <-ctx.Done():
-			return errClientGone
+			err = errClientGone
 		case <-p.closed:
-			return errClosed
+			err = errClosed
 		case <-deadline.C:
-			return errMaxHold
+			err = errMaxHold
 		case <-ch:
+		}
+		if err != nil {
+			e.Held += time.Since(start)
+			return err
 		}
 	}
 }
@@ -569,7 +596,7 @@ func (p *Proxy) forward(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		n, rerr := resp.Body.Read(buf)
 		if n > 0 {
 			if req.target.Watch {
-				if err := p.hold(ctx, req, func() bool { return p.streamStalled(req) }); err != nil {
+				if err := p.hold(ctx, req, e, func() bool { return p.streamStalled(req) }); err != nil {
 					e.Err = err.Error()
 					return
 				}

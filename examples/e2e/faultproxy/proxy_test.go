@@ -211,6 +211,19 @@ func TestStallOneWatchOthersFlow(t *testing.T) {
 	assert.Equal(t, "lease-2", recv(t, leases, "lease watch after the stall"))
 	assert.Equal(t, "lease-3", recv(t, leases, "lease watch after the stall"))
 	remove() // idempotent
+
+	require.NoError(t, p.Close())
+	var leaseHeld, nodeHeld time.Duration
+	for _, e := range p.Log() {
+		switch e.Resource {
+		case "leases":
+			leaseHeld += e.Held
+		case "nodes":
+			nodeHeld += e.Held
+		}
+	}
+	assert.Positive(t, leaseHeld, "Entry.Held of the Lease watch")
+	assert.Zero(t, nodeHeld, "Entry.Held of the Node watch")
 }
 
 func TestStallRequestUntilRemoved(t *testing.T) {
@@ -241,6 +254,9 @@ func TestStallRequestUntilRemoved(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("not released")
 	}
+	e := waitLog(t, p, 1)[0]
+	assert.Equal(t, "hang", e.Rule)
+	assert.Positive(t, e.Held)
 }
 
 func TestMaxHoldEndsAForgottenStall(t *testing.T) {
