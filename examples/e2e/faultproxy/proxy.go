@@ -310,6 +310,9 @@ func (p *Proxy) EndWatches(r Rule) int {
 	if r.Watch == NoWatch {
 		return 0
 	}
+	if r.Watch == AnyRequest {
+		r.Watch = OnlyWatch
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := 0

@@ -294,6 +294,22 @@ func TestGoneAnswersOneWatch(t *testing.T) {
 	assert.Equal(t, "lease-1", recv(t, ev, "the re-watch is forwarded"))
 }
 
+// TestGoneSparesTheRelist: with OnlyResumeWatch, a watch-list
+// (sendInitialEvents=true) passes while a resuming watch is answered 410.
+func TestGoneSparesTheRelist(t *testing.T) {
+	p, u, c := start(t, Options{})
+	_, err := p.Add(Rule{Name: "expired", Resource: "leases", Watch: OnlyResumeWatch, Action: Gone})
+	require.NoError(t, err)
+	ev := lines(get(t, c, p, leaseWatch+"&resourceVersion=5").Body)
+	assert.Contains(t, recv(t, ev, "ERROR event"), `"code":410`)
+	ev = lines(get(t, c, p, leaseWatch+"&sendInitialEvents=true&resourceVersionMatch=NotOlderThan").Body)
+	u.events["leases"] <- "lease-1"
+	assert.Equal(t, "lease-1", recv(t, ev, "the watch-list is forwarded"))
+	log := waitLog(t, p, 1)
+	assert.Equal(t, "expired", log[0].Rule)
+	assert.False(t, log[0].InitialEvents)
+}
+
 func TestEndWatches(t *testing.T) {
 	p, u, c := start(t, Options{})
 	leases := lines(get(t, c, p, leaseWatch).Body)

@@ -51,6 +51,13 @@ const (
 	OnlyWatch
 	// NoWatch matches every request but watches.
 	NoWatch
+	// OnlyResumeWatch matches the watches that resume from a
+	// resourceVersion, not a watch-list (sendInitialEvents=true, client-go's
+	// WatchListClient relist), which kube-apiserver never answers 410 (it
+	// serves a resourceVersion "not older than" the one asked). A Gone rule
+	// should use it: answering 410 to the relist too keeps the client in a
+	// tight retry loop.
+	OnlyResumeWatch
 )
 
 // Rule selects requests and says what to do with them. Empty fields match
@@ -126,7 +133,8 @@ func (r *Rule) matches(req *request) bool {
 	}
 	watch := req.target.Watch
 	switch {
-	case r.Watch == OnlyWatch && !watch, r.Watch == NoWatch && watch:
+	case r.Watch == OnlyWatch && !watch, r.Watch == NoWatch && watch,
+		r.Watch == OnlyResumeWatch && (!watch || req.target.InitialEvents):
 		return false
 	case r.Action == Gone && !watch:
 		return false
@@ -139,8 +147,9 @@ type Target struct {
 	Group, Version                         string
 	Namespace, Resource, Name, Subresource string
 	// Watch: the request is a watch (?watch=true or a legacy /watch/ path;
-	// set by the caller from the query).
-	Watch bool
+	// the query part is set by the caller). InitialEvents: a watch-list
+	// (?sendInitialEvents=true, set by the caller).
+	Watch, InitialEvents bool
 	// API: the path is under /api or /apis.
 	API bool
 }
@@ -188,8 +197,10 @@ type request struct {
 
 func newRequest(r *http.Request) *request {
 	t := ParsePath(r.URL.Path)
-	if w := r.URL.Query().Get("watch"); w == "true" || w == "1" {
+	q := r.URL.Query()
+	if w := q.Get("watch"); w == "true" || w == "1" {
 		t.Watch = true
 	}
+	t.InitialEvents = t.Watch && q.Get("sendInitialEvents") == "true"
 	return &request{method: r.Method, path: r.URL.Path, userAgent: r.UserAgent(), target: t}
 }
