@@ -49,6 +49,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	sweep := fs.String("sweep", "", "run the scenario once per value, in parallel, and print a table: `FIELD=v1,v2,...` (e.g. nodeEvictionRate=0.05,0.1,0.2 or defaultUnreachableTolerationSeconds=60,300)")
 	maxPasses := fs.Int64("max-node-passes", sim.DefaultMaxNodePasses, "refuse scenarios needing more than `n` node passes (nodes × (monitor passes + Lease renewals + status posts))")
 	maxPods := fs.Int64("max-pods", sim.DefaultMaxPods, "refuse scenarios with more than `n` pods")
+	maxEvents := fs.Int64("max-event-steps", sim.DefaultMaxEventSteps, "refuse scenarios whose events need more than `n` steps (Σ over events of targeted nodes × (1 + pods per node))")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: policysim [flags]\n\nSimulates node outages in virtual time through the node lifecycle controller's decision loop.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -116,7 +117,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	opt := sim.Options{Tick: *tick, Budget: sim.Budget{NodePasses: *maxPasses, Pods: *maxPods}}
+	opt := sim.Options{Tick: *tick, Budget: sim.Budget{NodePasses: *maxPasses, Pods: *maxPods, EventSteps: *maxEvents}}
 	if *legacy {
 		opt.PodEvictionTimeout = *timeout
 	}

@@ -48,26 +48,41 @@ type Options struct {
 	Budget Budget
 }
 
-// Budget bounds the work of one run, so a scenario whose fields are each
-// within their limits (100,000 nodes, 7 days, a 100ms monitor period) cannot
-// ask for hours of CPU and gigabytes of memory in combination.
+// Budget bounds the work of a run (or, for Sweep, of all its runs
+// together), so a scenario whose fields are each within their limits
+// (100,000 nodes, 7 days, a 100ms monitor period, a 1 MiB file of events)
+// cannot ask for hours of CPU and gigabytes of memory in combination.
+// Scenario.Work measures a scenario in the same units.
 type Budget struct {
 	// NodePasses bounds nodes × (monitor passes + Lease renewals + status
 	// posts per node): the per-node steps the run takes.
 	NodePasses int64
 	// Pods bounds the pods the cluster holds.
 	Pods int64
+	// EventSteps bounds the work of the scenario's events: Σ over events of
+	// the nodes it targets × (1 + the pods on each). Every targeted node is
+	// a kubelet stopped or restarted, a node going Unknown and Ready again,
+	// its pods marked not ready and ready again: a timeline entry and a few
+	// object writes each, so this is also what bounds the timeline's size.
+	EventSteps int64
 }
 
-// The default budget: about ten times the large-cluster scenario (5,000
-// nodes for an hour, 5.5 million node passes; 150,000 pods).
+// The default budget: about ten times the large-cluster scenario's node
+// passes (5,000 nodes for an hour, 5.5 million) and pods (150,000), three
+// times its event steps (2,603 targeted nodes with 30 pods each, 80,693).
+// An event step costs a few hundred bytes (a node target without pods
+// about 1.7 KB), so the default keeps a scenario's events under about half
+// a gigabyte.
 const (
 	DefaultMaxNodePasses = 60_000_000
 	DefaultMaxPods       = 1_000_000
+	DefaultMaxEventSteps = 250_000
 )
 
 // DefaultBudget returns the budget Run applies to fields left zero.
-func DefaultBudget() Budget { return Budget{NodePasses: DefaultMaxNodePasses, Pods: DefaultMaxPods} }
+func DefaultBudget() Budget {
+	return Budget{NodePasses: DefaultMaxNodePasses, Pods: DefaultMaxPods, EventSteps: DefaultMaxEventSteps}
+}
 
 // ErrBudget is wrapped by the error Run returns for a scenario over its
 // Budget.
@@ -75,17 +90,22 @@ var ErrBudget = errors.New("policysim: scenario over the work budget")
 
 // Work returns what the scenario costs in the units of Budget: node passes
 // (nodes × (duration/nodeMonitorPeriod + duration/leaseRenewInterval +
-// duration/statusUpdateInterval), each term at least 1) and pods. Call it on
+// duration/statusUpdateInterval), each term at least 1), pods, and event
+// steps (Σ over events of targeted nodes × (1 + pods per node)). Call it on
 // a valid scenario; it saturates instead of overflowing.
-func (sc *Scenario) Work() (nodePasses, pods int64) {
+func (sc *Scenario) Work() Budget {
+	var w Budget
 	var nodes int64
+	perNode := make(map[string]int64, len(sc.Zones))
 	for _, z := range sc.Zones {
-		nodes += int64(max(z.Nodes, 0))
-		var perNode int64
+		n := int64(max(z.Nodes, 0))
+		nodes = satAdd(nodes, n)
+		var pn int64
 		for _, g := range z.PodGroups() {
-			perNode += int64(max(g.PerNode, 0))
+			pn = satAdd(pn, int64(max(g.PerNode, 0)))
 		}
-		pods = satAdd(pods, satMul(int64(max(z.Nodes, 0)), perNode))
+		perNode[z.Name] = pn
+		w.Pods = satAdd(w.Pods, satMul(n, pn))
 	}
 	d := sc.Duration.D()
 	var steps int64
@@ -95,7 +115,40 @@ func (sc *Scenario) Work() (nodePasses, pods int64) {
 		}
 		steps = satAdd(steps, int64(d/every.D())+1)
 	}
-	return satMul(nodes, steps), pods
+	w.NodePasses = satMul(nodes, steps)
+	zoneOf := func(node string) string {
+		if i := strings.LastIndexByte(node, '-'); i > 0 {
+			return node[:i]
+		}
+		return ""
+	}
+	for i := range sc.Events {
+		e := &sc.Events[i]
+		switch {
+		case e.Node != "":
+			w.EventSteps = satAdd(w.EventSteps, 1+perNode[zoneOf(e.Node)])
+		case len(e.Nodes) > 0:
+			for _, n := range e.Nodes {
+				w.EventSteps = satAdd(w.EventSteps, 1+perNode[zoneOf(n)])
+			}
+		case e.Zone != "":
+			n := int64(e.Count)
+			if n <= 0 {
+				for _, z := range sc.Zones {
+					if z.Name == e.Zone {
+						n = int64(max(z.Nodes, 0))
+					}
+				}
+			}
+			w.EventSteps = satAdd(w.EventSteps, satMul(n, 1+perNode[e.Zone]))
+		}
+	}
+	return w
+}
+
+// add returns the sum of two works, saturating.
+func (b Budget) add(o Budget) Budget {
+	return Budget{NodePasses: satAdd(b.NodePasses, o.NodePasses), Pods: satAdd(b.Pods, o.Pods), EventSteps: satAdd(b.EventSteps, o.EventSteps)}
 }
 
 func satAdd(a, b int64) int64 {
@@ -112,9 +165,8 @@ func satMul(a, b int64) int64 {
 	return a * b
 }
 
-// check returns an error naming the limit when the scenario's work is over
-// the budget.
-func (b Budget) check(sc *Scenario) error {
+// withDefaults fills the fields left zero (or negative) from DefaultBudget.
+func (b Budget) withDefaults() Budget {
 	def := DefaultBudget()
 	if b.NodePasses <= 0 {
 		b.NodePasses = def.NodePasses
@@ -122,15 +174,31 @@ func (b Budget) check(sc *Scenario) error {
 	if b.Pods <= 0 {
 		b.Pods = def.Pods
 	}
-	passes, pods := sc.Work()
-	if passes > b.NodePasses {
-		return fmt.Errorf("%w: %d node passes (nodes × (duration/nodeMonitorPeriod + duration/leaseRenewInterval + duration/statusUpdateInterval)), over the budget of %d; raise it with -max-node-passes (Options.Budget.NodePasses) or shorten the run", ErrBudget, passes, b.NodePasses)
+	if b.EventSteps <= 0 {
+		b.EventSteps = def.EventSteps
 	}
-	if pods > b.Pods {
-		return fmt.Errorf("%w: %d pods, over the budget of %d; raise it with -max-pods (Options.Budget.Pods)", ErrBudget, pods, b.Pods)
+	return b
+}
+
+// allow returns an error naming the limit and the flag (and Budget field)
+// that raises it when work w is over the budget; what names the work ("the
+// scenario", "the sweep's 5 runs in all").
+func (b Budget) allow(w Budget, what string) error {
+	b = b.withDefaults()
+	switch {
+	case w.NodePasses > b.NodePasses:
+		return fmt.Errorf("%w: %s needs %d node passes (nodes × (duration/nodeMonitorPeriod + duration/leaseRenewInterval + duration/statusUpdateInterval)), over the budget of %d; raise it with -max-node-passes (Options.Budget.NodePasses) or shorten the run", ErrBudget, what, w.NodePasses, b.NodePasses)
+	case w.Pods > b.Pods:
+		return fmt.Errorf("%w: %s needs %d pods, over the budget of %d; raise it with -max-pods (Options.Budget.Pods)", ErrBudget, what, w.Pods, b.Pods)
+	case w.EventSteps > b.EventSteps:
+		return fmt.Errorf("%w: %s needs %d event steps (Σ over events of targeted nodes × (1 + pods per node)), over the budget of %d; raise it with -max-event-steps (Options.Budget.EventSteps) or use fewer events", ErrBudget, what, w.EventSteps, b.EventSteps)
 	}
 	return nil
 }
+
+// check returns an error naming the limit when the scenario's work is over
+// the budget.
+func (b Budget) check(sc *Scenario) error { return b.allow(sc.Work(), "the scenario") }
 
 // Mode names the eviction mode of a run.
 func (o Options) Mode() string {
@@ -225,9 +293,15 @@ func Run(ctx context.Context, sc *Scenario) (*Result, error) {
 // runs (every policy.nodeMonitorPeriod from t=0), then the taint pass and
 // the eviction pass (every 100ms from t=0). Instants up to and including the
 // scenario's duration are simulated. An invalid scenario (see
-// Scenario.Validate) or one over opt.Budget is an error; so is ctx ending
-// (the run stops between instants).
+// Scenario.Validate) or one over opt.Budget is an error; so is ctx ending:
+// the run looks at ctx before it builds anything and then after every
+// cancelEvery node or pod steps (building the cluster, delivering it to the
+// Monitor, heartbeats, events), and between instants, so it stops within a
+// bounded amount of work.
 func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("policysim: not started: %w", err)
+	}
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
@@ -238,9 +312,12 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 		return nil, err
 	}
 	cfg := MonitorConfig(sc, opt)
+	var err error
 	s := &sim{sc: sc, opt: opt, cfg: cfg, ctx: ctx, zoneOfKey: map[string]string{},
 		slowest: make([]slowPod, len(sc.Zones)), byName: map[string]int{}}
-	s.c = s.build(Epoch)
+	if s.c, err = s.build(Epoch); err != nil {
+		return nil, err
+	}
 	m, err := monitor.New(cfg, s.c, s.record)
 	if err != nil {
 		return nil, fmt.Errorf("policysim: %w", err)
@@ -258,7 +335,10 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 	}
 	s.events = slices.Clone(sc.Events)
 	slices.SortStableFunc(s.events, func(a, b Event) int { return cmp.Compare(a.At, b.At) })
-	s.c.Sync(ctx)
+	s.c.Sync(ctx) // stops early when ctx ends
+	if err := s.stopped(); err != nil {
+		return nil, err
+	}
 	if err := s.loop(); err != nil {
 		return nil, err
 	}
@@ -284,7 +364,7 @@ type nodeOf struct {
 // build creates the scenario's cluster at epoch: every node Ready with a
 // heartbeat and a Lease renewal at epoch (the kubelets' first beat), and its
 // pods running and Ready, created an hour before.
-func (s *sim) build(epoch time.Time) *monitortest.Cluster {
+func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 	sc := s.sc
 	c := monitortest.New(epoch)
 	ctx := context.Background()
@@ -298,8 +378,12 @@ func (s *sim) build(epoch time.Time) *monitortest.Cluster {
 	}
 	slices.SortFunc(s.nodes, func(a, b nodeOf) int { return cmp.Compare(a.name, b.name) })
 	groups := make([][]podGroupOf, len(sc.Zones))
+	s.podsPerNode = make([]int, len(sc.Zones))
 	for zi := range sc.Zones {
 		groups[zi] = podGroupsOf(sc, zi)
+		for _, g := range groups[zi] {
+			s.podsPerNode[zi] += g.n
+		}
 	}
 	var pods int
 	for zi, gs := range groups {
@@ -314,6 +398,9 @@ func (s *sim) build(epoch time.Time) *monitortest.Cluster {
 		num   [20]byte
 	)
 	for i, n := range s.nodes {
+		if err := s.spend(1 + s.podsPerNode[n.zone]); err != nil {
+			return nil, err
+		}
 		s.byName[n.name] = i
 		z := &sc.Zones[n.zone]
 		c.AddNode(ctx, newNode(n.name, z, created, epoch), monitortest.NewLease(n.name, epoch))
@@ -357,7 +444,7 @@ func (s *sim) build(epoch time.Time) *monitortest.Cluster {
 			}
 		}
 	}
-	return c
+	return c, nil
 }
 
 // podGroupOf is a pod group as its pods carry it.
@@ -429,6 +516,10 @@ type sim struct {
 
 	nodes  []nodeOf // by name
 	byName map[string]int
+	// podsPerNode is each zone's pods per node.
+	podsPerNode []int
+	// work counts the node and pod steps since ctx was last looked at.
+	work int
 
 	t         time.Duration // the current instant
 	zoneOfKey map[string]string
@@ -522,16 +613,20 @@ func (s *sim) loop() error {
 		if t > end {
 			return nil
 		}
-		if err := s.ctx.Err(); err != nil {
-			return fmt.Errorf("policysim: stopped at %s: %w", Offset(s.t), err)
+		if err := s.stopped(); err != nil {
+			return err
 		}
 		s.t = t
 		s.c.SetNow(s.now())
 		if ct, ok := s.cal.next(); ok && ct == t {
-			s.heartbeats(t)
+			if err := s.heartbeats(t); err != nil {
+				return err
+			}
 		}
 		for ev < len(s.events) && s.events[ev].At.D() == t {
-			s.apply(&s.events[ev])
+			if err := s.apply(&s.events[ev]); err != nil {
+				return err
+			}
 			ev++
 		}
 		if t == nextMonitor {
@@ -573,9 +668,11 @@ func (s *sim) nextTick(t time.Duration) time.Duration {
 	return next
 }
 
-// heartbeats runs the kubelet heartbeats due at t, in node order.
-func (s *sim) heartbeats(t time.Duration) {
+// heartbeats runs the kubelet heartbeats due at t, in node order. It stops
+// when ctx ends.
+func (s *sim) heartbeats(t time.Duration) error {
 	due := s.cal.pop()
+	defer s.cal.release(due)
 	slices.SortFunc(due, func(a, b calEntry) int {
 		if a.node != b.node {
 			return int(a.node) - int(b.node)
@@ -586,6 +683,9 @@ func (s *sim) heartbeats(t time.Duration) {
 		k := &s.kubelets[e.node]
 		if !k.alive || k.gen != e.gen {
 			continue
+		}
+		if err := s.spend(1); err != nil {
+			return err
 		}
 		name := s.nodes[e.node].name
 		switch e.what {
@@ -598,10 +698,35 @@ func (s *sim) heartbeats(t time.Duration) {
 		case beatPods:
 			if k.ready == v1.ConditionTrue {
 				s.c.SetPodsReady(s.ctx, name, s.now())
+				if err := s.spend(s.podsPerNode[s.nodes[e.node].zone]); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	s.cal.release(due)
+	return nil
+}
+
+// cancelEvery is how many node or pod steps a run takes between two looks
+// at its context: a few hundred microseconds of work.
+const cancelEvery = 4096
+
+// spend counts n node or pod steps and, every cancelEvery of them, returns
+// ctx's error once it has ended.
+func (s *sim) spend(n int) error {
+	if s.work += n; s.work < cancelEvery {
+		return nil
+	}
+	s.work = 0
+	return s.stopped()
+}
+
+// stopped returns an error naming the virtual instant when ctx has ended.
+func (s *sim) stopped() error {
+	if err := s.ctx.Err(); err != nil {
+		return fmt.Errorf("policysim: stopped at %s: %w", Offset(s.t), err)
+	}
+	return nil
 }
 
 // schedule plans kubelet i's next heartbeats, counting from its last beat
@@ -612,11 +737,14 @@ func (s *sim) schedule(i int, last time.Duration) {
 	s.cal.add(last+s.sc.Kubelet.StatusUpdateInterval.D(), calEntry{node: int32(i), what: beatStatus, gen: gen})
 }
 
-// apply applies one scenario event to its kubelets.
-func (s *sim) apply(e *Event) {
+// apply applies one scenario event to its kubelets. It stops when ctx ends.
+func (s *sim) apply(e *Event) error {
 	for _, i := range s.targets(e) {
 		k := &s.kubelets[i]
 		n := s.nodes[i]
+		if err := s.spend(1 + s.podsPerNode[n.zone]); err != nil {
+			return err
+		}
 		add := func(kind string) {
 			s.entries = append(s.entries, Entry{At: s.t, Kind: kind, Node: n.name, Zone: s.sc.Zones[n.zone].Name, Detail: "scenario: " + e.Action})
 		}
@@ -642,6 +770,7 @@ func (s *sim) apply(e *Event) {
 			s.start(i, v1.ConditionFalse)
 		}
 	}
+	return nil
 }
 
 // start (re)starts kubelet i reporting ready: it renews its Lease and posts

@@ -281,7 +281,9 @@ func (c *Cluster) Reserve(nodes, pods int) {
 
 // Sync forwards every node, then every pod, in name order (pods of a node
 // in the order they were added): an informer's initial list, for a cluster
-// filled before its Receiver was attached.
+// filled before its Receiver was attached. It stops early, with part of the
+// cluster forwarded, once ctx has ended (looked at every syncCheckEvery
+// objects): the caller checks ctx.Err() afterwards.
 func (c *Cluster) Sync(ctx context.Context) {
 	c.mu.Lock()
 	recv, now := c.recv, c.now
@@ -301,15 +303,30 @@ func (c *Cluster) Sync(ctx context.Context) {
 		pods = append(pods, rec.pods)
 	}
 	c.mu.Unlock()
+	sent := 0
+	ended := func() bool {
+		sent++
+		return sent%syncCheckEvery == 0 && ctx.Err() != nil
+	}
 	for _, n := range nodes {
+		if ended() {
+			return
+		}
 		recv.NodeChanged(ctx, now, n)
 	}
 	for _, ps := range pods {
 		for _, p := range ps {
+			if ended() {
+				return
+			}
 			recv.PodChanged(ctx, now, p)
 		}
 	}
 }
+
+// syncCheckEvery is how many objects Sync forwards between two looks at its
+// context.
+const syncCheckEvery = 4096
 
 func notFound(resource, name string) error {
 	return apierrors.NewNotFound(schema.GroupResource{Resource: resource}, name)
