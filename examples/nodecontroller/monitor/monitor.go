@@ -618,7 +618,11 @@ func (m *Monitor) NextDeadline() (time.Time, bool) {
 type Stats struct {
 	Nodes        int            // nodes known
 	QueuedByZone map[string]int // nodes waiting in each zone queue
-	Evictions    int            // pods the Evictor tracks with a pending eviction
+	// NextByZone is, per zone queue with work it can do, when TaintPass can
+	// next let a node through (evictionqueue.Queue.NextDeadline: the head
+	// due and a token available); a stopped or empty queue has no entry.
+	NextByZone map[string]time.Time
+	Evictions  int // pods the Evictor tracks with a pending eviction
 }
 
 // AppendZones appends the zones of the last monitor pass's decision
@@ -635,10 +639,13 @@ func (m *Monitor) AppendZones(dst []zonestate.ZoneDecision) []zonestate.ZoneDeci
 // Stats returns the current Stats.
 func (m *Monitor) Stats() Stats {
 	m.mu.Lock()
-	s := Stats{Nodes: len(m.nodes), QueuedByZone: map[string]int{}, Evictions: m.evictor.Len()}
+	s := Stats{Nodes: len(m.nodes), QueuedByZone: map[string]int{}, NextByZone: map[string]time.Time{}, Evictions: m.evictor.Len()}
 	m.mu.Unlock()
 	m.queues.Each(func(zone string, q *evictionqueue.Queue[string]) bool {
 		s.QueuedByZone[zone] = q.Len()
+		if at, ok := q.NextDeadline(); ok {
+			s.NextByZone[zone] = at
+		}
 		return true
 	})
 	return s

@@ -45,8 +45,12 @@ type ZonePending struct {
 	// Evictions counts the zone's pods with an eviction scheduled (taint
 	// mode: the Evictor's Scheduled, Due or Retrying pods on tainted nodes).
 	Evictions int `json:"evictions"`
-	// LastTaint is when the last queued node would be tainted: the end
-	// plus NodesQueued/Rate (nil: nothing queued, or Rate 0).
+	// LastTaint is when the last queued node would be tainted (legacy
+	// mode: leave the queue) if the run went on with nothing changing:
+	// exact, from the zone queue's token bucket as the run left it (a
+	// bucket part-way through its cycle counts) and the taint pass's 100ms
+	// ticks, as a longer run of the same scenario taints it (nil: nothing
+	// queued, or Rate 0).
 	LastTaint *float64 `json:"lastTaint"`
 	// LastEviction is the latest of the scheduled evictions and, for the
 	// queued nodes, LastTaint plus the longest finite toleration of the
@@ -153,9 +157,14 @@ func (s *sim) pending(res *Result) Pending {
 	zoneIdx := func(name string) int {
 		return slices.IndexFunc(s.sc.Zones, func(z Zone) bool { return z.Name == name })
 	}
+	next := make([]time.Duration, len(s.sc.Zones))
+	hasNext := make([]bool, len(s.sc.Zones))
 	for key, n := range st.QueuedByZone {
 		if zi := zoneIdx(s.zoneOfKey[key]); zi >= 0 && n > 0 {
 			p.Zones[zi].NodesQueued += n
+			if at, ok := st.NextByZone[key]; ok {
+				next[zi], hasNext[zi] = at.Sub(Epoch), true
+			}
 		}
 	}
 	// Scheduled evictions: the pods still on nodes with a NoExecute taint.
@@ -180,7 +189,12 @@ func (s *sim) pending(res *Result) Pending {
 		z := &p.Zones[i]
 		if z.NodesQueued > 0 {
 			if rate[i] > 0 {
-				last := end + time.Duration(math.Ceil(float64(z.NodesQueued)/rate[i]*1e9))
+				var last time.Duration
+				if hasNext[i] {
+					last = s.lastAdmission(next[i], z.NodesQueued, rate[i])
+				} else { // the head is in flight: an upper bound
+					last = end + time.Duration(math.Ceil(float64(z.NodesQueued)/rate[i]*1e9))
+				}
 				z.LastTaint = at(last)
 				if s.opt.PodEvictionTimeout > 0 {
 					// Legacy: a node's pods go when it leaves the queue.
@@ -202,6 +216,34 @@ func (s *sim) pending(res *Result) Pending {
 	}
 	p.Done = p.NodesQueued == 0 && p.Evictions == 0
 	return p
+}
+
+// lastAdmission returns the tick at which the n-th node queued in a zone
+// would leave the queue if the run went on at rate (nodes/s) with nothing
+// else changing. The first leaves at the first tick after the end at or
+// after next, when the queue's limiter, as the run left it, holds a token
+// (monitor.Stats.NextByZone); each later one at the first tick at which the
+// limiter (golang.org/x/time/rate, burst 1, emptied by the previous
+// admission) holds a whole token again, computed as the limiter computes
+// its tokens. So a bucket part-way through its cycle at the end counts, and
+// admissions fall on the taint pass's 100ms ticks as in the run.
+func (s *sim) lastAdmission(next time.Duration, n int, rate float64) time.Duration {
+	tp := s.cfg.TaintPeriod
+	// The limiter may grant up to a nanosecond before next.
+	t := max((s.t/tp+1)*tp, (next-time.Nanosecond+tp-1)/tp*tp)
+	whole := func(since time.Duration) bool { return since.Seconds()*rate >= 1 }
+	step := max(time.Duration(math.Ceil(1/rate/tp.Seconds())), 1) * tp
+	for range n - 1 {
+		c := t + step
+		for c-tp > t && whole(c-tp-t) {
+			c -= tp
+		}
+		for !whole(c - t) {
+			c += tp
+		}
+		t = c
+	}
+	return t
 }
 
 func maxPtr(a, b *float64) *float64 {
