@@ -19,11 +19,12 @@ func zoneB(end time.Duration) *sim.Scenario {
 	).On(sim.Stop(time.Minute, "b", 24))
 }
 
-func secs(p *float64) time.Duration {
+// secs returns *p, or -1 for nil.
+func secs(p *time.Duration) time.Duration {
 	if p == nil {
 		return -1
 	}
-	return time.Duration(*p * float64(time.Second))
+	return *p
 }
 
 // TestPendingWhenCutOff: a run that ends while nodes wait in the zone queue

@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 	"github.com/kubelifecycle/lifecycle/taints"
 )
 
@@ -24,11 +23,11 @@ type Pending struct {
 	// NodesQueued and Evictions sum the zones' counts.
 	NodesQueued int `json:"nodesQueued"`
 	Evictions   int `json:"evictions"`
-	// LastTaint and LastEviction are the projected instants (seconds since
-	// the start) of the last taint and the last eviction over all zones;
+	// LastTaint and LastEviction are the projected instants (since the
+	// start) of the last taint and the last eviction over all zones;
 	// nil when none is pending or the rate is 0 (Never says which).
-	LastTaint    *float64 `json:"lastTaint"`
-	LastEviction *float64 `json:"lastEviction"`
+	LastTaint    *time.Duration `json:"lastTaint"`
+	LastEviction *time.Duration `json:"lastEviction"`
 	// Never is true when some queued node would never be tainted: its
 	// zone's rate is 0.
 	Never bool          `json:"never"`
@@ -51,11 +50,11 @@ type ZonePending struct {
 	// bucket part-way through its cycle counts) and the taint pass's 100ms
 	// ticks, as a longer run of the same scenario taints it (nil: nothing
 	// queued, or Rate 0).
-	LastTaint *float64 `json:"lastTaint"`
+	LastTaint *time.Duration `json:"lastTaint"`
 	// LastEviction is the latest of the scheduled evictions and, for the
 	// queued nodes, LastTaint plus the longest finite toleration of the
 	// zone's pods (nil: none pending, or never).
-	LastEviction *float64 `json:"lastEviction"`
+	LastEviction *time.Duration `json:"lastEviction"`
 }
 
 // PodOutcome is what became of one pod.
@@ -116,7 +115,7 @@ func (r *Result) Pods() []PodOutcome {
 	}
 	evicted := make(map[string]time.Duration, r.Summary.PodsEvicted)
 	for _, e := range r.Entries {
-		if e.Kind == string(monitor.KindPodEvicted) {
+		if e.Kind == KindPodEvicted {
 			evicted[e.Pod] = e.At
 		}
 	}
@@ -138,6 +137,23 @@ func (r *Result) Pods() []PodOutcome {
 		}
 	}
 	return out
+}
+
+// EvictedBy returns how many pods of zone (its scenario name; "" for every
+// zone) were evicted at or before t (since the start): the KindPodEvicted
+// entries up to t. It reads the timeline, O(entries up to t), and works
+// after Release too.
+func (r *Result) EvictedBy(zone string, t time.Duration) int {
+	n := 0
+	for _, e := range r.Entries {
+		if e.At > t {
+			break
+		}
+		if e.Kind == KindPodEvicted && (zone == "" || e.Zone == zone) {
+			n++
+		}
+	}
+	return n
 }
 
 // pending computes the work left at the end of the run.
@@ -246,7 +262,7 @@ func (s *sim) lastAdmission(next time.Duration, n int, rate float64) time.Durati
 	return t
 }
 
-func maxPtr(a, b *float64) *float64 {
+func maxPtr(a, b *time.Duration) *time.Duration {
 	if a == nil || b != nil && *b > *a {
 		return b
 	}

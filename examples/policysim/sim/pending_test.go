@@ -30,9 +30,9 @@ events:
 		want := map[string]time.Duration{}
 		for _, z := range long.Summary.Zones {
 			if opt.PodEvictionTimeout > 0 {
-				want[z.Zone] = seconds(*z.LastEviction) // a node leaves the queue as its pods go
+				want[z.Zone] = *z.LastEviction // a node leaves the queue as its pods go
 			} else {
-				want[z.Zone] = seconds(*z.LastTaint)
+				want[z.Zone] = *z.LastTaint
 			}
 		}
 		for _, cut := range []time.Duration{5*time.Minute + 30*time.Second, 4*time.Minute + 17*time.Second + 300*time.Millisecond, 7*time.Minute + 50*time.Second} {
@@ -46,7 +46,7 @@ events:
 				if z.NodesQueued == 0 || z.LastTaint == nil {
 					t.Fatalf("%s cut at %v: zone %s has nothing queued (%+v)", opt.Mode(), cut, z.Zone, z)
 				}
-				if got := seconds(*z.LastTaint); got != want[z.Zone] {
+				if got := *z.LastTaint; got != want[z.Zone] {
 					t.Errorf("%s cut at %v: zone %s Pending.LastTaint = %v, want %v (the longer run's)", opt.Mode(), cut, z.Zone, got, want[z.Zone])
 				}
 			}

@@ -208,18 +208,11 @@ func (o Options) Mode() string {
 	return "taint"
 }
 
-// Entry kinds the simulator adds to the Monitor's (monitor.Kind values).
-const (
-	KindKubeletStopped  = "kubelet-stopped"   // scenario: the kubelet stopped heartbeating
-	KindKubeletStarted  = "kubelet-started"   // scenario: the kubelet runs again and reports Ready
-	KindKubeletNotReady = "kubelet-not-ready" // scenario: the kubelet reports Ready=False
-)
-
 // Entry is one line of the timeline: a monitor.Event, or a scenario event
 // applied to one kubelet.
 type Entry struct {
 	At     time.Duration // since Epoch
-	Kind   string
+	Kind   Kind
 	Node   string
 	Pod    string // namespace/name
 	Zone   string // the scenario's zone name
@@ -237,8 +230,14 @@ type Result struct {
 	Scenario *Scenario
 	Options  Options
 	Config   monitor.Config
-	Entries  []Entry // in time order (and, within an instant, in the order things happened)
-	Summary  Summary
+	// Entries is the timeline: one Entry per thing that happened (each pod
+	// evicted, each node gone Unknown, each kubelet stopped), in time order
+	// and, within an instant, in the order it happened. It is not grouped:
+	// the text timeline (WriteText) collapses an instant's like entries into
+	// one line ("30 pods evicted", "60 nodes"); the JSON report lists them
+	// as they are here.
+	Entries []Entry
+	Summary Summary
 	// Nodes lists every node name, in name order, with its zone name.
 	Nodes []NodeInfo
 	// Passes counts the passes run: monitor passes, and ticks at which the
@@ -565,7 +564,7 @@ func (s *sim) record(e monitor.Event) {
 			zone = s.sc.Zones[s.nodes[i].zone].Name
 		}
 	}
-	en := Entry{At: e.At.Sub(Epoch), Kind: string(e.Kind), Node: e.Node, Pod: e.Pod, Zone: zone, Detail: e.Detail,
+	en := Entry{At: e.At.Sub(Epoch), Kind: Kind(e.Kind), Node: e.Node, Pod: e.Pod, Zone: zone, Detail: e.Detail,
 		Taint: e.Taint, Rate: e.QPS, Entered: e.Entered}
 	if e.Kind == monitor.KindZoneState {
 		en.State = e.State.String()
@@ -745,7 +744,7 @@ func (s *sim) apply(e *Event) error {
 		if err := s.spend(1 + s.podsPerNode[n.zone]); err != nil {
 			return err
 		}
-		add := func(kind string) {
+		add := func(kind Kind) {
 			s.entries = append(s.entries, Entry{At: s.t, Kind: kind, Node: n.name, Zone: s.sc.Zones[n.zone].Name, Detail: "scenario: " + e.Action})
 		}
 		switch e.Action {

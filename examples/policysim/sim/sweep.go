@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 )
@@ -261,10 +262,10 @@ func valuesOf(runs []SweepRun) []string {
 }
 
 // lastNodeEvicting is the last node-evicting entry of a zone (legacy mode).
-func lastNodeEvicting(res *Result, zone string) *float64 {
-	var last *float64
+func lastNodeEvicting(res *Result, zone string) *time.Duration {
+	var last *time.Duration
 	for _, e := range res.Entries {
-		if e.Zone == zone && e.Kind == "node-evicting" {
+		if e.Zone == zone && e.Kind == KindNodeEvicting {
 			last = at(e.At)
 		}
 	}
