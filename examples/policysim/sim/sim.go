@@ -384,13 +384,7 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 			s.podsPerNode[zi] += g.n
 		}
 	}
-	var pods int
-	for zi, gs := range groups {
-		for _, g := range gs {
-			pods += g.n * sc.Zones[zi].Nodes
-		}
-	}
-	c.Reserve(len(s.nodes), pods)
+	c.Reserve(len(s.nodes), 0) // the pods are stamped (AddStampedPods)
 	var (
 		names strings.Builder
 		ends  []int
@@ -403,13 +397,11 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 		s.byName[n.name] = i
 		z := &sc.Zones[n.zone]
 		c.AddNode(ctx, newNode(n.name, z, created, epoch), monitortest.NewLease(n.name, epoch))
-		// One allocation for the node's pods and one for their names: a
-		// large cluster has 150,000 of them.
-		perNode := 0
-		for _, g := range groups[n.zone] {
-			perNode += g.n
-		}
-		slab := make([]v1.Pod, perNode)
+		// The node's pods are stamped from one template per group
+		// (monitortest.Cluster.AddStampedPods: about 100 bytes a pod
+		// instead of a v1.Pod's 1.3 KB), their names in one allocation: a
+		// large cluster has millions of them.
+		perNode := s.podsPerNode[n.zone]
 		ends = ends[:0]
 		names.Reset()
 		names.Grow(perNode * (len("uid-") + len(n.name) + 24))
@@ -424,23 +416,22 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 				ends = append(ends, names.Len())
 			}
 		}
-		all, k, off := names.String(), 0, 0
+		all, k := names.String(), 0
 		for _, g := range groups[n.zone] {
-			for range g.n {
-				uid := all[off:ends[k]]
-				off = ends[k]
-				p := &slab[k]
-				k++
-				*p = v1.Pod{
-					ObjectMeta: metav1.ObjectMeta{
-						Namespace: podNamespace, Name: uid[len("uid-"):], UID: types.UID(uid), CreationTimestamp: metav1.NewTime(created),
-						OwnerReferences: g.owners,
-					},
-					Spec:   v1.PodSpec{NodeName: n.name, Tolerations: g.tol},
-					Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: readyPod},
-				}
-				c.AddPod(ctx, p)
+			tmpl := &v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: podNamespace, CreationTimestamp: metav1.NewTime(created), OwnerReferences: g.owners},
+				Spec:       v1.PodSpec{NodeName: n.name, Tolerations: g.tol},
+				Status:     v1.PodStatus{Phase: v1.PodRunning, Conditions: readyPod},
 			}
+			c.AddStampedPods(ctx, tmpl, g.n, func(int) (string, types.UID) {
+				start := 0
+				if k > 0 {
+					start = ends[k-1]
+				}
+				uid := all[start:ends[k]]
+				k++
+				return uid[len("uid-"):], types.UID(uid)
+			})
 		}
 	}
 	return c, nil
