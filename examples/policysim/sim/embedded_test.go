@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -287,16 +288,23 @@ func TestLargeClusterScaledDown(t *testing.T) {
 // scaledLargeCluster is the large-cluster scenario with perZone nodes per
 // zone (its events scaled to match).
 func scaledLargeCluster(t testing.TB, perZone int) *Scenario {
-	sc, err := LoadEmbedded("large-cluster")
+	return scaledEmbedded(t, "large-cluster", perZone)
+}
+
+// scaledEmbedded is an embedded scenario of equal zones (large-cluster,
+// gke-65k) with perZone nodes per zone, its events scaled to match.
+func scaledEmbedded(t testing.TB, name string, perZone int) *Scenario {
+	sc, err := LoadEmbedded(name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	full := sc.Zones[0].Nodes
 	for i := range sc.Zones {
 		sc.Zones[i].Nodes = perZone
 	}
 	for i := range sc.Events {
 		ev := &sc.Events[i]
-		ev.Count = ev.Count * perZone / 1000
+		ev.Count = ev.Count * perZone / full
 		for j := range ev.Nodes {
 			ev.Nodes[j] = NodeName("zone-a", j, perZone)
 		}
@@ -316,4 +324,42 @@ func TestSummaryCountsMatchTimeline(t *testing.T) {
 			t.Errorf("%s: %d pod-evicted entries, summary %d, zones %d", name, n, res.Summary.PodsEvicted, evicted)
 		}
 	}
+}
+
+// TestGKE65kScenario: the 65,000-node scenario parses and validates, costs
+// what its comment says, is refused by the default budget naming the
+// flags, and runs within the budget its comment gives. Running its hour
+// takes seconds and about a gigabyte (README.md has the figures), so the
+// story is checked on a copy at a hundredth of its size, where each zone's
+// rule gives the same shape as the large-cluster scenario's.
+func TestGKE65kScenario(t *testing.T) {
+	sc := loadEmbedded(t, "gke-65k")
+	nodes, pods := 0, 0
+	for _, z := range sc.Zones {
+		nodes += z.Nodes
+		pods += z.Nodes * z.PodsPerNode
+	}
+	w := sc.Work()
+	verify(t, []check{
+		{"nodes", nodes, 65000}, {"pods", pods, 1950000}, {"duration", sc.Duration.D(), time.Hour},
+		{"work", w, Budget{NodePasses: 65000 * (721 + 361 + 13), Pods: 1950000, EventSteps: (13000 + 7800 + 3 + 13000) * 31}},
+	})
+	if err := (Budget{}).check(sc); !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "-max-node-passes") {
+		t.Errorf("default budget check = %v, want ErrBudget naming -max-node-passes", err)
+	}
+	if err := (Budget{NodePasses: 72_000_000, Pods: 2_000_000, EventSteps: 1_100_000}).check(sc); err != nil {
+		t.Errorf("budget check with the scenario's flags = %v, want nil", err)
+	}
+
+	res := mustRun(t, scaledEmbedded(t, "gke-65k", 130), Options{})
+	sum := res.Summary
+	a, d, e := sum.Zones[0], sum.Zones[3], sum.Zones[4]
+	verify(t, []check{
+		{"zone-a tainted", a.NodesTainted, 3},
+		{"zone-d states", d.States, []StateChange{{0, "Normal", 0.1}, {655 * sec, "PartialDisruption", 0.01}}},
+		{"zone-d tainted", fmt.Sprint(*d.FirstTaint, " ", *d.LastTaint, " ", d.NodesTainted), "10m55s 59m15s 30"},
+		{"zone-e states", e.States, []StateChange{{0, "Normal", 0.1}, {355 * sec, "FullDisruption", 0.1}, {2400 * sec, "Normal", 0.1}}},
+		{"zone-e tainted", fmt.Sprint(*e.FirstTaint, " ", *e.LastTaint, " ", e.NodesTainted), "5m55s 27m25s 130"},
+		{"untouched", sum.Zones[1].PodsEvicted + sum.Zones[2].PodsEvicted + sum.Zones[1].NodesUnknown, 0},
+	})
 }
