@@ -104,6 +104,9 @@ type nodeRec struct {
 	stamps [][]stamp
 	live   int
 	view   []*v1.Pod
+	// lastStatus is the last status written to a stamped pod of the node
+	// (shareStatus).
+	lastStatus *v1.PodStatus
 }
 
 type podRec struct {
@@ -561,7 +564,7 @@ func (c *Cluster) updateStampStatus(ctx context.Context, key types.NamespacedNam
 		return notFound("pods", key.Name)
 	}
 	was := st.ready()
-	st.status = status.DeepCopy()
+	st.status = st.rec.shareStatus(status.DeepCopy())
 	if was && !st.ready() {
 		c.counts.PodsMarkedNotReady++
 	}

@@ -2,6 +2,7 @@ package monitortest
 
 import (
 	"context"
+	"reflect"
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
@@ -149,18 +150,33 @@ func (rec *nodeRec) podsView() []*v1.Pod {
 // Ready at now, appending the pods changed (materialized) to changed.
 // c.mu must be held.
 func (rec *nodeRec) setStampsReady(changed []*v1.Pod, ready func(*v1.Pod) *v1.Pod) []*v1.Pod {
+	var from, to *v1.PodStatus // the last status made Ready, and the result
 	for _, run := range rec.stamps {
 		for i := range run {
 			s := &run[i]
 			if s.gone || s.ready() {
 				continue
 			}
-			p := ready(s.pod())
-			st := p.Status // not &p.Status, which would keep all of p
-			s.status = &st
-			changed = append(changed, p)
+			if s.status == nil || s.status != from {
+				p := ready(s.pod())
+				st := p.Status // not &p.Status, which would keep all of p
+				from, to = s.status, &st
+			}
+			s.status = to // shared by the stamps whose status was shared
+			changed = append(changed, s.pod())
 			rec.view = nil
 		}
 	}
 	return changed
+}
+
+// shareStatus returns st, or the node's last stamped status written when it
+// is equal to st: the pods of a node marked not ready at one instant share
+// one status (a status is never modified once stored). c.mu must be held.
+func (rec *nodeRec) shareStatus(st *v1.PodStatus) *v1.PodStatus {
+	if rec.lastStatus != nil && reflect.DeepEqual(rec.lastStatus, st) {
+		return rec.lastStatus
+	}
+	rec.lastStatus = st
+	return st
 }
