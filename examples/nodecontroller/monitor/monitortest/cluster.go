@@ -99,11 +99,9 @@ type nodeRec struct {
 	pods   []*v1.Pod // copy on write once handed out
 	shared bool      // pods was handed out: copy before changing it
 	// stamps are the node's stamped pods (AddStampedPods), live of them
-	// not gone; view caches ListPodsOnNode's list of a node with stamps
-	// (nil: build it again).
+	// not gone.
 	stamps [][]stamp
 	live   int
-	view   []*v1.Pod
 	// lastStatus is the last status written to a stamped pod of the node
 	// (shareStatus).
 	lastStatus *v1.PodStatus
@@ -269,7 +267,6 @@ func (c *Cluster) AddPod(ctx context.Context, pod *v1.Pod) {
 		}
 		pr.rec = rec
 		rec.pods = append(rec.ownPods(), pod)
-		rec.view = nil
 	}
 	c.pods[key] = pr
 	recv, now := c.recv, c.now
@@ -430,7 +427,8 @@ func (c *Cluster) GetLease(name string) *coordinationv1.Lease {
 }
 
 // ListPodsOnNode returns the node's pods in the order they were added
-// (shared, never modified later). It does not allocate.
+// (shared, never modified later). It does not allocate, unless the node
+// has stamped pods (AddStampedPods), which it materializes.
 func (c *Cluster) ListPodsOnNode(name string) []*v1.Pod {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -544,9 +542,6 @@ func (c *Cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.P
 		c.counts.PodsMarkedNotReady++
 	}
 	c.replacePod(pr, &p)
-	if pr.rec != nil {
-		pr.rec.view = nil
-	}
 	recv, now := c.recv, c.now
 	c.mu.Unlock()
 	if recv != nil {
@@ -568,7 +563,6 @@ func (c *Cluster) updateStampStatus(ctx context.Context, key types.NamespacedNam
 	if was && !st.ready() {
 		c.counts.PodsMarkedNotReady++
 	}
-	st.rec.view = nil
 	p := st.pod()
 	recv, now := c.recv, c.now
 	c.mu.Unlock()
@@ -641,7 +635,6 @@ func (c *Cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid ty
 	delete(c.pods, key)
 	if rec := pr.rec; rec != nil {
 		rec.pods = slices.DeleteFunc(rec.ownPods(), func(p *v1.Pod) bool { return p == pr.pod })
-		rec.view = nil
 	}
 	c.evicted = append(c.evicted, key)
 	c.counts.PodsEvicted++
@@ -804,7 +797,7 @@ func (c *Cluster) SetPodsReady(ctx context.Context, name string, now time.Time) 
 		changed = append(changed, p)
 	}
 	if len(changed) > 0 {
-		rec.pods, rec.shared, rec.view = pods, false, nil
+		rec.pods, rec.shared = pods, false
 	}
 	changed = rec.setStampsReady(changed, readyAt)
 	c.counts.PodsMarkedReady += len(changed)

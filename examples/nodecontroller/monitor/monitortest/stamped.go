@@ -52,11 +52,12 @@ func (x stampIndex) get(key types.NamespacedName) *stamp { return x[key.Namespac
 // must not be empty and need not exist), and forwards PodChanged for each.
 // They behave as pods added with AddPod (reads, writes, evictions, Sync),
 // and are listed after a node's other pods, in stamp order; but the cluster
-// keeps only their name, UID and, once written, their status (about 100
-// bytes a pod, against 1.3 KB for a v1.Pod), materializing a pod object
-// when one is read: Pod, ListPodsOnNode (cached until a pod of the node
-// changes) and every event allocate it. tmpl is shared and must not be
-// modified afterwards. A pod of the same key already stored is replaced.
+// keeps only their name, UID and, once written, their status (about 140
+// bytes a pod with its index entry, against 1.3 KB for a v1.Pod; the pods
+// of a node written one status at one instant share it), materializing a
+// pod object when one is read: Pod, ListPodsOnNode and every event
+// allocate it. tmpl is shared and must not be modified afterwards. A pod of
+// the same key already stored is replaced.
 func (c *Cluster) AddStampedPods(ctx context.Context, tmpl *v1.Pod, n int, name func(i int) (string, types.UID)) {
 	if n <= 0 || tmpl.Spec.NodeName == "" {
 		return
@@ -85,7 +86,6 @@ func (c *Cluster) AddStampedPods(ctx context.Context, tmpl *v1.Pod, n int, name 
 	}
 	rec.stamps = append(rec.stamps, stamps)
 	rec.live += n
-	rec.view = nil
 	recv, now := c.recv, c.now
 	c.mu.Unlock()
 	if recv != nil {
@@ -101,7 +101,6 @@ func (c *Cluster) removeLocked(key types.NamespacedName) {
 	if old, ok := c.pods[key]; ok {
 		if old.rec != nil {
 			old.rec.pods = slices.DeleteFunc(old.rec.ownPods(), func(p *v1.Pod) bool { return p == old.pod })
-			old.rec.view = nil
 		}
 		delete(c.pods, key)
 	}
@@ -116,7 +115,6 @@ func (c *Cluster) dropStamp(s *stamp) {
 	s.gone = true
 	delete(c.stamped[s.tmpl.Namespace], s.name)
 	s.rec.live--
-	s.rec.view = nil
 }
 
 // appendStamped appends rec's live stamped pods, materialized, to dst.
@@ -133,17 +131,15 @@ func (rec *nodeRec) appendStamped(dst []*v1.Pod) []*v1.Pod {
 }
 
 // podsView returns the node's pods, stamped ones materialized, for
-// handing out: rec.pods itself when it has none, else a list cached until a
-// pod of the node changes. c.mu must be held.
+// handing out: rec.pods itself when it has none, else a new list of new
+// objects (not kept: a simulation reads the pods of thousands of down nodes
+// once each). c.mu must be held.
 func (rec *nodeRec) podsView() []*v1.Pod {
 	if rec.live == 0 {
 		rec.shared = true
 		return rec.pods
 	}
-	if rec.view == nil {
-		rec.view = rec.appendStamped(slices.Clip(slices.Clone(rec.pods)))
-	}
-	return rec.view
+	return rec.appendStamped(slices.Clip(slices.Clone(rec.pods)))
 }
 
 // setStampReady makes every live stamped pod of rec that is not Ready
@@ -164,7 +160,6 @@ func (rec *nodeRec) setStampsReady(changed []*v1.Pod, ready func(*v1.Pod) *v1.Po
 			}
 			s.status = to // shared by the stamps whose status was shared
 			changed = append(changed, s.pod())
-			rec.view = nil
 		}
 	}
 	return changed
