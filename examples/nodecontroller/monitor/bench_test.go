@@ -38,8 +38,8 @@ var benchEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // newBenchCluster builds nodes Ready nodes spread over zones zones, with
 // podsPerNode pods each carrying the admission's default tolerations, and a
 // Monitor over it (cfg) that has seen every node and pod once. The pods are
-// stamped (monitortest.Cluster.AddStampedPods) from one template per node,
-// as a simulation adds them; benchPod gives the same pods one by one.
+// stamped (monitortest.Cluster.AddStampedPods) from one template, as a
+// simulation adds them.
 func newBenchCluster(tb testing.TB, cfg monitor.Config, nodes, zones, podsPerNode int) *benchCluster {
 	tb.Helper()
 	c := &benchCluster{Cluster: monitortest.New(benchEpoch)}
@@ -50,6 +50,7 @@ func newBenchCluster(tb testing.TB, cfg monitor.Config, nodes, zones, podsPerNod
 	c.m = m
 	ctx := context.Background()
 	past := metav1.NewTime(benchEpoch.Add(-time.Hour))
+	tmpl := benchPod("", 0)
 	for i := range nodes {
 		name := fmt.Sprintf("node-%05d", i)
 		n := &v1.Node{
@@ -62,8 +63,7 @@ func newBenchCluster(tb testing.TB, cfg monitor.Config, nodes, zones, podsPerNod
 			}}},
 		}
 		c.AddNode(ctx, n, monitortest.NewLease(name, benchEpoch))
-		tmpl := benchPod(name, 0)
-		c.AddStampedPods(ctx, tmpl, podsPerNode, func(j int) (string, types.UID) {
+		c.AddStampedPods(ctx, name, tmpl, podsPerNode, func(j int) (string, types.UID) {
 			return fmt.Sprintf("%s-pod-%02d", name, j), types.UID(fmt.Sprintf("uid-%s-%02d", name, j))
 		})
 	}

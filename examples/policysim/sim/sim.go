@@ -385,6 +385,22 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 		}
 	}
 	c.Reserve(len(s.nodes), 0) // the pods are stamped (AddStampedPods)
+	// One template per zone and pod group, for every node; and the bytes of
+	// a node's pod UIDs ("uid-<node>-<group>-<i>"), but for the node names.
+	tmpls := make([][]*v1.Pod, len(sc.Zones))
+	nameBytes := make([]int, len(sc.Zones))
+	for zi, gs := range groups {
+		for _, g := range gs {
+			tmpls[zi] = append(tmpls[zi], &v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: podNamespace, CreationTimestamp: metav1.NewTime(created), OwnerReferences: g.owners},
+				Spec:       v1.PodSpec{Tolerations: g.tol},
+				Status:     v1.PodStatus{Phase: v1.PodRunning, Conditions: readyPod},
+			})
+			for j := range g.n {
+				nameBytes[zi] += len("uid-") + 1 + len(g.name) + 1 + len(strconv.Itoa(j))
+			}
+		}
+	}
 	var (
 		names strings.Builder
 		ends  []int
@@ -401,10 +417,9 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 		// (monitortest.Cluster.AddStampedPods: about 100 bytes a pod
 		// instead of a v1.Pod's 1.3 KB), their names in one allocation: a
 		// large cluster has millions of them.
-		perNode := s.podsPerNode[n.zone]
 		ends = ends[:0]
 		names.Reset()
-		names.Grow(perNode * (len("uid-") + len(n.name) + 24))
+		names.Grow(nameBytes[n.zone] + s.podsPerNode[n.zone]*len(n.name))
 		for _, g := range groups[n.zone] {
 			for j := range g.n {
 				names.WriteString("uid-")
@@ -417,13 +432,8 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 			}
 		}
 		all, k := names.String(), 0
-		for _, g := range groups[n.zone] {
-			tmpl := &v1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Namespace: podNamespace, CreationTimestamp: metav1.NewTime(created), OwnerReferences: g.owners},
-				Spec:       v1.PodSpec{NodeName: n.name, Tolerations: g.tol},
-				Status:     v1.PodStatus{Phase: v1.PodRunning, Conditions: readyPod},
-			}
-			c.AddStampedPods(ctx, tmpl, g.n, func(int) (string, types.UID) {
+		for gi, g := range groups[n.zone] {
+			c.AddStampedPods(ctx, n.name, tmpls[n.zone][gi], g.n, func(int) (string, types.UID) {
 				start := 0
 				if k > 0 {
 					start = ends[k-1]

@@ -26,7 +26,7 @@ type stamp struct {
 // pod materializes the stamp: a new object, never modified afterwards.
 func (s *stamp) pod() *v1.Pod {
 	p := *s.tmpl
-	p.Name, p.UID = s.name, s.uid
+	p.Name, p.UID, p.Spec.NodeName = s.name, s.uid, s.rec.name
 	if s.status != nil {
 		p.Status = *s.status
 	}
@@ -47,9 +47,10 @@ type stampIndex map[string]map[string]*stamp
 
 func (x stampIndex) get(key types.NamespacedName) *stamp { return x[key.Namespace][key.Name] }
 
-// AddStampedPods stores n pods stamped from tmpl: pod i is tmpl with the name
-// and UID name(i) returns, on the node tmpl.Spec.NodeName names (which
-// must not be empty and need not exist), and forwards PodChanged for each.
+// AddStampedPods stores n pods on node (which must not be empty and need
+// not exist) stamped from tmpl: pod i is tmpl with the name and UID name(i)
+// returns and spec.nodeName node; it forwards PodChanged for each. One
+// template may serve every node.
 // They behave as pods added with AddPod (reads, writes, evictions, Sync),
 // and are listed after a node's other pods, in stamp order; but the cluster
 // keeps only their name, UID and, once written, their status (about 140
@@ -58,15 +59,15 @@ func (x stampIndex) get(key types.NamespacedName) *stamp { return x[key.Namespac
 // pod object when one is read: Pod, ListPodsOnNode and every event
 // allocate it. tmpl is shared and must not be modified afterwards. A pod of
 // the same key already stored is replaced.
-func (c *Cluster) AddStampedPods(ctx context.Context, tmpl *v1.Pod, n int, name func(i int) (string, types.UID)) {
-	if n <= 0 || tmpl.Spec.NodeName == "" {
+func (c *Cluster) AddStampedPods(ctx context.Context, node string, tmpl *v1.Pod, n int, name func(i int) (string, types.UID)) {
+	if n <= 0 || node == "" {
 		return
 	}
 	stamps := make([]stamp, n)
 	c.mu.Lock()
-	rec := c.lookup(tmpl.Spec.NodeName)
+	rec := c.lookup(node)
 	if rec == nil {
-		rec = c.record(tmpl.Spec.NodeName)
+		rec = c.record(node)
 	}
 	if c.stamped == nil {
 		c.stamped = stampIndex{}

@@ -25,11 +25,11 @@ func run(t *testing.T, stamped bool, pods int) ([]monitor.Event, []types.Namespa
 	t.Helper()
 	c := monitortest.New(epoch)
 	ctx := context.Background()
+	tmpl := pod("", "", epoch) // one template for every node
 	for _, n := range []string{"n0", "n1", "n2"} {
 		c.AddNode(ctx, node(n, "z", epoch), monitortest.NewLease(n, epoch))
 		if stamped {
-			tmpl := pod("", n, epoch)
-			c.AddStampedPods(ctx, tmpl, pods, func(i int) (string, types.UID) {
+			c.AddStampedPods(ctx, n, tmpl, pods, func(i int) (string, types.UID) {
 				name := fmt.Sprintf("p-%s-%d", n, i)
 				return name, types.UID("uid-" + name)
 			})
@@ -102,7 +102,7 @@ func TestStampedPodsReadsAndReplacement(t *testing.T) {
 	ctx := context.Background()
 	c.AddNode(ctx, node("n0", "z", epoch), nil)
 	c.AddPod(ctx, pod("added", "n0", epoch))
-	c.AddStampedPods(ctx, pod("", "n0", epoch), 3, func(i int) (string, types.UID) {
+	c.AddStampedPods(ctx, "n0", pod("", "", epoch), 3, func(i int) (string, types.UID) {
 		return fmt.Sprintf("s%d", i), types.UID(fmt.Sprintf("uid-s%d", i))
 	})
 	names := func() []string {
@@ -147,15 +147,16 @@ func TestStampedPodMemory(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		return m.HeapAlloc
 	}
-	tmpls := make([]*v1.Pod, nodes)
-	for i := range tmpls {
-		tmpls[i] = pod("", fmt.Sprintf("n%04d", i), epoch)
+	nodeNames := make([]string, nodes)
+	for i := range nodeNames {
+		nodeNames[i] = fmt.Sprintf("n%04d", i)
 	}
+	tmpl := pod("", "", epoch)
 	before := heap()
 	c := monitortest.New(epoch)
-	for _, tmpl := range tmpls {
-		c.AddStampedPods(context.Background(), tmpl, perNode, func(i int) (string, types.UID) {
-			return tmpl.Spec.NodeName + names[i], ""
+	for _, n := range nodeNames {
+		c.AddStampedPods(context.Background(), n, tmpl, perNode, func(i int) (string, types.UID) {
+			return n + names[i], ""
 		})
 	}
 	per := float64(heap()-before) / (nodes * perNode)
