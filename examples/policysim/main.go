@@ -8,12 +8,20 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/kubelifecycle/lifecycle/examples/policysim/sim"
 )
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		// Nearly all of a simulation's heap is live (the cluster and the
+		// Monitor's state), so the default GOGC=100 lets the process grow
+		// to twice what it needs. At 50, the 13,000-node scale of gke-65k
+		// peaks at 335 MB instead of 489 MB for 15% more CPU time.
+		debug.SetGCPercent(50)
+	}
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, err)
