@@ -469,7 +469,7 @@ func WriteJSONValue(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// when renders an offset in seconds from the start, or "never".
+// when renders an offset from the start, or "never".
 func when(t *time.Duration) string {
 	if t == nil {
 		return "never"

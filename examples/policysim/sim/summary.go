@@ -110,8 +110,9 @@ type SlowestPod struct {
 	NodeTaintedAt *time.Duration `json:"nodeTaintedAt"`
 	ZoneRate      *float64       `json:"zoneRate"`
 	// Taint is the binding NoExecute taint and Toleration the pod's
-	// toleration of it ("" when not tolerated); the countdown of
-	// TolerationSeconds started at CountdownStart.
+	// toleration of it ("" when not tolerated); the countdown of its
+	// TolerationFor (the toleration's tolerationSeconds; JSON
+	// "tolerationSeconds") started at CountdownStart.
 	Taint          string         `json:"taint,omitempty"`
 	Toleration     string         `json:"toleration,omitempty"`
 	TolerationFor  *time.Duration `json:"tolerationSeconds,omitempty"`
