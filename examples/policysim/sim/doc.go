@@ -37,9 +37,11 @@
 //	scenario.go   the YAML scenario: types, defaults, parsing with line numbers, validation, limits
 //	build.go      constructors for scenarios built in Go
 //	embedded.go   the embedded scenarios (scenarios/*.yaml)
-//	sim.go        the virtual clock, the kubelets, the scenario's events, the work budget
+//	sim.go        the virtual clock, the kubelets, the scenario's events, the work budget, cancellation
 //	pending.go    the work left at the end and its projection; each pod's outcome
 //	summary.go    the per-zone summary and the slowest pod's binding constraint
+//	kind.go       the kinds of timeline entries
+//	seconds.go    the result types' JSON, their times in seconds
 //	report.go     text and JSON output
 //	svg.go        the SVG timeline chart
 //
