@@ -8,12 +8,20 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/kubelifecycle/lifecycle/examples/policysim/sim"
 )
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		// Nearly all of a simulation's heap is live (the cluster and the
+		// Monitor's state), so the default GOGC=100 lets the process grow
+		// to twice what it needs. At 50, the 13,000-node scale of gke-65k
+		// peaks at 335 MB instead of 489 MB for 15% more CPU time.
+		debug.SetGCPercent(50)
+	}
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, err)
@@ -49,6 +57,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	sweep := fs.String("sweep", "", "run the scenario once per value, in parallel, and print a table: `FIELD=v1,v2,...` (e.g. nodeEvictionRate=0.05,0.1,0.2 or defaultUnreachableTolerationSeconds=60,300)")
 	maxPasses := fs.Int64("max-node-passes", sim.DefaultMaxNodePasses, "refuse scenarios needing more than `n` node passes (nodes × (monitor passes + Lease renewals + status posts))")
 	maxPods := fs.Int64("max-pods", sim.DefaultMaxPods, "refuse scenarios with more than `n` pods")
+	maxEvents := fs.Int64("max-event-steps", sim.DefaultMaxEventSteps, "refuse scenarios whose events need more than `n` steps (Σ over events of targeted nodes × (1 + pods per node))")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: policysim [flags]\n\nSimulates node outages in virtual time through the node lifecycle controller's decision loop.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -116,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	opt := sim.Options{Tick: *tick, Budget: sim.Budget{NodePasses: *maxPasses, Pods: *maxPods}}
+	opt := sim.Options{Tick: *tick, Budget: sim.Budget{NodePasses: *maxPasses, Pods: *maxPods, EventSteps: *maxEvents}}
 	if *legacy {
 		opt.PodEvictionTimeout = *timeout
 	}

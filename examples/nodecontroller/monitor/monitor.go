@@ -59,6 +59,7 @@ type Monitor struct {
 	// Buffers reused from pass to pass, so that a steady pass allocates
 	// almost nothing. They belong to MonitorPass (monitorMu).
 	sorted    []*v1.Node
+	lastList  []*v1.Node // the last pass's list, in name order
 	results   []nodeResult
 	zoneConds map[string][]*v1.NodeCondition
 	byPos     []*nodeState // the state of the node at each position of the last pass's list
@@ -293,16 +294,32 @@ func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 }
 
 // listNodes returns the cluster's nodes in name order; a list already in
-// order is used as is.
+// order is used as is. Checking the order compares only the neighbours of
+// nodes that are not where the last pass's list had them: an unchanged
+// pair was in order then and, nodes being immutable, still is. So a steady
+// pass does not read every node's name twice (at 100,000 nodes, names
+// spread over memory).
 func (m *Monitor) listNodes() []*v1.Node {
 	nodes := m.cluster.ListNodes()
 	byName := func(a, b *v1.Node) int { return strings.Compare(a.Name, b.Name) }
-	if slices.IsSortedFunc(nodes, byName) {
-		return nodes
+	prev := m.lastList
+	sorted := true
+	for i := 1; i < len(nodes); i++ {
+		if i < len(prev) && nodes[i] == prev[i] && nodes[i-1] == prev[i-1] {
+			continue
+		}
+		if byName(nodes[i-1], nodes[i]) > 0 {
+			sorted = false
+			break
+		}
 	}
-	m.sorted = append(m.sorted[:0], nodes...)
-	slices.SortFunc(m.sorted, byName)
-	return m.sorted
+	if !sorted {
+		m.sorted = append(m.sorted[:0], nodes...)
+		slices.SortFunc(m.sorted, byName)
+		nodes = m.sorted
+	}
+	m.lastList = append(m.lastList[:0], nodes...)
+	return nodes
 }
 
 // observeNode is upstream's per-node work in monitorNodeHealth, up to the
@@ -634,7 +651,11 @@ func (m *Monitor) NextDeadline() (time.Time, bool) {
 type Stats struct {
 	Nodes        int            // nodes known
 	QueuedByZone map[string]int // nodes waiting in each zone queue
-	Evictions    int            // pods the Evictor tracks with a pending eviction
+	// NextByZone is, per zone queue with work it can do, when TaintPass can
+	// next let a node through (evictionqueue.Queue.NextDeadline: the head
+	// due and a token available); a stopped or empty queue has no entry.
+	NextByZone map[string]time.Time
+	Evictions  int // pods the Evictor tracks with a pending eviction
 }
 
 // AppendZones appends the zones of the last monitor pass's decision
@@ -651,10 +672,13 @@ func (m *Monitor) AppendZones(dst []zonestate.ZoneDecision) []zonestate.ZoneDeci
 // Stats returns the current Stats.
 func (m *Monitor) Stats() Stats {
 	m.mu.Lock()
-	s := Stats{Nodes: len(m.nodes), QueuedByZone: map[string]int{}, Evictions: m.evictor.Len()}
+	s := Stats{Nodes: len(m.nodes), QueuedByZone: map[string]int{}, NextByZone: map[string]time.Time{}, Evictions: m.evictor.Len()}
 	m.mu.Unlock()
 	m.queues.Each(func(zone string, q *evictionqueue.Queue[string]) bool {
 		s.QueuedByZone[zone] = q.Len()
+		if at, ok := q.NextDeadline(); ok {
+			s.NextByZone[zone] = at
+		}
 		return true
 	})
 	return s

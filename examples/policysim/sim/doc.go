@@ -10,7 +10,8 @@
 //		sim.NewZone("b", 60, sim.NewPods("web", 10)),
 //	).On(sim.Stop(time.Minute, "b", 24))
 //	res, err := sim.Run(ctx, sc)
-//	// res.Summary.Zones[1].LastEviction, res.Pods(), res.Pending, ...
+//	// *res.Summary.Zones[1].LastEviction (a time.Duration since t=0),
+//	// res.EvictedBy("b", 10*time.Minute), res.Pods(), res.Pending, ...
 //
 // A scenario is built in Go (NewScenario, NewZone, NewPods, Stop, ...) or
 // loaded from YAML (LoadScenario, ReadScenario, LoadEmbedded); both give the
@@ -36,9 +37,11 @@
 //	scenario.go   the YAML scenario: types, defaults, parsing with line numbers, validation, limits
 //	build.go      constructors for scenarios built in Go
 //	embedded.go   the embedded scenarios (scenarios/*.yaml)
-//	sim.go        the virtual clock, the kubelets, the scenario's events, the work budget
+//	sim.go        the virtual clock, the kubelets, the scenario's events, the work budget, cancellation
 //	pending.go    the work left at the end and its projection; each pod's outcome
 //	summary.go    the per-zone summary and the slowest pod's binding constraint
+//	kind.go       the kinds of timeline entries
+//	seconds.go    the result types' JSON, their times in seconds
 //	report.go     text and JSON output
 //	svg.go        the SVG timeline chart
 //
@@ -80,6 +83,30 @@
 //   - A resumed kubelet reports its pods Ready again kubelet.podReadyDelay
 //     (10s) after it resumes; pods of a kubelet reporting Ready=False are left
 //     as they are.
+//
+// # Results
+//
+// Every time in a Result is a time.Duration since Epoch (t=0): Entry.At,
+// PodOutcome.EvictedAt, and the Summary's and Pending's times (pointers,
+// nil when it never happened). In the JSON output (WriteJSON, and
+// encoding/json on the result types) they are seconds, as they always were.
+// Result.Entries has one Entry per thing that happened, not grouped (the
+// text timeline groups an instant's like entries into one line); Entry.Kind
+// is a Kind, one of this package's Kind constants. Result.EvictedBy counts
+// the pods evicted by a given time.
+//
+// # Stability
+//
+// The package lives under examples/ and is not covered by the module's
+// compatibility promise, but within a minor release of the module users may
+// rely on: the scenario YAML format (fields are only added, with defaults
+// that keep a file's meaning), the Kind strings, the JSON field names and
+// units, and the exported names of this package. What may change in any
+// release: the decisions themselves, which follow the modelled Kubernetes
+// release (a run's timeline is deterministic for one version of this
+// module, not across versions), the text and SVG layouts, the Detail
+// strings, and the default Budget. Changes to what users may rely on are
+// listed in examples/policysim/README.md.
 //
 // Runs are independent: several may run in parallel (the command's -sweep
 // does). See examples/policysim/README.md for the scenario format and the

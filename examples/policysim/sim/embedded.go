@@ -19,7 +19,7 @@ const DefaultScenario = "offline-node"
 // scenarioOrder is the order -list shows the embedded scenarios in; any
 // other embedded file follows, by name.
 var scenarioOrder = []string{
-	"offline-node", "offline-node-1.2x", "zone-partial", "zone-dark", "all-dark", "flapping-node", "large-cluster",
+	"offline-node", "offline-node-1.2x", "zone-partial", "zone-dark", "all-dark", "flapping-node", "large-cluster", "gke-65k",
 	"lease-watch-stall",
 }
 

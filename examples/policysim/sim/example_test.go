@@ -27,13 +27,13 @@ func Example() {
 		return
 	}
 	b := res.Summary.Zones[1]
-	fmt.Printf("zone b: %s, %d nodes tainted from %s to %s\n", b.FinalState, b.NodesTainted, sim.Offset(sec(*b.FirstTaint)), sim.Offset(sec(*b.LastTaint)))
-	fmt.Printf("last pod evicted at %s (%d pods)\n", sim.Offset(sec(*b.LastEviction)), b.PodsEvicted)
+	fmt.Printf("zone b: %s, %d nodes tainted from %s to %s\n", b.FinalState, b.NodesTainted, sim.Offset(*b.FirstTaint), sim.Offset(*b.LastTaint))
+	fmt.Printf("last pod evicted at %s (%d pods)\n", sim.Offset(*b.LastEviction), b.PodsEvicted)
+	fmt.Println("pods evicted by +8m:", res.EvictedBy("b", 8*time.Minute))
 	fmt.Println("work pending at the end:", !res.Pending.Done)
 	// Output:
 	// zone b: Normal, 24 nodes tainted from +1m55.0s to +5m45.0s
 	// last pod evicted at +10m45.0s (240 pods)
+	// pods evicted by +8m: 70
 	// work pending at the end: false
 }
-
-func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

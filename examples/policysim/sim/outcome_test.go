@@ -19,11 +19,12 @@ func zoneB(end time.Duration) *sim.Scenario {
 	).On(sim.Stop(time.Minute, "b", 24))
 }
 
-func secs(p *float64) time.Duration {
+// secs returns *p, or -1 for nil.
+func secs(p *time.Duration) time.Duration {
 	if p == nil {
 		return -1
 	}
-	return time.Duration(*p * float64(time.Second))
+	return *p
 }
 
 // TestPendingWhenCutOff: a run that ends while nodes wait in the zone queue
@@ -40,13 +41,14 @@ func TestPendingWhenCutOff(t *testing.T) {
 	if p.Done || b.NodesQueued != 11 || b.Evictions != 130 || b.Rate != 0.1 {
 		t.Errorf("pending in zone b = %+v (done %v), want 11 nodes queued at 0.1/s and 130 evictions", b, p.Done)
 	}
-	// 11 nodes at 0.1/s from 4m: 5m50s (an upper bound of the real 5m45s);
-	// their pods 300s later.
-	if got := secs(b.LastTaint); got != 5*time.Minute+50*time.Second {
-		t.Errorf("projected last taint = %v, want 5m50s", got)
+	// 11 nodes at 0.1/s, the next token at 4m05s: the last at 5m45s, as
+	// the full run taints it (the end plus 11/0.1 would be 5m50s); their
+	// pods 300s later.
+	if got := secs(b.LastTaint); got != 5*time.Minute+45*time.Second {
+		t.Errorf("projected last taint = %v, want 5m45s", got)
 	}
-	if got := secs(p.LastEviction); got != 10*time.Minute+50*time.Second {
-		t.Errorf("projected last eviction = %v, want 10m50s", got)
+	if got := secs(p.LastEviction); got != 10*time.Minute+45*time.Second {
+		t.Errorf("projected last eviction = %v, want 10m45s", got)
 	}
 	if a := p.Zones[0]; a.NodesQueued != 0 || a.Evictions != 0 || a.LastEviction != nil {
 		t.Errorf("pending in zone a = %+v, want nothing", a)

@@ -8,7 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 	"github.com/kubelifecycle/lifecycle/taints"
 )
 
@@ -24,11 +23,11 @@ type Pending struct {
 	// NodesQueued and Evictions sum the zones' counts.
 	NodesQueued int `json:"nodesQueued"`
 	Evictions   int `json:"evictions"`
-	// LastTaint and LastEviction are the projected instants (seconds since
-	// the start) of the last taint and the last eviction over all zones;
+	// LastTaint and LastEviction are the projected instants (since the
+	// start) of the last taint and the last eviction over all zones;
 	// nil when none is pending or the rate is 0 (Never says which).
-	LastTaint    *float64 `json:"lastTaint"`
-	LastEviction *float64 `json:"lastEviction"`
+	LastTaint    *time.Duration `json:"lastTaint"`
+	LastEviction *time.Duration `json:"lastEviction"`
 	// Never is true when some queued node would never be tainted: its
 	// zone's rate is 0.
 	Never bool          `json:"never"`
@@ -45,13 +44,17 @@ type ZonePending struct {
 	// Evictions counts the zone's pods with an eviction scheduled (taint
 	// mode: the Evictor's Scheduled, Due or Retrying pods on tainted nodes).
 	Evictions int `json:"evictions"`
-	// LastTaint is when the last queued node would be tainted: the end
-	// plus NodesQueued/Rate (nil: nothing queued, or Rate 0).
-	LastTaint *float64 `json:"lastTaint"`
+	// LastTaint is when the last queued node would be tainted (legacy
+	// mode: leave the queue) if the run went on with nothing changing:
+	// exact, from the zone queue's token bucket as the run left it (a
+	// bucket part-way through its cycle counts) and the taint pass's 100ms
+	// ticks, as a longer run of the same scenario taints it (nil: nothing
+	// queued, or Rate 0).
+	LastTaint *time.Duration `json:"lastTaint"`
 	// LastEviction is the latest of the scheduled evictions and, for the
 	// queued nodes, LastTaint plus the longest finite toleration of the
 	// zone's pods (nil: none pending, or never).
-	LastEviction *float64 `json:"lastEviction"`
+	LastEviction *time.Duration `json:"lastEviction"`
 }
 
 // PodOutcome is what became of one pod.
@@ -112,7 +115,7 @@ func (r *Result) Pods() []PodOutcome {
 	}
 	evicted := make(map[string]time.Duration, r.Summary.PodsEvicted)
 	for _, e := range r.Entries {
-		if e.Kind == string(monitor.KindPodEvicted) {
+		if e.Kind == KindPodEvicted {
 			evicted[e.Pod] = e.At
 		}
 	}
@@ -136,6 +139,23 @@ func (r *Result) Pods() []PodOutcome {
 	return out
 }
 
+// EvictedBy returns how many pods of zone (its scenario name; "" for every
+// zone) were evicted at or before t (since the start): the KindPodEvicted
+// entries up to t. It reads the timeline, O(entries up to t), and works
+// after Release too.
+func (r *Result) EvictedBy(zone string, t time.Duration) int {
+	n := 0
+	for _, e := range r.Entries {
+		if e.At > t {
+			break
+		}
+		if e.Kind == KindPodEvicted && (zone == "" || e.Zone == zone) {
+			n++
+		}
+	}
+	return n
+}
+
 // pending computes the work left at the end of the run.
 func (s *sim) pending(res *Result) Pending {
 	end := s.t
@@ -153,9 +173,14 @@ func (s *sim) pending(res *Result) Pending {
 	zoneIdx := func(name string) int {
 		return slices.IndexFunc(s.sc.Zones, func(z Zone) bool { return z.Name == name })
 	}
+	next := make([]time.Duration, len(s.sc.Zones))
+	hasNext := make([]bool, len(s.sc.Zones))
 	for key, n := range st.QueuedByZone {
 		if zi := zoneIdx(s.zoneOfKey[key]); zi >= 0 && n > 0 {
 			p.Zones[zi].NodesQueued += n
+			if at, ok := st.NextByZone[key]; ok {
+				next[zi], hasNext[zi] = at.Sub(Epoch), true
+			}
 		}
 	}
 	// Scheduled evictions: the pods still on nodes with a NoExecute taint.
@@ -180,7 +205,12 @@ func (s *sim) pending(res *Result) Pending {
 		z := &p.Zones[i]
 		if z.NodesQueued > 0 {
 			if rate[i] > 0 {
-				last := end + time.Duration(math.Ceil(float64(z.NodesQueued)/rate[i]*1e9))
+				var last time.Duration
+				if hasNext[i] {
+					last = s.lastAdmission(next[i], z.NodesQueued, rate[i])
+				} else { // the head is in flight: an upper bound
+					last = end + time.Duration(math.Ceil(float64(z.NodesQueued)/rate[i]*1e9))
+				}
 				z.LastTaint = at(last)
 				if s.opt.PodEvictionTimeout > 0 {
 					// Legacy: a node's pods go when it leaves the queue.
@@ -204,7 +234,35 @@ func (s *sim) pending(res *Result) Pending {
 	return p
 }
 
-func maxPtr(a, b *float64) *float64 {
+// lastAdmission returns the tick at which the n-th node queued in a zone
+// would leave the queue if the run went on at rate (nodes/s) with nothing
+// else changing. The first leaves at the first tick after the end at or
+// after next, when the queue's limiter, as the run left it, holds a token
+// (monitor.Stats.NextByZone); each later one at the first tick at which the
+// limiter (golang.org/x/time/rate, burst 1, emptied by the previous
+// admission) holds a whole token again, computed as the limiter computes
+// its tokens. So a bucket part-way through its cycle at the end counts, and
+// admissions fall on the taint pass's 100ms ticks as in the run.
+func (s *sim) lastAdmission(next time.Duration, n int, rate float64) time.Duration {
+	tp := s.cfg.TaintPeriod
+	// The limiter may grant up to a nanosecond before next.
+	t := max((s.t/tp+1)*tp, (next-time.Nanosecond+tp-1)/tp*tp)
+	whole := func(since time.Duration) bool { return since.Seconds()*rate >= 1 }
+	step := max(time.Duration(math.Ceil(1/rate/tp.Seconds())), 1) * tp
+	for range n - 1 {
+		c := t + step
+		for c-tp > t && whole(c-tp-t) {
+			c -= tp
+		}
+		for !whole(c - t) {
+			c += tp
+		}
+		t = c
+	}
+	return t
+}
+
+func maxPtr(a, b *time.Duration) *time.Duration {
 	if a == nil || b != nil && *b > *a {
 		return b
 	}

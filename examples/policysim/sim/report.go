@@ -8,8 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 )
 
 // Offset formats a virtual time as an offset from the start: "+5m45.0s".
@@ -91,8 +89,8 @@ func appendInstant(out []line, es []Entry) []line {
 	var lines []line
 	pods := map[string]*podGroup{}
 	for _, e := range es {
-		if e.Kind != string(monitor.KindPodEvicted) {
-			lines = append(lines, line{e.At, e.Kind, e.Zone, e.Node, e.Detail})
+		if e.Kind != KindPodEvicted {
+			lines = append(lines, line{e.At, string(e.Kind), e.Zone, e.Node, e.Detail})
 			continue
 		}
 		reason, _, _ := strings.Cut(e.Detail, " (attempt")
@@ -100,7 +98,7 @@ func appendInstant(out []line, es []Entry) []line {
 		if !ok {
 			g = &podGroup{idx: len(lines), counts: map[string]int{}}
 			pods[e.Node] = g
-			lines = append(lines, line{e.At, e.Kind, e.Zone, e.Node, "pod " + e.Pod + ": " + e.Detail})
+			lines = append(lines, line{e.At, string(e.Kind), e.Zone, e.Node, "pod " + e.Pod + ": " + e.Detail})
 		}
 		g.n++
 		if g.counts[reason] == 0 {
@@ -231,11 +229,11 @@ func writeSummary(w io.Writer, res *Result) {
 		}
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		since := func(t *float64) string {
+		since := func(t *time.Duration) string {
 			if t == nil || z.OutageAt == nil {
 				return ""
 			}
-			return ", " + Dur(seconds(*t-*z.OutageAt)) + " after the outage"
+			return ", " + Dur(*t-*z.OutageAt) + " after the outage"
 		}
 		if z.OutageAt != nil {
 			fmt.Fprintf(tw, "  outage\t%s\t%s\n", when(z.OutageAt), plural(z.KubeletsDown, "kubelet", "kubelets")+" stopped or not ready")
@@ -243,7 +241,7 @@ func writeSummary(w io.Writer, res *Result) {
 		if len(z.States) > 0 {
 			var parts []string
 			for _, s := range z.States {
-				parts = append(parts, fmt.Sprintf("%s %s (%g nodes/s)", Offset(seconds(s.T)), s.State, s.Rate))
+				parts = append(parts, fmt.Sprintf("%s %s (%g nodes/s)", Offset(s.T), s.State, s.Rate))
 			}
 			fmt.Fprintf(tw, "  states\t\t%s\n", strings.Join(parts, ", "))
 		}
@@ -263,7 +261,7 @@ func writeSummary(w io.Writer, res *Result) {
 		}
 		fmt.Fprintln(tw)
 		if sp := z.Slowest; sp != nil {
-			fmt.Fprintf(tw, "  slowest pod\t%s\t%s on %s: %s\n", Offset(seconds(sp.EvictedAt)), sp.Pod, sp.Node, sp.Constraint)
+			fmt.Fprintf(tw, "  slowest pod\t%s\t%s on %s: %s\n", Offset(sp.EvictedAt), sp.Pod, sp.Node, sp.Constraint)
 		}
 		for _, k := range z.NotEvicted {
 			fmt.Fprintf(tw, "  not evicted\t\t%s: %s\n", plural(k.Pods, "pod", "pods"), k.Why)
@@ -285,9 +283,9 @@ func writeSummary(w io.Writer, res *Result) {
 		for _, s := range sum.FullDisruption {
 			to := "the end"
 			if s.To != nil {
-				to = Offset(seconds(*s.To))
+				to = Offset(*s.To)
 			}
-			parts = append(parts, fmt.Sprintf("%s to %s", Offset(seconds(s.From)), to))
+			parts = append(parts, fmt.Sprintf("%s to %s", Offset(s.From), to))
 		}
 		fmt.Fprintf(w, "full disruption mode (no evictions anywhere): %s\n", strings.Join(parts, ", "))
 	}
@@ -314,10 +312,10 @@ func writePending(w io.Writer, sum *Summary) {
 	fmt.Fprintf(w, "NOT FINISHED at %s: %s", Offset(sum.end()), strings.Join(parts, ", "))
 	var proj []string
 	if p.LastTaint != nil {
-		proj = append(proj, "last taint ≈ "+Offset(seconds(*p.LastTaint)))
+		proj = append(proj, "last taint ≈ "+Offset(*p.LastTaint))
 	}
 	if p.LastEviction != nil {
-		proj = append(proj, "last eviction ≈ "+Offset(seconds(*p.LastEviction)))
+		proj = append(proj, "last eviction ≈ "+Offset(*p.LastEviction))
 	}
 	if len(proj) > 0 {
 		fmt.Fprintf(w, "; at the rates of the end, %s (lengthen duration to see it)", strings.Join(proj, ", "))
@@ -328,7 +326,7 @@ func writePending(w io.Writer, sum *Summary) {
 	fmt.Fprintln(w)
 }
 
-func (s *Summary) end() time.Duration { return seconds(s.Duration) }
+func (s *Summary) end() time.Duration { return s.Duration }
 
 // times notes that n events happened to fewer nodes ("(3 times)").
 func times(n, nodes int) string {
@@ -367,7 +365,7 @@ type JSONReport struct {
 func NewJSONReport(res *Result) JSONReport {
 	r := JSONReport{Events: make([]JSONEntry, len(res.Entries)), Summary: res.Summary}
 	for i, e := range res.Entries {
-		r.Events[i] = JSONEntry{T: secs(e.At), Kind: e.Kind, Node: e.Node, Pod: e.Pod, Zone: e.Zone, Detail: e.Detail}
+		r.Events[i] = JSONEntry{T: e.At.Seconds(), Kind: string(e.Kind), Node: e.Node, Pod: e.Pod, Zone: e.Zone, Detail: e.Detail}
 	}
 	return r
 }
@@ -471,10 +469,10 @@ func WriteJSONValue(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// when renders an offset in seconds from the start, or "never".
-func when(t *float64) string {
+// when renders an offset from the start, or "never".
+func when(t *time.Duration) string {
 	if t == nil {
 		return "never"
 	}
-	return Offset(seconds(*t))
+	return Offset(*t)
 }

@@ -137,10 +137,11 @@ func TestTimelineCollapses(t *testing.T) {
 }
 
 // documentedKinds are the JSON event kinds README.md documents.
-var documentedKinds = []string{
+var documentedKinds = []Kind{
 	"node-unknown", "node-ready", "taint-added", "taint-removed", "pods-not-ready", "pod-evicted", "zone-state",
 	"disruption-mode", "node-not-ready", "write-failed", "node-evicting",
 	KindKubeletStopped, KindKubeletStarted, KindKubeletNotReady,
+	KindHealthHeld, KindLeaseWatchStalled, KindLeaseWatchResumed,
 }
 
 func TestJSONReport(t *testing.T) {
@@ -167,7 +168,7 @@ func TestJSONReport(t *testing.T) {
 			t.Errorf("%s: events not in time order", name)
 		}
 		for _, e := range got.Events {
-			if !slices.Contains(documentedKinds, e.Kind) {
+			if !slices.Contains(documentedKinds, Kind(e.Kind)) {
 				t.Errorf("%s: undocumented kind %q", name, e.Kind)
 			}
 		}
@@ -181,7 +182,7 @@ func TestJSONReport(t *testing.T) {
 	res := runEmbedded(t, "offline-node-1.2x", Options{})
 	r := NewJSONReport(res)
 	z := r.Summary.Zones[0]
-	if *z.FirstUnknown != 45 || *z.FirstTaint != 45 || *z.FirstEviction != 345 || z.PodsEvicted != 10 {
+	if *z.FirstUnknown != 45*time.Second || *z.FirstTaint != 45*time.Second || *z.FirstEviction != 345*time.Second || z.PodsEvicted != 10 {
 		t.Errorf("summary zone = Unknown %v, taint %v, eviction %v, %d pods; want 45, 45, 345, 10",
 			*z.FirstUnknown, *z.FirstTaint, *z.FirstEviction, z.PodsEvicted)
 	}
@@ -212,7 +213,51 @@ func TestJSONReportsPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := r.Summary.Pending
-	if p == nil || p.Done || p.NodesQueued != 49 || p.Evictions != 30 || p.LastEviction == nil || *p.LastEviction != 6400 {
-		t.Errorf("JSON summary.pending = %+v, want 49 nodes queued, 30 evictions, last eviction at 6400s", p)
+	if p == nil || p.Done || p.NodesQueued != 49 || p.Evictions != 30 || p.LastEviction == nil || *p.LastEviction != 6315*time.Second {
+		t.Errorf("JSON summary.pending = %+v, want 49 nodes queued, 30 evictions, last eviction at 6315s", p)
+	}
+}
+
+// TestSummaryJSONRoundTrip: the result types hold durations, and their JSON
+// keeps the seconds it has always had; decoding it gives the same values.
+func TestSummaryJSONRoundTrip(t *testing.T) {
+	res := runEmbedded(t, "zone-partial", Options{PodEvictionTimeout: 0})
+	first, err := json.Marshal(res.Summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Duration float64 `json:"duration"`
+		Zones    []struct {
+			FirstTaint *float64 `json:"firstTaint"`
+			States     []struct {
+				T float64 `json:"t"`
+			} `json:"states"`
+		} `json:"zones"`
+		Pending struct {
+			LastTaint float64 `json:"lastTaint"`
+		} `json:"pending"`
+	}
+	if err := json.Unmarshal(first, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if raw.Duration != 1200 || *raw.Zones[0].FirstTaint != 115 || raw.Zones[0].States[1].T != 115 || raw.Pending.LastTaint != 6015 {
+		t.Errorf("JSON times = duration %v, firstTaint %v, states[1].t %v, pending.lastTaint %v; want seconds 1200, 115, 115, 6015",
+			raw.Duration, *raw.Zones[0].FirstTaint, raw.Zones[0].States[1].T, raw.Pending.LastTaint)
+	}
+	var back Summary
+	if err := json.Unmarshal(first, &back); err != nil {
+		t.Fatal(err)
+	}
+	if *back.Zones[0].FirstTaint != 115*time.Second || back.Duration != 20*time.Minute || *back.Pending.LastTaint != 6015*time.Second {
+		t.Errorf("decoded summary = firstTaint %v, duration %v, pending.lastTaint %v; want 1m55s, 20m0s, 1h40m15s",
+			*back.Zones[0].FirstTaint, back.Duration, *back.Pending.LastTaint)
+	}
+	second, err := json.Marshal(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(first) != string(second) {
+		t.Errorf("JSON after a round trip differs:\n%s\nwant\n%s", second, first)
 	}
 }

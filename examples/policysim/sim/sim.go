@@ -48,26 +48,41 @@ type Options struct {
 	Budget Budget
 }
 
-// Budget bounds the work of one run, so a scenario whose fields are each
-// within their limits (100,000 nodes, 7 days, a 100ms monitor period) cannot
-// ask for hours of CPU and gigabytes of memory in combination.
+// Budget bounds the work of a run (or, for Sweep, of all its runs
+// together), so a scenario whose fields are each within their limits
+// (100,000 nodes, 7 days, a 100ms monitor period, a 1 MiB file of events)
+// cannot ask for hours of CPU and gigabytes of memory in combination.
+// Scenario.Work measures a scenario in the same units.
 type Budget struct {
 	// NodePasses bounds nodes × (monitor passes + Lease renewals + status
 	// posts per node): the per-node steps the run takes.
 	NodePasses int64
 	// Pods bounds the pods the cluster holds.
 	Pods int64
+	// EventSteps bounds the work of the scenario's events: Σ over events of
+	// the nodes it targets × (1 + the pods on each). Every targeted node is
+	// a kubelet stopped or restarted, a node going Unknown and Ready again,
+	// its pods marked not ready and ready again: a timeline entry and a few
+	// object writes each, so this is also what bounds the timeline's size.
+	EventSteps int64
 }
 
-// The default budget: about ten times the large-cluster scenario (5,000
-// nodes for an hour, 5.5 million node passes; 150,000 pods).
+// The default budget: about ten times the large-cluster scenario's node
+// passes (5,000 nodes for an hour, 5.5 million) and pods (150,000), three
+// times its event steps (2,603 targeted nodes with 30 pods each, 80,693).
+// An event step costs a few hundred bytes (a node target without pods
+// about 1.7 KB), so the default keeps a scenario's events under about half
+// a gigabyte.
 const (
 	DefaultMaxNodePasses = 60_000_000
 	DefaultMaxPods       = 1_000_000
+	DefaultMaxEventSteps = 250_000
 )
 
 // DefaultBudget returns the budget Run applies to fields left zero.
-func DefaultBudget() Budget { return Budget{NodePasses: DefaultMaxNodePasses, Pods: DefaultMaxPods} }
+func DefaultBudget() Budget {
+	return Budget{NodePasses: DefaultMaxNodePasses, Pods: DefaultMaxPods, EventSteps: DefaultMaxEventSteps}
+}
 
 // ErrBudget is wrapped by the error Run returns for a scenario over its
 // Budget.
@@ -75,17 +90,22 @@ var ErrBudget = errors.New("policysim: scenario over the work budget")
 
 // Work returns what the scenario costs in the units of Budget: node passes
 // (nodes × (duration/nodeMonitorPeriod + duration/leaseRenewInterval +
-// duration/statusUpdateInterval), each term at least 1) and pods. Call it on
+// duration/statusUpdateInterval), each term at least 1), pods, and event
+// steps (Σ over events of targeted nodes × (1 + pods per node)). Call it on
 // a valid scenario; it saturates instead of overflowing.
-func (sc *Scenario) Work() (nodePasses, pods int64) {
+func (sc *Scenario) Work() Budget {
+	var w Budget
 	var nodes int64
+	perNode := make(map[string]int64, len(sc.Zones))
 	for _, z := range sc.Zones {
-		nodes += int64(max(z.Nodes, 0))
-		var perNode int64
+		n := int64(max(z.Nodes, 0))
+		nodes = satAdd(nodes, n)
+		var pn int64
 		for _, g := range z.PodGroups() {
-			perNode += int64(max(g.PerNode, 0))
+			pn = satAdd(pn, int64(max(g.PerNode, 0)))
 		}
-		pods = satAdd(pods, satMul(int64(max(z.Nodes, 0)), perNode))
+		perNode[z.Name] = pn
+		w.Pods = satAdd(w.Pods, satMul(n, pn))
 	}
 	d := sc.Duration.D()
 	var steps int64
@@ -95,7 +115,40 @@ func (sc *Scenario) Work() (nodePasses, pods int64) {
 		}
 		steps = satAdd(steps, int64(d/every.D())+1)
 	}
-	return satMul(nodes, steps), pods
+	w.NodePasses = satMul(nodes, steps)
+	zoneOf := func(node string) string {
+		if i := strings.LastIndexByte(node, '-'); i > 0 {
+			return node[:i]
+		}
+		return ""
+	}
+	for i := range sc.Events {
+		e := &sc.Events[i]
+		switch {
+		case e.Node != "":
+			w.EventSteps = satAdd(w.EventSteps, 1+perNode[zoneOf(e.Node)])
+		case len(e.Nodes) > 0:
+			for _, n := range e.Nodes {
+				w.EventSteps = satAdd(w.EventSteps, 1+perNode[zoneOf(n)])
+			}
+		case e.Zone != "":
+			n := int64(e.Count)
+			if n <= 0 {
+				for _, z := range sc.Zones {
+					if z.Name == e.Zone {
+						n = int64(max(z.Nodes, 0))
+					}
+				}
+			}
+			w.EventSteps = satAdd(w.EventSteps, satMul(n, 1+perNode[e.Zone]))
+		}
+	}
+	return w
+}
+
+// add returns the sum of two works, saturating.
+func (b Budget) add(o Budget) Budget {
+	return Budget{NodePasses: satAdd(b.NodePasses, o.NodePasses), Pods: satAdd(b.Pods, o.Pods), EventSteps: satAdd(b.EventSteps, o.EventSteps)}
 }
 
 func satAdd(a, b int64) int64 {
@@ -112,9 +165,8 @@ func satMul(a, b int64) int64 {
 	return a * b
 }
 
-// check returns an error naming the limit when the scenario's work is over
-// the budget.
-func (b Budget) check(sc *Scenario) error {
+// withDefaults fills the fields left zero (or negative) from DefaultBudget.
+func (b Budget) withDefaults() Budget {
 	def := DefaultBudget()
 	if b.NodePasses <= 0 {
 		b.NodePasses = def.NodePasses
@@ -122,15 +174,31 @@ func (b Budget) check(sc *Scenario) error {
 	if b.Pods <= 0 {
 		b.Pods = def.Pods
 	}
-	passes, pods := sc.Work()
-	if passes > b.NodePasses {
-		return fmt.Errorf("%w: %d node passes (nodes × (duration/nodeMonitorPeriod + duration/leaseRenewInterval + duration/statusUpdateInterval)), over the budget of %d; raise it with -max-node-passes (Options.Budget.NodePasses) or shorten the run", ErrBudget, passes, b.NodePasses)
+	if b.EventSteps <= 0 {
+		b.EventSteps = def.EventSteps
 	}
-	if pods > b.Pods {
-		return fmt.Errorf("%w: %d pods, over the budget of %d; raise it with -max-pods (Options.Budget.Pods)", ErrBudget, pods, b.Pods)
+	return b
+}
+
+// allow returns an error naming the limit and the flag (and Budget field)
+// that raises it when work w is over the budget; what names the work ("the
+// scenario", "the sweep's 5 runs in all").
+func (b Budget) allow(w Budget, what string) error {
+	b = b.withDefaults()
+	switch {
+	case w.NodePasses > b.NodePasses:
+		return fmt.Errorf("%w: %s needs %d node passes (nodes × (duration/nodeMonitorPeriod + duration/leaseRenewInterval + duration/statusUpdateInterval)), over the budget of %d; raise it with -max-node-passes (Options.Budget.NodePasses) or shorten the run", ErrBudget, what, w.NodePasses, b.NodePasses)
+	case w.Pods > b.Pods:
+		return fmt.Errorf("%w: %s needs %d pods, over the budget of %d; raise it with -max-pods (Options.Budget.Pods)", ErrBudget, what, w.Pods, b.Pods)
+	case w.EventSteps > b.EventSteps:
+		return fmt.Errorf("%w: %s needs %d event steps (Σ over events of targeted nodes × (1 + pods per node)), over the budget of %d; raise it with -max-event-steps (Options.Budget.EventSteps) or use fewer events", ErrBudget, what, w.EventSteps, b.EventSteps)
 	}
 	return nil
 }
+
+// check returns an error naming the limit when the scenario's work is over
+// the budget.
+func (b Budget) check(sc *Scenario) error { return b.allow(sc.Work(), "the scenario") }
 
 // Mode names the eviction mode of a run.
 func (o Options) Mode() string {
@@ -140,18 +208,11 @@ func (o Options) Mode() string {
 	return "taint"
 }
 
-// Entry kinds the simulator adds to the Monitor's (monitor.Kind values).
-const (
-	KindKubeletStopped  = "kubelet-stopped"   // scenario: the kubelet stopped heartbeating
-	KindKubeletStarted  = "kubelet-started"   // scenario: the kubelet runs again and reports Ready
-	KindKubeletNotReady = "kubelet-not-ready" // scenario: the kubelet reports Ready=False
-)
-
 // Entry is one line of the timeline: a monitor.Event, or a scenario event
 // applied to one kubelet.
 type Entry struct {
 	At     time.Duration // since Epoch
-	Kind   string
+	Kind   Kind
 	Node   string
 	Pod    string // namespace/name
 	Zone   string // the scenario's zone name
@@ -169,8 +230,14 @@ type Result struct {
 	Scenario *Scenario
 	Options  Options
 	Config   monitor.Config
-	Entries  []Entry // in time order (and, within an instant, in the order things happened)
-	Summary  Summary
+	// Entries is the timeline: one Entry per thing that happened (each pod
+	// evicted, each node gone Unknown, each kubelet stopped), in time order
+	// and, within an instant, in the order it happened. It is not grouped:
+	// the text timeline (WriteText) collapses an instant's like entries into
+	// one line ("30 pods evicted", "60 nodes"); the JSON report lists them
+	// as they are here.
+	Entries []Entry
+	Summary Summary
 	// Nodes lists every node name, in name order, with its zone name.
 	Nodes []NodeInfo
 	// Passes counts the passes run: monitor passes, and ticks at which the
@@ -226,9 +293,15 @@ func Run(ctx context.Context, sc *Scenario) (*Result, error) {
 // runs (every policy.nodeMonitorPeriod from t=0), then the taint pass and
 // the eviction pass (every 100ms from t=0). Instants up to and including the
 // scenario's duration are simulated. An invalid scenario (see
-// Scenario.Validate) or one over opt.Budget is an error; so is ctx ending
-// (the run stops between instants).
+// Scenario.Validate) or one over opt.Budget is an error; so is ctx ending:
+// the run looks at ctx before it builds anything and then after every
+// cancelEvery node or pod steps (building the cluster, delivering it to the
+// Monitor, heartbeats, events), and between instants, so it stops within a
+// bounded amount of work.
 func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("policysim: not started: %w", err)
+	}
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
@@ -239,9 +312,12 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 		return nil, err
 	}
 	cfg := MonitorConfig(sc, opt)
+	var err error
 	s := &sim{sc: sc, opt: opt, cfg: cfg, ctx: ctx, zoneOfKey: map[string]string{},
 		slowest: make([]slowPod, len(sc.Zones)), byName: map[string]int{}}
-	s.c = s.build(Epoch)
+	if s.c, err = s.build(Epoch); err != nil {
+		return nil, err
+	}
 	s.stall = monitortest.NewLeaseStall(s.c)
 	m, err := monitor.New(cfg, s.stall, s.record)
 	if err != nil {
@@ -260,7 +336,10 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 	}
 	s.events = slices.Clone(sc.Events)
 	slices.SortStableFunc(s.events, func(a, b Event) int { return cmp.Compare(a.At, b.At) })
-	s.c.Sync(ctx)
+	s.c.Sync(ctx) // stops early when ctx ends
+	if err := s.stopped(); err != nil {
+		return nil, err
+	}
 	if err := s.loop(); err != nil {
 		return nil, err
 	}
@@ -286,7 +365,7 @@ type nodeOf struct {
 // build creates the scenario's cluster at epoch: every node Ready with a
 // heartbeat and a Lease renewal at epoch (the kubelets' first beat), and its
 // pods running and Ready, created an hour before.
-func (s *sim) build(epoch time.Time) *monitortest.Cluster {
+func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 	sc := s.sc
 	c := monitortest.New(epoch)
 	ctx := context.Background()
@@ -300,35 +379,49 @@ func (s *sim) build(epoch time.Time) *monitortest.Cluster {
 	}
 	slices.SortFunc(s.nodes, func(a, b nodeOf) int { return cmp.Compare(a.name, b.name) })
 	groups := make([][]podGroupOf, len(sc.Zones))
+	s.podsPerNode = make([]int, len(sc.Zones))
 	for zi := range sc.Zones {
 		groups[zi] = podGroupsOf(sc, zi)
-	}
-	var pods int
-	for zi, gs := range groups {
-		for _, g := range gs {
-			pods += g.n * sc.Zones[zi].Nodes
+		for _, g := range groups[zi] {
+			s.podsPerNode[zi] += g.n
 		}
 	}
-	c.Reserve(len(s.nodes), pods)
+	c.Reserve(len(s.nodes), 0) // the pods are stamped (AddStampedPods)
+	// One template per zone and pod group, for every node; and the bytes of
+	// a node's pod UIDs ("uid-<node>-<group>-<i>"), but for the node names.
+	tmpls := make([][]*v1.Pod, len(sc.Zones))
+	nameBytes := make([]int, len(sc.Zones))
+	for zi, gs := range groups {
+		for _, g := range gs {
+			tmpls[zi] = append(tmpls[zi], &v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: podNamespace, CreationTimestamp: metav1.NewTime(created), OwnerReferences: g.owners},
+				Spec:       v1.PodSpec{Tolerations: g.tol},
+				Status:     v1.PodStatus{Phase: v1.PodRunning, Conditions: readyPod},
+			})
+			for j := range g.n {
+				nameBytes[zi] += len("uid-") + 1 + len(g.name) + 1 + len(strconv.Itoa(j))
+			}
+		}
+	}
 	var (
 		names strings.Builder
 		ends  []int
 		num   [20]byte
 	)
 	for i, n := range s.nodes {
+		if err := s.spend(1 + s.podsPerNode[n.zone]); err != nil {
+			return nil, err
+		}
 		s.byName[n.name] = i
 		z := &sc.Zones[n.zone]
 		c.AddNode(ctx, newNode(n.name, z, created, epoch), monitortest.NewLease(n.name, epoch))
-		// One allocation for the node's pods and one for their names: a
-		// large cluster has 150,000 of them.
-		perNode := 0
-		for _, g := range groups[n.zone] {
-			perNode += g.n
-		}
-		slab := make([]v1.Pod, perNode)
+		// The node's pods are stamped from one template per group
+		// (monitortest.Cluster.AddStampedPods: about 100 bytes a pod
+		// instead of a v1.Pod's 1.3 KB), their names in one allocation: a
+		// large cluster has millions of them.
 		ends = ends[:0]
 		names.Reset()
-		names.Grow(perNode * (len("uid-") + len(n.name) + 24))
+		names.Grow(nameBytes[n.zone] + s.podsPerNode[n.zone]*len(n.name))
 		for _, g := range groups[n.zone] {
 			for j := range g.n {
 				names.WriteString("uid-")
@@ -340,26 +433,20 @@ func (s *sim) build(epoch time.Time) *monitortest.Cluster {
 				ends = append(ends, names.Len())
 			}
 		}
-		all, k, off := names.String(), 0, 0
-		for _, g := range groups[n.zone] {
-			for range g.n {
-				uid := all[off:ends[k]]
-				off = ends[k]
-				p := &slab[k]
-				k++
-				*p = v1.Pod{
-					ObjectMeta: metav1.ObjectMeta{
-						Namespace: podNamespace, Name: uid[len("uid-"):], UID: types.UID(uid), CreationTimestamp: metav1.NewTime(created),
-						OwnerReferences: g.owners,
-					},
-					Spec:   v1.PodSpec{NodeName: n.name, Tolerations: g.tol},
-					Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: readyPod},
+		all, k := names.String(), 0
+		for gi, g := range groups[n.zone] {
+			c.AddStampedPods(ctx, n.name, tmpls[n.zone][gi], g.n, func(int) (string, types.UID) {
+				start := 0
+				if k > 0 {
+					start = ends[k-1]
 				}
-				c.AddPod(ctx, p)
-			}
+				uid := all[start:ends[k]]
+				k++
+				return uid[len("uid-"):], types.UID(uid)
+			})
 		}
 	}
-	return c
+	return c, nil
 }
 
 // podGroupOf is a pod group as its pods carry it.
@@ -434,6 +521,10 @@ type sim struct {
 
 	nodes  []nodeOf // by name
 	byName map[string]int
+	// podsPerNode is each zone's pods per node.
+	podsPerNode []int
+	// work counts the node and pod steps since ctx was last looked at.
+	work int
 
 	t         time.Duration // the current instant
 	zoneOfKey map[string]string
@@ -479,7 +570,7 @@ func (s *sim) record(e monitor.Event) {
 			zone = s.sc.Zones[s.nodes[i].zone].Name
 		}
 	}
-	en := Entry{At: e.At.Sub(Epoch), Kind: string(e.Kind), Node: e.Node, Pod: e.Pod, Zone: zone, Detail: e.Detail,
+	en := Entry{At: e.At.Sub(Epoch), Kind: Kind(e.Kind), Node: e.Node, Pod: e.Pod, Zone: zone, Detail: e.Detail,
 		Taint: e.Taint, Rate: e.QPS, Entered: e.Entered}
 	if e.Kind == monitor.KindZoneState {
 		en.State = e.State.String()
@@ -527,16 +618,20 @@ func (s *sim) loop() error {
 		if t > end {
 			return nil
 		}
-		if err := s.ctx.Err(); err != nil {
-			return fmt.Errorf("policysim: stopped at %s: %w", Offset(s.t), err)
+		if err := s.stopped(); err != nil {
+			return err
 		}
 		s.t = t
 		s.c.SetNow(s.now())
 		if ct, ok := s.cal.next(); ok && ct == t {
-			s.heartbeats(t)
+			if err := s.heartbeats(t); err != nil {
+				return err
+			}
 		}
 		for ev < len(s.events) && s.events[ev].At.D() == t {
-			s.apply(&s.events[ev])
+			if err := s.apply(&s.events[ev]); err != nil {
+				return err
+			}
 			ev++
 		}
 		if t == nextMonitor {
@@ -578,9 +673,11 @@ func (s *sim) nextTick(t time.Duration) time.Duration {
 	return next
 }
 
-// heartbeats runs the kubelet heartbeats due at t, in node order.
-func (s *sim) heartbeats(t time.Duration) {
+// heartbeats runs the kubelet heartbeats due at t, in node order. It stops
+// when ctx ends.
+func (s *sim) heartbeats(t time.Duration) error {
 	due := s.cal.pop()
+	defer s.cal.release(due)
 	slices.SortFunc(due, func(a, b calEntry) int {
 		if a.node != b.node {
 			return int(a.node) - int(b.node)
@@ -591,6 +688,9 @@ func (s *sim) heartbeats(t time.Duration) {
 		k := &s.kubelets[e.node]
 		if !k.alive || k.gen != e.gen {
 			continue
+		}
+		if err := s.spend(1); err != nil {
+			return err
 		}
 		name := s.nodes[e.node].name
 		switch e.what {
@@ -603,10 +703,35 @@ func (s *sim) heartbeats(t time.Duration) {
 		case beatPods:
 			if k.ready == v1.ConditionTrue {
 				s.c.SetPodsReady(s.ctx, name, s.now())
+				if err := s.spend(s.podsPerNode[s.nodes[e.node].zone]); err != nil {
+					return err
+				}
 			}
 		}
 	}
-	s.cal.release(due)
+	return nil
+}
+
+// cancelEvery is how many node or pod steps a run takes between two looks
+// at its context: a few hundred microseconds of work.
+const cancelEvery = 4096
+
+// spend counts n node or pod steps and, every cancelEvery of them, returns
+// ctx's error once it has ended.
+func (s *sim) spend(n int) error {
+	if s.work += n; s.work < cancelEvery {
+		return nil
+	}
+	s.work = 0
+	return s.stopped()
+}
+
+// stopped returns an error naming the virtual instant when ctx has ended.
+func (s *sim) stopped() error {
+	if err := s.ctx.Err(); err != nil {
+		return fmt.Errorf("policysim: stopped at %s: %w", Offset(s.t), err)
+	}
+	return nil
 }
 
 // schedule plans kubelet i's next heartbeats, counting from its last beat
@@ -617,15 +742,18 @@ func (s *sim) schedule(i int, last time.Duration) {
 	s.cal.add(last+s.sc.Kubelet.StatusUpdateInterval.D(), calEntry{node: int32(i), what: beatStatus, gen: gen})
 }
 
-// apply applies one scenario event to its kubelets.
-func (s *sim) apply(e *Event) {
+// apply applies one scenario event to its kubelets. It stops when ctx ends.
+func (s *sim) apply(e *Event) error {
 	if s.applyCache(e) {
-		return
+		return nil
 	}
 	for _, i := range s.targets(e) {
 		k := &s.kubelets[i]
 		n := s.nodes[i]
-		add := func(kind string) {
+		if err := s.spend(1 + s.podsPerNode[n.zone]); err != nil {
+			return err
+		}
+		add := func(kind Kind) {
 			s.entries = append(s.entries, Entry{At: s.t, Kind: kind, Node: n.name, Zone: s.sc.Zones[n.zone].Name, Detail: "scenario: " + e.Action})
 		}
 		switch e.Action {
@@ -650,6 +778,7 @@ func (s *sim) apply(e *Event) {
 			s.start(i, v1.ConditionFalse)
 		}
 	}
+	return nil
 }
 
 // start (re)starts kubelet i reporting ready: it renews its Lease and posts

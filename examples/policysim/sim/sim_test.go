@@ -157,7 +157,7 @@ func TestMixedScenario(t *testing.T) {
 		{"b-3 tainted", first(res, "taint-added", "b-3", notReadyNoExecute), time.Duration(0)},
 		{"b-3 untainted", first(res, "taint-removed", "b-3", notReadyNoExecute), 60 * sec},
 		{"b-3 evictions", len(find(res, "pod-evicted", "b-3", "")), 0},
-		{"zone b states", res.Summary.Zones[1].States, []StateChange{{0, "Normal", 0.1}, {175, "PartialDisruption", 0}, {260, "Normal", 0.1}}},
+		{"zone b states", res.Summary.Zones[1].States, []StateChange{{0, "Normal", 0.1}, {175 * sec, "PartialDisruption", 0}, {260 * sec, "Normal", 0.1}}},
 		{"zone b taints", instants(find(res, "taint-added", "", notReadyNoExecute)), []time.Duration{0, 15 * sec}}, // b-3, a-1
 		{"ready again", instants(find(res, "node-ready", "", "")), []time.Duration{60 * sec, 260 * sec, 420 * sec}},
 		{"pods marked not ready", res.Summary.PodsMarkedNotReady, 16},

@@ -2,13 +2,6 @@ package sim
 
 import "github.com/kubelifecycle/lifecycle/nodehealth"
 
-// Entry kinds of the controller's Lease cache (scenario actions
-// lease-watch-stall and lease-watch-resume).
-const (
-	KindLeaseWatchStalled = "lease-watch-stalled" // the controller's Lease cache froze
-	KindLeaseWatchResumed = "lease-watch-resumed" // it caught up
-)
-
 // leaseConfirmation is the nodehealth confirmation mode of the policy's
 // NodeControllerLeaseCircuitBreaker gate: on, the v1.37 Lease check (and
 // the Node check for nodes without a Lease); off, v1.36.

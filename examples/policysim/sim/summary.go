@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -10,22 +9,22 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 	"github.com/kubelifecycle/lifecycle/taints"
 )
 
-// Summary is the outcome of a run, per zone and in all. Times are seconds
-// since the start of the run; a nil time means it never happened.
+// Summary is the outcome of a run, per zone and in all. Times are
+// durations since the start of the run (Epoch), as Entry.At is; a nil time
+// means it never happened. In JSON they are seconds (see MarshalJSON).
 type Summary struct {
-	Scenario           string   `json:"scenario"`
-	Mode               string   `json:"mode"`                         // "taint" or "legacy"
-	PodEvictionTimeout *float64 `json:"podEvictionTimeout,omitempty"` // legacy mode only
-	Duration           float64  `json:"duration"`
-	Nodes              int      `json:"nodes"`
-	Pods               int      `json:"pods"`
-	PodsMarkedNotReady int      `json:"podsMarkedNotReady"`
-	PodsReadyAgain     int      `json:"podsReadyAgain"` // marked Ready again by their resumed kubelet
-	PodsEvicted        int      `json:"podsEvicted"`
+	Scenario           string         `json:"scenario"`
+	Mode               string         `json:"mode"`                         // "taint" or "legacy"
+	PodEvictionTimeout *time.Duration `json:"podEvictionTimeout,omitempty"` // legacy mode only
+	Duration           time.Duration  `json:"duration"`
+	Nodes              int            `json:"nodes"`
+	Pods               int            `json:"pods"`
+	PodsMarkedNotReady int            `json:"podsMarkedNotReady"`
+	PodsReadyAgain     int            `json:"podsReadyAgain"` // marked Ready again by their resumed kubelet
+	PodsEvicted        int            `json:"podsEvicted"`
 	// FullDisruption lists the spans in full disruption mode (no Ready node
 	// in any zone: every eviction stops).
 	FullDisruption []Span        `json:"fullDisruption"`
@@ -40,8 +39,8 @@ type Summary struct {
 
 // Span is an interval; To is nil when it lasted until the end of the run.
 type Span struct {
-	From float64  `json:"from"`
-	To   *float64 `json:"to"`
+	From time.Duration  `json:"from"`
+	To   *time.Duration `json:"to"`
 }
 
 // ZoneSummary is what happened in one zone.
@@ -51,24 +50,24 @@ type ZoneSummary struct {
 	Pods  int    `json:"pods"`
 	// KubeletsDown counts the nodes whose kubelet the scenario stopped or
 	// made report Ready=False; OutageAt is the first such event.
-	KubeletsDown int      `json:"kubeletsDown"`
-	OutageAt     *float64 `json:"outageAt"`
+	KubeletsDown int            `json:"kubeletsDown"`
+	OutageAt     *time.Duration `json:"outageAt"`
 	// NodesUnknown counts the nodes that became Unknown (or NotReady).
-	NodesUnknown int      `json:"nodesUnknown"`
-	TimesUnknown int      `json:"timesUnknown"` // node-unknown and node-not-ready events
-	FirstUnknown *float64 `json:"firstUnknown"`
-	LastUnknown  *float64 `json:"lastUnknown"`
+	NodesUnknown int            `json:"nodesUnknown"`
+	TimesUnknown int            `json:"timesUnknown"` // node-unknown and node-not-ready events
+	FirstUnknown *time.Duration `json:"firstUnknown"`
+	LastUnknown  *time.Duration `json:"lastUnknown"`
 	// NodesTainted counts the nodes that got a NoExecute health taint.
-	NodesTainted int      `json:"nodesTainted"`
-	TimesTainted int      `json:"timesTainted"` // NoExecute health taints added
-	FirstTaint   *float64 `json:"firstTaint"`
-	LastTaint    *float64 `json:"lastTaint"`
+	NodesTainted int            `json:"nodesTainted"`
+	TimesTainted int            `json:"timesTainted"` // NoExecute health taints added
+	FirstTaint   *time.Duration `json:"firstTaint"`
+	LastTaint    *time.Duration `json:"lastTaint"`
 	// NodesEvicting counts, in legacy mode, the nodes queued for eviction.
-	NodesEvicting     int      `json:"nodesEvicting"`
-	FirstNodeEvicting *float64 `json:"firstNodeEvicting"`
-	PodsEvicted       int      `json:"podsEvicted"`
-	FirstEviction     *float64 `json:"firstEviction"`
-	LastEviction      *float64 `json:"lastEviction"`
+	NodesEvicting     int            `json:"nodesEvicting"`
+	FirstNodeEvicting *time.Duration `json:"firstNodeEvicting"`
+	PodsEvicted       int            `json:"podsEvicted"`
+	FirstEviction     *time.Duration `json:"firstEviction"`
+	LastEviction      *time.Duration `json:"lastEviction"`
 	// States lists the zone's state changes; FinalState is its last state.
 	States     []StateChange `json:"states"`
 	FinalState string        `json:"finalState"`
@@ -91,39 +90,39 @@ type KeptPods struct {
 
 // StateChange is a zone entering State at T.
 type StateChange struct {
-	T     float64 `json:"t"`
-	State string  `json:"state"`
-	Rate  float64 `json:"rate"` // the zone's tainting rate from then on, nodes/s
+	T     time.Duration `json:"t"`
+	State string        `json:"state"`
+	Rate  float64       `json:"rate"` // the zone's tainting rate from then on, nodes/s
 }
 
 // SlowestPod is the binding constraint of the last eviction in a zone, from
 // Monitor.Explain while the eviction was handed out (taint mode), or from
 // the node's eviction timeline (legacy mode).
 type SlowestPod struct {
-	Pod       string  `json:"pod"`
-	Node      string  `json:"node"`
-	EvictedAt float64 `json:"evictedAt"`
+	Pod       string        `json:"pod"`
+	Node      string        `json:"node"`
+	EvictedAt time.Duration `json:"evictedAt"`
 	// NodeDownAt is when the node last became Unknown or NotReady before
 	// the eviction; NodeTaintedAt when it got its NoExecute taint (legacy:
 	// when it was queued for eviction); ZoneRate the zone's tainting rate
 	// then.
-	NodeDownAt    *float64 `json:"nodeDownAt"`
-	NodeTaintedAt *float64 `json:"nodeTaintedAt"`
-	ZoneRate      *float64 `json:"zoneRate"`
+	NodeDownAt    *time.Duration `json:"nodeDownAt"`
+	NodeTaintedAt *time.Duration `json:"nodeTaintedAt"`
+	ZoneRate      *float64       `json:"zoneRate"`
 	// Taint is the binding NoExecute taint and Toleration the pod's
-	// toleration of it ("" when not tolerated); the countdown of
-	// TolerationSeconds started at CountdownStart.
-	Taint             string   `json:"taint,omitempty"`
-	Toleration        string   `json:"toleration,omitempty"`
-	TolerationSeconds *float64 `json:"tolerationSeconds,omitempty"`
-	CountdownStart    *float64 `json:"countdownStart,omitempty"`
+	// toleration of it ("" when not tolerated); the countdown of its
+	// TolerationFor (the toleration's tolerationSeconds; JSON
+	// "tolerationSeconds") started at CountdownStart.
+	Taint          string         `json:"taint,omitempty"`
+	Toleration     string         `json:"toleration,omitempty"`
+	TolerationFor  *time.Duration `json:"tolerationSeconds,omitempty"`
+	CountdownStart *time.Duration `json:"countdownStart,omitempty"`
 	// Constraint says in one line what bound the eviction time.
 	Constraint string `json:"constraint"`
 }
 
-func secs(d time.Duration) float64 { return d.Seconds() }
-
-func at(d time.Duration) *float64 { v := secs(d); return &v }
+// at returns a pointer to d, for the optional times.
+func at(d time.Duration) *time.Duration { return &d }
 
 // summarize computes the Summary from the timeline and the run's state.
 func summarize(res *Result, s *sim) Summary {
@@ -131,7 +130,7 @@ func summarize(res *Result, s *sim) Summary {
 	counts := s.c.Counts()
 	sum := Summary{
 		FullDisruption: []Span{},
-		Scenario:       sc.Name, Mode: res.Options.Mode(), Duration: secs(sc.Duration.D()),
+		Scenario:       sc.Name, Mode: res.Options.Mode(), Duration: sc.Duration.D(),
 		Nodes: len(res.Nodes), PodsMarkedNotReady: counts.PodsMarkedNotReady, PodsReadyAgain: counts.PodsMarkedReady, PodsEvicted: counts.PodsEvicted,
 		MonitorPasses: res.MonitorPasses, TaintPasses: res.TaintPasses, zoneIndex: map[string]int{},
 	}
@@ -152,16 +151,16 @@ func summarize(res *Result, s *sim) Summary {
 	for i := range sets {
 		sets[i] = nodeSets{map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}}
 	}
-	first := func(p **float64, t time.Duration) {
+	first := func(p **time.Duration, t time.Duration) {
 		if *p == nil {
 			*p = at(t)
 		}
 	}
 	for _, e := range res.Entries {
-		if e.Kind == string(monitor.KindDisruptionMode) {
+		if e.Kind == KindDisruptionMode {
 			switch {
 			case e.Entered:
-				sum.FullDisruption = append(sum.FullDisruption, Span{From: secs(e.At)})
+				sum.FullDisruption = append(sum.FullDisruption, Span{From: e.At})
 			case len(sum.FullDisruption) > 0:
 				sum.FullDisruption[len(sum.FullDisruption)-1].To = at(e.At)
 			}
@@ -176,27 +175,27 @@ func summarize(res *Result, s *sim) Summary {
 		case KindKubeletStopped, KindKubeletNotReady:
 			first(&z.OutageAt, e.At)
 			set.down[e.Node] = true
-		case string(monitor.KindNodeUnknown), string(monitor.KindNodeNotReady):
+		case KindNodeUnknown, KindNodeNotReady:
 			first(&z.FirstUnknown, e.At)
 			z.LastUnknown = at(e.At)
 			z.TimesUnknown++
 			set.unknown[e.Node] = true
-		case string(monitor.KindTaintAdded):
+		case KindTaintAdded:
 			if isHealthNoExecute(e.Taint) {
 				first(&z.FirstTaint, e.At)
 				z.LastTaint = at(e.At)
 				z.TimesTainted++
 				set.tainted[e.Node] = true
 			}
-		case string(monitor.KindNodeEvicting):
+		case KindNodeEvicting:
 			first(&z.FirstNodeEvicting, e.At)
 			set.evicting[e.Node] = true
-		case string(monitor.KindPodEvicted):
+		case KindPodEvicted:
 			z.PodsEvicted++
 			first(&z.FirstEviction, e.At)
 			z.LastEviction = at(e.At)
-		case string(monitor.KindZoneState):
-			z.States = append(z.States, StateChange{T: secs(e.At), State: e.State, Rate: e.Rate})
+		case KindZoneState:
+			z.States = append(z.States, StateChange{T: e.At, State: e.State, Rate: e.Rate})
 			z.FinalState = e.State
 		}
 	}
@@ -293,7 +292,7 @@ func isHealthNoExecute(t v1.Taint) bool {
 
 // slowest describes what bound the eviction of sp.
 func slowest(res *Result, sp slowPod) *SlowestPod {
-	out := &SlowestPod{Pod: sp.pod.String(), Node: sp.node, EvictedAt: secs(sp.at)}
+	out := &SlowestPod{Pod: sp.pod.String(), Node: sp.node, EvictedAt: sp.at}
 	zone := ""
 	for _, n := range res.Nodes {
 		if n.Name == sp.node {
@@ -308,14 +307,14 @@ func slowest(res *Result, sp slowPod) *SlowestPod {
 			break
 		}
 		switch {
-		case e.Kind == string(monitor.KindZoneState) && e.Zone == zone:
+		case e.Kind == KindZoneState && e.Zone == zone:
 			r := e.Rate
 			rate = &r
 		case e.Node != sp.node:
-		case e.Kind == string(monitor.KindNodeUnknown) || e.Kind == string(monitor.KindNodeNotReady):
+		case e.Kind == KindNodeUnknown || e.Kind == KindNodeNotReady:
 			out.NodeDownAt = at(e.At)
-		case !legacy && e.Kind == string(monitor.KindTaintAdded) && isHealthNoExecute(e.Taint),
-			legacy && e.Kind == string(monitor.KindNodeEvicting):
+		case !legacy && e.Kind == KindTaintAdded && isHealthNoExecute(e.Taint),
+			legacy && e.Kind == KindNodeEvicting:
 			out.NodeTaintedAt = at(e.At)
 			if rate != nil {
 				r := *rate
@@ -334,8 +333,7 @@ func slowest(res *Result, sp slowPod) *SlowestPod {
 		if x.Toleration != nil {
 			out.Toleration = tolerationString(*x.Toleration)
 			if x.Toleration.TolerationSeconds != nil {
-				v := float64(*x.Toleration.TolerationSeconds)
-				out.TolerationSeconds = &v
+				out.TolerationFor = at(time.Duration(*x.Toleration.TolerationSeconds) * time.Second)
 				out.CountdownStart = at(x.Start.Sub(Epoch))
 			}
 		}
@@ -344,9 +342,9 @@ func slowest(res *Result, sp slowPod) *SlowestPod {
 			fmt.Fprintf(&b, "%v (%v)", x.State, x.Reason)
 		case out.Toleration == "":
 			fmt.Fprintf(&b, "%s not tolerated: evicted as soon as its node was tainted", out.Taint)
-		case out.TolerationSeconds != nil:
-			fmt.Fprintf(&b, "%s tolerated for %gs (toleration %s) from %s", out.Taint, *out.TolerationSeconds, out.Toleration, Offset(x.Start.Sub(Epoch)))
-			if end := x.Start.Add(seconds(*out.TolerationSeconds)); !end.Equal(x.At) {
+		case out.TolerationFor != nil:
+			fmt.Fprintf(&b, "%s tolerated for %gs (toleration %s) from %s", out.Taint, out.TolerationFor.Seconds(), out.Toleration, Offset(x.Start.Sub(Epoch)))
+			if end := x.Start.Add(*out.TolerationFor); !end.Equal(x.At) {
 				// Under RescheduleNever (upstream) a scheduled eviction
 				// keeps its time when the taints change.
 				fmt.Fprintf(&b, ", which would end at %s, but the eviction scheduled for %s under an earlier taint stands (upstream never moves a scheduled eviction, kubernetes/kubernetes#102993)",
@@ -371,9 +369,9 @@ func slowest(res *Result, sp slowPod) *SlowestPod {
 			verb = "queued for eviction"
 		}
 		fmt.Fprintf(&b, "; node %s", verb)
-		fmt.Fprintf(&b, " at %s", Offset(seconds(*out.NodeTaintedAt)))
+		fmt.Fprintf(&b, " at %s", Offset(*out.NodeTaintedAt))
 		if out.NodeDownAt != nil {
-			wait := seconds(*out.NodeTaintedAt - *out.NodeDownAt)
+			wait := *out.NodeTaintedAt - *out.NodeDownAt
 			fmt.Fprintf(&b, ", %s after it went %s", Dur(wait), downWord(res, sp.node, sp.at))
 			if !legacy && out.ZoneRate != nil {
 				fmt.Fprintf(&b, " (zone queue at %g nodes/s)", *out.ZoneRate)
@@ -393,18 +391,15 @@ func downWord(res *Result, node string, t time.Duration) string {
 		}
 		if e.Node == node {
 			switch e.Kind {
-			case string(monitor.KindNodeUnknown):
+			case KindNodeUnknown:
 				w = "Unknown"
-			case string(monitor.KindNodeNotReady):
+			case KindNodeNotReady:
 				w = "NotReady"
 			}
 		}
 	}
 	return w
 }
-
-// seconds converts a summary time back to a Duration, to the millisecond.
-func seconds(s float64) time.Duration { return time.Duration(math.Round(s*1e3)) * time.Millisecond }
 
 func tolerationString(t v1.Toleration) string {
 	var b strings.Builder

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 )
 
 // svgMaxNodeRows is how many node rows the chart draws at most; the other
@@ -368,7 +366,7 @@ func nodeTracks(res *Result) ([]*nodeTrack, int) {
 		taints      map[string]time.Duration // health NoExecute taint → since
 		taintedFrom time.Duration
 		downFrom    time.Duration
-		down        string
+		down        Kind
 	}
 	tracks := map[string]*nodeTrack{}
 	states := map[string]*state{}
@@ -399,18 +397,18 @@ func nodeTracks(res *Result) ([]*nodeTrack, int) {
 		}
 		tr, st := get(e)
 		switch e.Kind {
-		case string(monitor.KindNodeUnknown):
+		case KindNodeUnknown:
 			setHealth(tr, st, "Unknown", e.At)
-		case string(monitor.KindNodeNotReady):
+		case KindNodeNotReady:
 			setHealth(tr, st, "NotReady", e.At)
-		case string(monitor.KindNodeReady):
+		case KindNodeReady:
 			setHealth(tr, st, "Ready", e.At)
-		case string(monitor.KindTaintAdded), string(monitor.KindTaintRemoved):
+		case KindTaintAdded, KindTaintRemoved:
 			if !isHealthNoExecute(e.Taint) {
 				continue
 			}
 			was := len(st.taints) > 0
-			if e.Kind == string(monitor.KindTaintAdded) {
+			if e.Kind == KindTaintAdded {
 				st.taints[e.Detail] = e.At
 			} else {
 				delete(st.taints, e.Detail)
@@ -434,13 +432,13 @@ func nodeTracks(res *Result) ([]*nodeTrack, int) {
 				tr.kubeletDown = append(tr.kubeletDown, span{st.downFrom, e.At, kubeletWord(st.down)})
 				st.down = ""
 			}
-		case string(monitor.KindPodEvicted):
+		case KindPodEvicted:
 			if n := len(tr.evictions); n > 0 && tr.evictions[n-1].at == e.At {
 				tr.evictions[n-1].n++
 			} else {
 				tr.evictions = append(tr.evictions, mark{e.At, 1})
 			}
-		case string(monitor.KindNodeEvicting):
+		case KindNodeEvicting:
 			tr.evicting = append(tr.evicting, e.At)
 		}
 	}
@@ -460,7 +458,7 @@ func nodeTracks(res *Result) ([]*nodeTrack, int) {
 	return out, len(out)
 }
 
-func kubeletWord(kind string) string {
+func kubeletWord(kind Kind) string {
 	if kind == KindKubeletNotReady {
 		return "reports NotReady"
 	}
@@ -540,9 +538,9 @@ func zoneSpans(res *Result) map[string][]span {
 		for i, s := range z.States {
 			to := end
 			if i+1 < len(z.States) {
-				to = seconds(z.States[i+1].T)
+				to = z.States[i+1].T
 			}
-			spans = append(spans, span{seconds(s.T), to, s.State})
+			spans = append(spans, span{s.T, to, s.State})
 		}
 		out[z.Zone] = spans
 	}
@@ -554,9 +552,9 @@ func disruptionSpans(res *Result) []span {
 	for _, s := range res.Summary.FullDisruption {
 		to := res.Scenario.Duration.D()
 		if s.To != nil {
-			to = seconds(*s.To)
+			to = *s.To
 		}
-		out = append(out, span{seconds(s.From), to, "full disruption"})
+		out = append(out, span{s.From, to, "full disruption"})
 	}
 	return out
 }
@@ -596,10 +594,10 @@ func cumulative(res *Result) (tainted, evicted [][]cumPoint) {
 			continue
 		}
 		switch {
-		case !legacy && e.Kind == string(monitor.KindTaintAdded) && isHealthNoExecute(e.Taint),
-			legacy && e.Kind == string(monitor.KindNodeEvicting):
+		case !legacy && e.Kind == KindTaintAdded && isHealthNoExecute(e.Taint),
+			legacy && e.Kind == KindNodeEvicting:
 			tainted[i] = add(tainted[i], e.At)
-		case e.Kind == string(monitor.KindPodEvicted):
+		case e.Kind == KindPodEvicted:
 			evicted[i] = add(evicted[i], e.At)
 		}
 	}
@@ -678,9 +676,9 @@ func pendingLabel(zp ZonePending) string {
 	case zp.NodesQueued > 0 && zp.Rate == 0:
 		s += "; zone rate 0: never tainted"
 	case zp.LastEviction != nil:
-		s += "; last eviction ≈ " + Offset(seconds(*zp.LastEviction))
+		s += "; last eviction ≈ " + Offset(*zp.LastEviction)
 	case zp.LastTaint != nil:
-		s += "; last taint ≈ " + Offset(seconds(*zp.LastTaint))
+		s += "; last taint ≈ " + Offset(*zp.LastTaint)
 	}
 	return s
 }

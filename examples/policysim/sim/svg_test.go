@@ -152,7 +152,7 @@ func TestSVGCumulativeAndPending(t *testing.T) {
 	_, text := wellFormed(t, []byte(doc))
 	for _, want := range []string{
 		"CUMULATIVE (per zone)", "11/60 nodes tainted", "80/600 pods evicted", "0/0 nodes tainted",
-		"pending at the end: 49 nodes queued, 30 evictions scheduled; last eviction ≈ +1h46m40.0s",
+		"pending at the end: 49 nodes queued, 30 evictions scheduled; last eviction ≈ +1h45m15.0s",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("SVG lacks %q", want)

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 )
@@ -34,6 +36,11 @@ func (sc *Scenario) With(field, value string) (*Scenario, error) {
 	var v any
 	if err := yamlv3.Unmarshal([]byte(value), &v); err != nil || v == nil {
 		return nil, fmt.Errorf("policysim: %s=%q: not a YAML scalar", field, value)
+	}
+	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+		// JSON, through which the value reaches the scenario, has no NaN
+		// or infinity; no field takes one anyway.
+		return nil, fmt.Errorf("policysim: -sweep field %s: value %q is not a finite number", field, value)
 	}
 	path := field
 	if !strings.ContainsAny(field, ".[") {
@@ -125,13 +132,22 @@ type SweepRun struct {
 // deterministic, so the results do not depend on parallel. Each Result is
 // released as its run ends (Result.Release: Pods returns nil), so a sweep
 // holds at most parallel clusters at once. A value the scenario rejects is
-// an error before anything runs.
+// an error before anything runs, and so is a sweep whose runs together
+// (the sum of their Scenario.Work) are over opt.Budget: the budget bounds
+// the whole sweep, not each run.
+//
+// Once ctx ends no further run starts (its Err is ctx's error) and the runs
+// in progress stop as Run does; Sweep then returns ctx's error.
 func Sweep(ctx context.Context, sc *Scenario, field string, values []string, opt Options, parallel int) ([]SweepRun, error) {
 	if len(values) == 0 {
 		return nil, errors.New("policysim: -sweep needs at least one value")
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("policysim: sweep not started: %w", err)
+	}
 	runs := make([]SweepRun, len(values))
 	scs := make([]*Scenario, len(values))
+	var total Budget
 	for i, v := range values {
 		s, err := sc.With(field, v)
 		if err != nil {
@@ -140,6 +156,10 @@ func Sweep(ctx context.Context, sc *Scenario, field string, values []string, opt
 		s.Name = sc.Name
 		scs[i] = s
 		runs[i].Value = v
+		total = total.add(s.Work())
+	}
+	if err := opt.Budget.allow(total, fmt.Sprintf("the sweep's %d runs in all", len(values))); err != nil {
+		return nil, err
 	}
 	if parallel <= 0 {
 		parallel = runtime.NumCPU()
@@ -147,8 +167,15 @@ func Sweep(ctx context.Context, sc *Scenario, field string, values []string, opt
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i := range runs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if err := ctx.Err(); err != nil {
+			runs[i].Err = fmt.Errorf("policysim: run %s=%s not started: %w", field, runs[i].Value, err)
+			continue
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			runs[i].Result, runs[i].Err = RunOptions(ctx, scs[i], opt)
@@ -158,6 +185,9 @@ func Sweep(ctx context.Context, sc *Scenario, field string, values []string, opt
 		}()
 	}
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return runs, fmt.Errorf("policysim: sweep stopped: %w", err)
+	}
 	for _, r := range runs {
 		if r.Err != nil {
 			return runs, r.Err
@@ -232,10 +262,10 @@ func valuesOf(runs []SweepRun) []string {
 }
 
 // lastNodeEvicting is the last node-evicting entry of a zone (legacy mode).
-func lastNodeEvicting(res *Result, zone string) *float64 {
-	var last *float64
+func lastNodeEvicting(res *Result, zone string) *time.Duration {
+	var last *time.Duration
 	for _, e := range res.Entries {
-		if e.Zone == zone && e.Kind == "node-evicting" {
+		if e.Zone == zone && e.Kind == KindNodeEvicting {
 			last = at(e.At)
 		}
 	}

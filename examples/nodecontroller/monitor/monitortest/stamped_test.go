@@ -1,0 +1,168 @@
+package monitortest_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor/monitortest"
+)
+
+// run drives a Monitor over a cluster of nodes n0..n2 with pods per node
+// pods each, added with AddPod or stamped: n0's kubelet stops at t=0 (its
+// pods are marked not ready, then evicted after 300s), n1's stops at 100s
+// and comes back at 200s (its pods marked not ready, then Ready again), n2
+// stays. It returns the Monitor's events, the evictions, the counts and
+// n1's pods at the end.
+func run(t *testing.T, stamped bool, pods int) ([]monitor.Event, []types.NamespacedName, monitortest.Counts, []*v1.Pod) {
+	t.Helper()
+	c := monitortest.New(epoch)
+	ctx := context.Background()
+	tmpl := pod("", "", epoch) // one template for every node
+	for _, n := range []string{"n0", "n1", "n2"} {
+		c.AddNode(ctx, node(n, "z", epoch), monitortest.NewLease(n, epoch))
+		if stamped {
+			c.AddStampedPods(ctx, n, tmpl, pods, func(i int) (string, types.UID) {
+				name := fmt.Sprintf("p-%s-%d", n, i)
+				return name, types.UID("uid-" + name)
+			})
+			continue
+		}
+		for i := range pods {
+			c.AddPod(ctx, pod(fmt.Sprintf("p-%s-%d", n, i), n, epoch))
+		}
+	}
+	cfg := monitor.DefaultConfig()
+	cfg.Workers = 1
+	var events []monitor.Event
+	m, err := monitor.New(cfg, c, func(e monitor.Event) { events = append(events, e) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Attach(m)
+	c.Sync(ctx)
+	for step := range 4500 { // 450s in 100ms steps
+		d := time.Duration(step) * 100 * time.Millisecond
+		now := epoch.Add(d)
+		c.SetNow(now)
+		if d%(10*time.Second) == 0 {
+			for _, n := range []string{"n1", "n2"} {
+				if n == "n1" && d >= 100*time.Second && d < 200*time.Second {
+					continue
+				}
+				c.RenewLease(n, now)
+			}
+		}
+		if d == 200*time.Second {
+			c.PostNodeStatus(ctx, "n1", v1.ConditionTrue, now)
+			c.SetPodsReady(ctx, "n1", now)
+		}
+		if d%(5*time.Second) == 0 {
+			m.MonitorPass(ctx, now)
+		}
+		m.TaintPass(ctx, now)
+		m.EvictionPass(ctx, now)
+	}
+	return events, c.Evicted(), c.Counts(), c.ListPodsOnNode("n1")
+}
+
+// TestStampedPodsAsAdded: pods stamped from a template behave exactly as
+// the same pods added one by one: the Monitor sees the same events,
+// evicts the same pods, and the pods read back are equal.
+func TestStampedPodsAsAdded(t *testing.T) {
+	events, evicted, counts, n1 := run(t, false, 3)
+	sEvents, sEvicted, sCounts, sN1 := run(t, true, 3)
+	if len(evicted) != 3 || counts.PodsMarkedNotReady != 9 || counts.PodsMarkedReady != 3 {
+		t.Fatalf("added pods: %d evicted, counts %+v; want 3 evicted, 9 marked not ready (n1's again when they turn Ready before the next pass), 3 ready again", len(evicted), counts)
+	}
+	if !reflect.DeepEqual(sEvents, events) {
+		t.Errorf("stamped pods' events = %v\nwant %v", sEvents, events)
+	}
+	if !reflect.DeepEqual(sEvicted, evicted) || sCounts != counts {
+		t.Errorf("stamped pods: evicted %v, counts %+v; want %v, %+v", sEvicted, sCounts, evicted, counts)
+	}
+	if !reflect.DeepEqual(sN1, n1) {
+		t.Errorf("stamped n1 pods = %v\nwant %v", sN1, n1)
+	}
+}
+
+// TestStampedPodsReadsAndReplacement: Pod materializes a stamped pod,
+// ListPodsOnNode lists a node's added pods then its stamped ones, AddPod
+// replaces a stamped pod of the
+// same key, and an evicted one is gone.
+func TestStampedPodsReadsAndReplacement(t *testing.T) {
+	c := monitortest.New(epoch)
+	ctx := context.Background()
+	c.AddNode(ctx, node("n0", "z", epoch), nil)
+	c.AddPod(ctx, pod("added", "n0", epoch))
+	c.AddStampedPods(ctx, "n0", pod("", "", epoch), 3, func(i int) (string, types.UID) {
+		return fmt.Sprintf("s%d", i), types.UID(fmt.Sprintf("uid-s%d", i))
+	})
+	names := func() []string {
+		var out []string
+		for _, p := range c.ListPodsOnNode("n0") {
+			out = append(out, p.Name+"/"+string(p.UID))
+		}
+		return out
+	}
+	if got, want := names(), []string{"added/uid-added", "s0/uid-s0", "s1/uid-s1", "s2/uid-s2"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("ListPodsOnNode = %v, want %v", got, want)
+	}
+	if p := c.Pod(types.NamespacedName{Namespace: "default", Name: "s1"}); p == nil || p.UID != "uid-s1" || p.Spec.NodeName != "n0" {
+		t.Errorf("Pod(s1) = %v, want the stamped pod", p)
+	}
+	c.AddPod(ctx, pod("s1", "n0", epoch)) // replaces the stamped s1
+	if err := c.EvictPod(ctx, types.NamespacedName{Namespace: "default", Name: "s0"}, "uid-s0", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EvictPod(ctx, types.NamespacedName{Namespace: "default", Name: "s0"}, "", nil); err == nil {
+		t.Error("EvictPod(s0) twice = nil, want not found")
+	}
+	if err := c.EvictPod(ctx, types.NamespacedName{Namespace: "default", Name: "s2"}, "uid-other", nil); err == nil {
+		t.Error("EvictPod(s2, wrong UID) = nil, want a conflict")
+	}
+	if got, want := names(), []string{"added/uid-added", "s1/uid-s1", "s2/uid-s2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ListPodsOnNode after replacing s1 and evicting s0 = %v, want %v", got, want)
+	}
+}
+
+// TestStampedPodMemory: a stamped pod costs the cluster about 100 bytes,
+// its name included, against about 1.3 KB for a v1.Pod.
+func TestStampedPodMemory(t *testing.T) {
+	const nodes, perNode = 1000, 30
+	names := make([]string, perNode)
+	for i := range names {
+		names[i] = fmt.Sprintf("pod-%02d", i)
+	}
+	heap := func() uint64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	nodeNames := make([]string, nodes)
+	for i := range nodeNames {
+		nodeNames[i] = fmt.Sprintf("n%04d", i)
+	}
+	tmpl := pod("", "", epoch)
+	before := heap()
+	c := monitortest.New(epoch)
+	for _, n := range nodeNames {
+		c.AddStampedPods(context.Background(), n, tmpl, perNode, func(i int) (string, types.UID) {
+			return n + names[i], ""
+		})
+	}
+	per := float64(heap()-before) / (nodes * perNode)
+	runtime.KeepAlive(c)
+	t.Logf("%.0f bytes a stamped pod", per)
+	if per > 150 {
+		t.Errorf("a stamped pod costs %.0f bytes, want at most 150", per)
+	}
+}

@@ -1,0 +1,38 @@
+package sim
+
+import "github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+
+// Kind is the kind of an Entry: one of the Monitor's event kinds (the
+// same strings as monitor.Kind, which this package's constants mirror so
+// that a caller needs no other import) or one the simulator adds for the
+// scenario's events. The strings are those of the text timeline and the
+// JSON "kind" field.
+type Kind string
+
+// The Monitor's kinds (monitor.Kind).
+const (
+	KindNodeUnknown       = Kind(monitor.KindNodeUnknown)       // the Monitor wrote Ready=Unknown
+	KindNodeNotReady      = Kind(monitor.KindNodeNotReady)      // the kubelet reported Ready=False
+	KindNodeReady         = Kind(monitor.KindNodeReady)         // Ready=True again after being not ready
+	KindTaintAdded        = Kind(monitor.KindTaintAdded)        // a taint the Monitor manages was added (Entry.Taint)
+	KindTaintRemoved      = Kind(monitor.KindTaintRemoved)      // ... or removed
+	KindPodsNotReady      = Kind(monitor.KindPodsNotReady)      // the node's pods were marked Ready=False
+	KindPodEvicted        = Kind(monitor.KindPodEvicted)        // a pod was deleted (Entry.Pod)
+	KindZoneState         = Kind(monitor.KindZoneState)         // a zone changed state (Entry.State, Entry.Rate)
+	KindDisruptionMode    = Kind(monitor.KindDisruptionMode)    // full disruption entered or exited (Entry.Entered)
+	KindWriteFailed       = Kind(monitor.KindWriteFailed)       // an API write failed (never in a simulation)
+	KindNodeEvicting      = Kind(monitor.KindNodeEvicting)      // legacy mode: the node's pods are queued for deletion
+	KindEvictionCancelled = Kind(monitor.KindEvictionCancelled) // a scheduled eviction was cancelled (not reported by Run)
+	KindHealthHeld        = Kind(monitor.KindHealthHeld)        // a monitor pass held: the Lease cache is behind (Lease circuit breaker)
+)
+
+// The kinds the simulator adds for the scenario's events.
+const (
+	KindKubeletStopped  Kind = "kubelet-stopped"   // the kubelet stopped heartbeating
+	KindKubeletStarted  Kind = "kubelet-started"   // the kubelet runs again and reports Ready
+	KindKubeletNotReady Kind = "kubelet-not-ready" // the kubelet reports Ready=False
+	// The controller's Lease cache (scenario actions lease-watch-stall and
+	// lease-watch-resume).
+	KindLeaseWatchStalled Kind = "lease-watch-stalled" // the controller's Lease cache froze
+	KindLeaseWatchResumed Kind = "lease-watch-resumed" // it caught up
+)
