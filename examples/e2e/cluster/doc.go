@@ -3,7 +3,7 @@
 //
 // The binaries are built once from the Go module proxy by
 // examples/e2e/hack/build.sh (versions pinned in examples/e2e/testbin/go.mod:
-// kube-apiserver v1.36.3, etcd v3.6.8) and cached by version under the user's
+// kube-apiserver v1.37.2, etcd v3.7.0) and cached by version under the user's
 // cache directory; [FindBinaries] locates them ($LIFECYCLE_E2E_BIN wins).
 //
 // [Start] picks free loopback ports (the kernel chooses: listen on :0, close,
