@@ -1,6 +1,6 @@
 package e2e
 
-// Parity with kube-controller-manager v1.36.3. The same scenario runs twice,
+// Parity with kube-controller-manager v1.37.2. The same scenario runs twice,
 // at the same time, each on a fresh kube-apiserver with an audit log:
 // once under kube-controller-manager with only node-lifecycle-controller
 // and taint-eviction-controller, once under examples/nodecontroller (the
@@ -161,7 +161,7 @@ func scenarioLargeZone() parityScenario {
 }
 
 // parityKnown are the differences that remain between
-// examples/nodecontroller and kube-controller-manager v1.36.3, each with
+// examples/nodecontroller and kube-controller-manager v1.37.2, each with
 // its reason. Every other difference fails the test.
 var parityKnown = []parity.Known{
 	known(`^write delete pods/\S+ #\d+ request$`,
@@ -231,21 +231,13 @@ func runParity(t *testing.T, sc parityScenario) {
 	ours := nodeControllerBinary(t)
 	t0 := time.Now()
 	var up, nc parity.Trace
-	t.Run("sides", func(t *testing.T) {
-		t.Run("kube-controller-manager", func(t *testing.T) {
-			t.Parallel()
-			up = runParitySide(t, sc, bins, func(c *cluster.Cluster) (*cluster.Process, error) {
-				return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, append(parityFlags("--"), prefixed("--", sc.flags)...)...)
-			})
-		})
-		t.Run("nodecontroller", func(t *testing.T) {
-			t.Parallel()
-			nc = runParitySide(t, sc, bins, func(c *cluster.Cluster) (*cluster.Process, error) {
-				args := append([]string{"-kubeconfig=" + c.Kubeconfig(), "-leader-elect=false", "-port=0"}, parityFlags("-")...)
-				args = append(args, prefixed("-", sc.flags)...)
-				return c.StartProcess("nodecontroller", ours, args...)
-			})
-		})
+	sideBySide(t, bins, ours, append(parityFlags(""), sc.flags...), func(t *testing.T, side string, start controllerStarter) {
+		tr := runParitySide(t, sc, bins, start)
+		if side == sideUpstream {
+			up = tr
+		} else {
+			nc = tr
+		}
 	})
 	if t.Failed() {
 		return
@@ -299,24 +291,9 @@ func runParity(t *testing.T, sc parityScenario) {
 
 // runParitySide runs sc on a fresh cluster with the controller start
 // starts, and returns the controller's trace.
-func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start func(*cluster.Cluster) (*cluster.Process, error)) parity.Trace {
-	dir := t.TempDir()
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	auditLog := filepath.Join(dir, "audit.log")
-	if err := os.WriteFile(policy, []byte(parity.Policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start controllerStarter) parity.Trace {
 	ctx := context.Background()
-	c, err := cluster.Start(ctx, cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("cluster.Start() = %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("apiserver log tail:\n%s", c.LogTails(20))
-		}
-		_ = c.Stop()
-	})
+	c, auditLog := startAuditedCluster(t, bins)
 	cs := c.Clientset(t)
 	w := startWorld(t, c, parityNS, sc.nodes, sc.pods, sc.silent, parityRenewPeriod)
 	for _, name := range sc.noBetaLabels {
@@ -370,18 +347,86 @@ func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start
 			t.Errorf("silent node %s: Ready = %s, want Unknown", name, readyStatus(n))
 		}
 	}
+	return controllerTrace(t, auditLog, origin, silenced)
+}
+
+// startAuditedCluster starts a fresh etcd and kube-apiserver for one test,
+// with an audit log of parity.Policy (returned), stopped when the test ends.
+func startAuditedCluster(t *testing.T, bins cluster.Binaries) (*cluster.Cluster, string) {
+	t.Helper()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	auditLog := filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policy, []byte(parity.Policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.Start(context.Background(), cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("cluster.Start() = %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("apiserver log tail:\n%s", c.LogTails(20))
+		}
+		_ = c.Stop()
+	})
+	return c, auditLog
+}
+
+// controllerTrace reads the audit log and returns the controller's writes
+// and Events (every admin request not made by the test's own clients),
+// with times from origin; those before start are setup.
+func controllerTrace(t *testing.T, auditLog string, origin, start time.Time) parity.Trace {
+	t.Helper()
 	events, err := parity.ReadAuditLog(auditLog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr, err := parity.BuildTrace(events, func(e *parity.AuditEvent) bool {
 		return e.User.Username == "admin" && e.UserAgent != testUserAgent
-	}, origin, silenced)
+	}, origin, start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d audit events; the controller wrote %d times (%d failed, %d empty patches not compared) and recorded %d kinds of Event", len(events), len(tr.Writes), len(tr.Failed), tr.Empty, len(tr.Events))
 	return tr
+}
+
+// controllerStarter starts one controller against c.
+type controllerStarter func(c *cluster.Cluster) (*cluster.Process, error)
+
+// The two sides of [sideBySide].
+const (
+	sideUpstream = "kube-controller-manager"
+	sideOurs     = "nodecontroller"
+)
+
+// sideBySide runs side twice in parallel subtests of a "sides" subtest:
+// once with kube-controller-manager (only node-lifecycle-controller and
+// taint-eviction-controller) and once with the examples/nodecontroller
+// binary ours, both given flags (upstream's names, without dashes).
+func sideBySide(t *testing.T, bins cluster.Binaries, ours string, flags []string, side func(t *testing.T, name string, start controllerStarter)) {
+	t.Run("sides", func(t *testing.T) {
+		t.Run(sideUpstream, func(t *testing.T) {
+			t.Parallel()
+			side(t, sideUpstream, func(c *cluster.Cluster) (*cluster.Process, error) {
+				return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, prefixed("--", flags)...)
+			})
+		})
+		t.Run(sideOurs, func(t *testing.T) {
+			t.Parallel()
+			side(t, sideOurs, ourControllerStarter(ours, flags))
+		})
+	})
+}
+
+// ourControllerStarter starts the examples/nodecontroller binary bin
+// without leader election nor endpoints, with flags (without dashes).
+func ourControllerStarter(bin string, flags []string) controllerStarter {
+	return func(c *cluster.Cluster) (*cluster.Process, error) {
+		args := append([]string{"-kubeconfig=" + c.Kubeconfig(), "-leader-elect=false", "-port=0"}, prefixed("-", flags)...)
+		return c.StartProcess("nodecontroller", bin, args...)
+	}
 }
 
 // waitNoAdmissionTaints waits until no node has not-ready:NoSchedule.
