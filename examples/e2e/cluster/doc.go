@@ -19,7 +19,9 @@
 // ([Cluster.KillAPIServer]) and started again ([Cluster.StartAPIServer]) on
 // the same port, certificates and etcd data, so tests can cut the control
 // plane in the middle of a scenario. Clients built from [Cluster.Config]
-// keep working after the restart.
+// keep working after the restart. etcd alone can be killed
+// ([Cluster.KillEtcd], SIGKILL) and started again ([Cluster.StartEtcd]) on
+// the same ports and data directory while the apiserver keeps running.
 //
 // Nothing else runs: no kube-controller-manager, scheduler or kubelet. The
 // test plays the kubelet. Consequences: namespaces never finish deleting,
