@@ -157,7 +157,43 @@ func scenarioLargeZone() parityScenario {
 	}
 	// 40 nodes at the secondary rate (partial disruption of a large zone).
 	sc.window = parityGrace + time.Duration(40/paritySecondaryRate)*time.Second + 6*parityMonitorPeriod
+	sc.known = retaintKnown
 	return sc
+}
+
+// retaintKnown: kube-controller-manager v1.37.2 taints some nodes of the
+// large zone twice. Its monitor pass works on the copies of the nodes it
+// listed when it started; when a node's copy does not show yet the
+// unreachable:NoExecute taint its tainting pass has just added,
+// markNodeForTainting (pkg/controller/nodelifecycle/node_lifecycle_controller.go)
+// takes the node out of the tainting queue's set and queues it again (the
+// re-taint rule of kubernetes/kubernetes#89012). The node is tainted a
+// second time (SwapNodeControllerTaint rewrites the taint: only timeAdded
+// changes), and the taint-eviction-controller, seeing the taint change,
+// deletes the already deleted pod again (a delete that changes nothing) and
+// records a second TaintManagerEviction. Seen for 2-4 of the 40 nodes in 3 of
+// 3 runs with the NodeControllerLeaseCircuitBreaker gate on (its default),
+// in none of 2 with it off: the breaker's live Lease GET for every
+// Unknown node in every pass makes the pass, and so the age of its copies,
+// longer. Ours applies a queued taint to the node as read for the write and
+// keeps a taint that is already there as it is (taints.SwapHealthTaint keeps
+// its timeAdded), so a stale list costs no write.
+var retaintKnown = []parity.Known{
+	{
+		Pattern: regexp.MustCompile(`^write patch nodes//\S+ #\d+ missing$`),
+		Detail:  regexp.MustCompile(`^upstream at \S+: \{spec\.taints\[node\.kubernetes\.io/unreachable:NoExecute\]\.timeAdded=t\S+\}; ours: none$`),
+		Reason:  "KCM v1.37.2 re-taints a node its pass's stale copy shows untainted (markNodeForTainting; kubernetes/kubernetes#89012's re-taint rule): only timeAdded changes; ours keeps the taint as it is",
+	},
+	{
+		Pattern: regexp.MustCompile(`^write delete pods/\S+ #\d+ missing$`),
+		Detail:  regexp.MustCompile(`^upstream at \S+: \{\}; ours: none$`),
+		Reason:  "KCM v1.37.2's taint-eviction-controller deletes the pod again after the re-taint; the pod is already deleted, nothing changes",
+	},
+	{
+		Pattern: regexp.MustCompile(`^event Pod \S+ TaintManagerEviction count$`),
+		Detail:  regexp.MustCompile(`^upstream 2, ours 1$`),
+		Reason:  "KCM v1.37.2 records TaintManagerEviction again for the second delete after the re-taint",
+	},
 }
 
 // parityKnown are the differences that remain between
@@ -395,6 +431,12 @@ func controllerTrace(t *testing.T, auditLog string, origin, start time.Time) par
 // controllerStarter starts one controller against c.
 type controllerStarter func(c *cluster.Cluster) (*cluster.Process, error)
 
+// envKCMFlags names extra kube-controller-manager flags for every
+// side-by-side test, separated by spaces: for example
+// LIFECYCLE_E2E_KCM_FLAGS=--feature-gates=NodeControllerLeaseCircuitBreaker=false
+// to see whether a difference comes from that v1.37 feature.
+const envKCMFlags = "LIFECYCLE_E2E_KCM_FLAGS"
+
 // The two sides of [sideBySide].
 const (
 	sideUpstream = "kube-controller-manager"
@@ -410,7 +452,8 @@ func sideBySide(t *testing.T, bins cluster.Binaries, ours string, flags []string
 		t.Run(sideUpstream, func(t *testing.T) {
 			t.Parallel()
 			side(t, sideUpstream, func(c *cluster.Cluster) (*cluster.Process, error) {
-				return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, prefixed("--", flags)...)
+				extra := append(prefixed("--", flags), strings.Fields(os.Getenv(envKCMFlags))...)
+				return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, extra...)
 			})
 		})
 		t.Run(sideOurs, func(t *testing.T) {
