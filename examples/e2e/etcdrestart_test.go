@@ -1,9 +1,10 @@
 package e2e
 
 // etcd killed (SIGKILL) and restarted on the same data directory while the
-// node controller counts down. examples/nodecontroller runs as a process
-// against a fresh kube-apiserver with an audit log; node agents play the
-// kubelets; node n's agent is stopped at the origin. etcd is killed twice:
+// node controller counts down. Side by side (as the parity tests), once
+// under examples/nodecontroller and once under kube-controller-manager
+// v1.37.2, each against a fresh kube-apiserver with an audit log; node
+// agents play the kubelets; node n's agent is stopped at the origin. etcd is killed twice:
 // halfway through n's grace period (before Unknown), and halfway through
 // the toleration of n's pod n-tol (after the taint). Each time it stays
 // down etcdDown, then comes back on the same ports and data; the
@@ -18,11 +19,15 @@ package e2e
 //     would have been without the outages; n-forever stays;
 //   - the live nodes, whose renewals failed during the outages, are never
 //     written Unknown nor tainted, and their pods stay.
+//
+// The test fails on what ours does wrong and reports what
+// kube-controller-manager did.
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,28 +58,51 @@ type etcdOutage struct {
 }
 
 func TestNodeControllerEtcdRestartMidCountdown(t *testing.T) {
+	bins := binariesWithKCM(t)
 	ours := nodeControllerBinary(t)
-	bins, err := cluster.FindBinaries()
-	if err != nil {
-		if cluster.Required() {
-			t.Fatalf("e2e: %v", err)
-		}
-		t.Skipf("e2e: %v", err)
+	flags := []string{
+		"node-monitor-period=" + parityMonitorPeriod.String(),
+		"node-monitor-grace-period=" + etcdGrace.String(),
+		"node-startup-grace-period=" + (etcdGrace + 2*time.Second).String(),
+		fmt.Sprintf("node-eviction-rate=%g", parityEvictionRate),
+		"v=2",
 	}
 	t0 := time.Now()
+	var mu sync.Mutex
+	problems := map[string][]string{}
+	sideBySide(t, bins, ours, flags, func(t *testing.T, side string, start controllerStarter) {
+		ps := runEtcdRestartSide(t, bins, start)
+		mu.Lock()
+		problems[side] = ps
+		mu.Unlock()
+	})
+	if t.Failed() {
+		return
+	}
+	t.Logf("both sides in %v", time.Since(t0).Round(100*time.Millisecond))
+	for _, msg := range problems[sideUpstream] {
+		t.Logf("%s (reported, not a failure): %s", sideUpstream, msg)
+	}
+	for _, msg := range problems[sideOurs] {
+		t.Errorf("%s: %s", sideOurs, msg)
+	}
+	if len(problems[sideUpstream]) == 0 {
+		t.Logf("%s: no problem either", sideUpstream)
+	}
+}
+
+// runEtcdRestartSide runs the scenario under the controller start starts
+// and returns what went wrong.
+func runEtcdRestartSide(t *testing.T, bins cluster.Binaries, start controllerStarter) []string {
+	var problems []string
+	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	c, auditLog := startAuditedCluster(t, bins)
 	cs := c.Clientset(t)
 	const ns = "etcd-restart"
 	nodes := []worldNode{{"n", "zone-a"}, {"m1", "zone-a"}, {"m2", "zone-a"}, {"m3", "zone-a"}}
 	pods := []worldPod{{"n-zero", "n", 0}, {"n-tol", "n", int64(etcdTol / time.Second)}, {"n-forever", "n", tolForever}, {"m1-zero", "m1", 0}}
 	w := startWorld(t, c, ns, nodes, pods, []string{"n"}, parityRenewPeriod)
-	p, err := ourControllerStarter(ours, []string{
-		"node-monitor-period=" + parityMonitorPeriod.String(),
-		"node-monitor-grace-period=" + etcdGrace.String(),
-		"node-startup-grace-period=" + (etcdGrace + 2*time.Second).String(),
-		fmt.Sprintf("node-eviction-rate=%g", parityEvictionRate),
-		"v=2",
-	})(c)
+	p, err := start(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +167,7 @@ func TestNodeControllerEtcdRestartMidCountdown(t *testing.T) {
 			want = v1.ConditionUnknown
 		}
 		if got := readyStatus(n); got != want {
-			t.Errorf("node %s: Ready = %s, want %s", wn.name, got, want)
+			problem("node %s: Ready = %s, want %s", wn.name, got, want)
 		}
 	}
 	for _, wp := range pods {
@@ -149,7 +177,7 @@ func TestNodeControllerEtcdRestartMidCountdown(t *testing.T) {
 		}
 		evicted := wp.name == "n-zero" || wp.name == "n-tol"
 		if (pod.DeletionTimestamp != nil) != evicted {
-			t.Errorf("pod %s: deletionTimestamp %v, want evicted = %v", wp.name, pod.DeletionTimestamp, evicted)
+			problem("pod %s: deletionTimestamp %v, want evicted = %v", wp.name, pod.DeletionTimestamp, evicted)
 		}
 	}
 
@@ -184,20 +212,20 @@ func TestNodeControllerEtcdRestartMidCountdown(t *testing.T) {
 		timesOf(origin, unknown), timesOf(origin, tainted), timesOf(origin, untainted), timesOf(origin, deleted), failed)
 
 	if got := unknown["n"]; len(got) != 1 {
-		t.Errorf("n: %d Unknown writes %s, want 1", len(got), writeTimes(origin, got))
+		problem("n: %d Unknown writes %s, want 1", len(got), writeTimes(origin, got))
 	} else if d := got[0].Sub(origin); d < etcdGrace || d > etcdGrace+parityMonitorPeriod+etcdSlack {
-		t.Errorf("n: Unknown written %v after its last renewal, want within [%v, %v] (grace plus one monitor period, whatever the outage)",
+		problem("n: Unknown written %v after its last renewal, want within [%v, %v] (grace plus one monitor period, whatever the outage)",
 			d.Round(time.Millisecond), etcdGrace, etcdGrace+parityMonitorPeriod+etcdSlack)
 	}
 	if got := tainted["n"]; len(got) != 1 {
-		t.Errorf("n: unreachable:NoExecute added %d times %s, want once", len(got), writeTimes(origin, got))
+		problem("n: unreachable:NoExecute added %d times %s, want once", len(got), writeTimes(origin, got))
 	}
 	if got := untainted["n"]; len(got) != 0 {
-		t.Errorf("n: unreachable:NoExecute removed %s, want never", writeTimes(origin, got))
+		problem("n: unreachable:NoExecute removed %s, want never", writeTimes(origin, got))
 	}
 	for _, wn := range nodes[1:] {
 		if len(unknown[wn.name])+len(tainted[wn.name]) > 0 {
-			t.Errorf("live node %s: Unknown writes %s, NoExecute taints %s, want none (its renewals failed only during the outages)",
+			problem("live node %s: Unknown writes %s, NoExecute taints %s, want none (its renewals failed only during the outages)",
 				wn.name, writeTimes(origin, unknown[wn.name]), writeTimes(origin, tainted[wn.name]))
 		}
 	}
@@ -206,12 +234,12 @@ func TestNodeControllerEtcdRestartMidCountdown(t *testing.T) {
 		switch wp.name {
 		case "n-zero", "n-tol":
 			if len(got) != 1 {
-				t.Errorf("pod %s: deleted %d times %s, want once", wp.name, len(got), writeTimes(origin, got))
+				problem("pod %s: deleted %d times %s, want once", wp.name, len(got), writeTimes(origin, got))
 				continue
 			}
 		default:
 			if len(got) != 0 {
-				t.Errorf("pod %s: deleted %s, want never", wp.name, writeTimes(origin, got))
+				problem("pod %s: deleted %s, want never", wp.name, writeTimes(origin, got))
 			}
 			continue
 		}
@@ -226,13 +254,13 @@ func TestNodeControllerEtcdRestartMidCountdown(t *testing.T) {
 			want = want.Add(etcdTol)
 		}
 		if d := got[0].Sub(want); d < -etcdSlack || d > parityMonitorPeriod+etcdSlack {
-			t.Errorf("pod %s: deleted %v after taint + toleration (%s), want within one monitor period (%v, plus %v slack)",
+			problem("pod %s: deleted %v after taint + toleration (%s), want within one monitor period (%v, plus %v slack)",
 				wp.name, d.Round(time.Millisecond), stamp(want), parityMonitorPeriod, etcdSlack)
 		} else {
 			t.Logf("pod %s: deleted %v after taint + toleration", wp.name, d.Round(time.Millisecond))
 		}
 	}
-	t.Logf("test took %v", time.Since(t0).Round(100*time.Millisecond))
+	return problems
 }
 
 // restartEtcd kills etcd, waits etcdDown, starts it again on the same data

@@ -7,6 +7,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -41,7 +43,8 @@ var ncBinary struct {
 }
 
 // nodeControllerBinary builds examples/nodecontroller once per test binary
-// (into the user cache directory, replaced atomically) and returns its path.
+// (into the user cache directory, in a directory of this checkout's own,
+// replaced atomically) and returns its path.
 // It is built with -race: CI's unit tests (go test -race) have compiled its
 // packages that way already, so the build is a link, and a data race in the
 // running controller fails the test (stopProcessAtEnd).
@@ -58,7 +61,11 @@ func nodeControllerBinary(t *testing.T) string {
 		if err != nil {
 			base = os.TempDir()
 		}
-		dir := filepath.Join(base, "lifecycle-e2e", "nodecontroller-bin")
+		// One directory per checkout: several checkouts (git worktrees)
+		// on one machine each build their own controller, and one's
+		// build must never replace the binary another's tests run.
+		sum := sha256.Sum256([]byte(root))
+		dir := filepath.Join(base, "lifecycle-e2e", "nodecontroller-bin", hex.EncodeToString(sum[:6]))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			ncBinary.err = err
 			return
