@@ -238,25 +238,13 @@ func runSkewSide(t *testing.T, start controllerStarter, bins cluster.Binaries, n
 	}
 	p.Stop(10 * time.Second)
 	tr := controllerTrace(t, auditLog, steady, steady)
-	for i := range tr.Writes {
-		wr := &tr.Writes[i]
-		at := tr.Origin.Add(wr.At)
-		kind, name, _ := writeTarget(wr)
-		switch {
-		case kind == "nodes" && wr.Changes["status.conditions[Ready].status"] == `"Unknown"`:
-			if r := res[name]; r != nil {
-				r.unknown = append(r.unknown, at)
-			}
-		case kind == "nodes" && addsTaint(wr, v1.TaintNodeUnreachable, v1.TaintEffectNoExecute):
-			if r := res[name]; r != nil {
-				r.taints = append(r.taints, at)
-			}
-		case kind == "pods" && wr.Verb == "delete":
-			for _, wp := range pods {
-				if wp.name == name && res[wp.node] != nil {
-					res[wp.node].evictions = append(res[wp.node].evictions, at)
-				}
-			}
+	hw := healthWritesOf(&tr)
+	for name, r := range res {
+		r.unknown, r.taints = hw.unknown[name], hw.tainted[name]
+	}
+	for _, wp := range pods {
+		if r := res[wp.node]; r != nil {
+			r.evictions = append(r.evictions, hw.deleted[wp.name]...)
 		}
 	}
 	t.Logf("the controller wrote:\n%s", tr.Summary())
@@ -285,6 +273,36 @@ func lastSkewedRenewal(t *testing.T, cs kubernetes.Interface, node string, skew 
 		t.Fatalf("last renewal of %s: %v", node, err)
 	}
 	return from, to
+}
+
+// healthWrites are a controller's node health writes, by object name, at
+// the times the apiserver received them.
+type healthWrites struct {
+	// unknown: status writes that set Ready to Unknown; tainted and
+	// untainted: node writes that added or removed
+	// unreachable:NoExecute; deleted: pod deletes.
+	unknown, tainted, untainted, deleted map[string][]time.Time
+}
+
+func healthWritesOf(tr *parity.Trace) healthWrites {
+	hw := healthWrites{unknown: map[string][]time.Time{}, tainted: map[string][]time.Time{},
+		untainted: map[string][]time.Time{}, deleted: map[string][]time.Time{}}
+	for i := range tr.Writes {
+		wr := &tr.Writes[i]
+		at := tr.Origin.Add(wr.At)
+		kind, name, _ := writeTarget(wr)
+		switch {
+		case kind == "nodes" && wr.Changes["status.conditions[Ready].status"] == `"Unknown"`:
+			hw.unknown[name] = append(hw.unknown[name], at)
+		case kind == "nodes" && addsTaint(wr, v1.TaintNodeUnreachable, v1.TaintEffectNoExecute):
+			hw.tainted[name] = append(hw.tainted[name], at)
+		case kind == "nodes" && wr.Changes["spec.taints["+v1.TaintNodeUnreachable+":NoExecute].effect"] == parity.RemovedValue:
+			hw.untainted[name] = append(hw.untainted[name], at)
+		case kind == "pods" && wr.Verb == "delete":
+			hw.deleted[name] = append(hw.deleted[name], at)
+		}
+	}
+	return hw
 }
 
 // writeTarget splits a write's object ("nodes//n1/status", "pods/ns/p")

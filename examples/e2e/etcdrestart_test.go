@@ -36,7 +36,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelifecycle/lifecycle/examples/e2e/cluster"
-	"github.com/kubelifecycle/lifecycle/examples/e2e/parity"
 )
 
 const (
@@ -184,25 +183,8 @@ func runEtcdRestartSide(t *testing.T, bins cluster.Binaries, start controllerSta
 	// The audit log: every write of the controller, from the origin.
 	tr := controllerTrace(t, auditLog, origin, silenced)
 	t.Logf("the controller wrote:\n%s", tr.Summary())
-	unknown := map[string][]time.Time{}
-	tainted := map[string][]time.Time{}
-	untainted := map[string][]time.Time{}
-	deleted := map[string][]time.Time{}
-	for i := range tr.Writes {
-		wr := &tr.Writes[i]
-		at := origin.Add(wr.At)
-		kind, name, _ := writeTarget(wr)
-		switch {
-		case kind == "nodes" && wr.Changes["status.conditions[Ready].status"] == `"Unknown"`:
-			unknown[name] = append(unknown[name], at)
-		case kind == "nodes" && addsTaint(wr, v1.TaintNodeUnreachable, v1.TaintEffectNoExecute):
-			tainted[name] = append(tainted[name], at)
-		case kind == "nodes" && wr.Changes["spec.taints["+v1.TaintNodeUnreachable+":NoExecute].effect"] == parity.RemovedValue:
-			untainted[name] = append(untainted[name], at)
-		case kind == "pods" && wr.Verb == "delete":
-			deleted[name] = append(deleted[name], at)
-		}
-	}
+	hw := healthWritesOf(&tr)
+	unknown, tainted, untainted, deleted := hw.unknown, hw.tainted, hw.untainted, hw.deleted
 	failed := map[string]int{}
 	for _, wr := range tr.Failed {
 		failed[fmt.Sprintf("%s %s HTTP %d", wr.Verb, wr.Object, wr.Code)]++
