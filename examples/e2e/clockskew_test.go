@@ -24,7 +24,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -103,7 +102,8 @@ const (
 type skewNodeResult struct {
 	name string
 	skew time.Duration
-	// stopped is when its last renewal was written (zero: never stopped).
+	// renewFrom and renewTo bound when its last renewal was written
+	// (zero: its agent never stopped).
 	renewFrom, renewTo time.Time
 	// unknown are the times of the writes that set Ready to Unknown.
 	unknown []time.Time
@@ -324,12 +324,11 @@ func addsTaint(w *parity.Write, key string, effect v1.TaintEffect) bool {
 	return ok && v != parity.RemovedValue
 }
 
-// writeTimes lists times as offsets from origin, sorted.
+// writeTimes lists times (in the order given) as offsets from origin.
 func writeTimes(origin time.Time, ts []time.Time) string {
 	out := make([]string, len(ts))
 	for i, at := range ts {
 		out[i] = fmt.Sprintf("%+.3fs", at.Sub(origin).Seconds())
 	}
-	sort.Strings(out)
 	return "[" + strings.Join(out, " ") + "]"
 }
