@@ -171,8 +171,8 @@ func scenarioLargeZone() parityScenario {
 // second time (SwapNodeControllerTaint rewrites the taint: only timeAdded
 // changes), and the taint-eviction-controller, seeing the taint change,
 // deletes the already deleted pod again (a delete that changes nothing) and
-// records a second TaintManagerEviction. Seen for 2-4 of the 40 nodes in 3 of
-// 3 runs with the NodeControllerLeaseCircuitBreaker gate on (its default),
+// records a second TaintManagerEviction. Seen for 2-4 of the 40 nodes in 5 of
+// 5 runs with the NodeControllerLeaseCircuitBreaker gate on (its default),
 // in none of 2 with it off: the breaker's live Lease GET for every
 // Unknown node in every pass makes the pass, and so the age of its copies,
 // longer. Ours applies a queued taint to the node as read for the write and
