@@ -1,5 +1,5 @@
 // Package e2e holds the lifecycle end-to-end tests: the example controllers
-// run against a real kube-apiserver v1.36.3 and etcd v3.6.8 on 127.0.0.1,
+// run against a real kube-apiserver v1.37.2 and etcd v3.7.0 on 127.0.0.1,
 // with the test playing the kubelet (it writes Node status and renews
 // Leases; nothing else runs).
 //

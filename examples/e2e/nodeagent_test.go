@@ -85,7 +85,14 @@ func agentClient(t testing.TB, c *cluster.Cluster) kubernetes.Interface {
 // stopped.
 func startAgent(t *testing.T, cs kubernetes.Interface, cfg agent.Config, verbosity int) *agentRun {
 	t.Helper()
-	a, err := agent.New(cs, clock.RealClock{}, cfg)
+	return startAgentClock(t, cs, clock.RealClock{}, cfg, verbosity)
+}
+
+// startAgentClock is startAgent with the agent's clock (a skewed one, for
+// example).
+func startAgentClock(t *testing.T, cs kubernetes.Interface, clk clock.WithTicker, cfg agent.Config, verbosity int) *agentRun {
+	t.Helper()
+	a, err := agent.New(cs, clk, cfg)
 	if err != nil {
 		t.Fatalf("agent.New() = %v", err)
 	}

@@ -1,6 +1,6 @@
 package e2e
 
-// Parity with kube-controller-manager v1.36.3. The same scenario runs twice,
+// Parity with kube-controller-manager v1.37.2. The same scenario runs twice,
 // at the same time, each on a fresh kube-apiserver with an audit log:
 // once under kube-controller-manager with only node-lifecycle-controller
 // and taint-eviction-controller, once under examples/nodecontroller (the
@@ -157,11 +157,47 @@ func scenarioLargeZone() parityScenario {
 	}
 	// 40 nodes at the secondary rate (partial disruption of a large zone).
 	sc.window = parityGrace + time.Duration(40/paritySecondaryRate)*time.Second + 6*parityMonitorPeriod
+	sc.known = retaintKnown
 	return sc
 }
 
+// retaintKnown: kube-controller-manager v1.37.2 taints some nodes of the
+// large zone twice. Its monitor pass works on the copies of the nodes it
+// listed when it started; when a node's copy does not show yet the
+// unreachable:NoExecute taint its tainting pass has just added,
+// markNodeForTainting (pkg/controller/nodelifecycle/node_lifecycle_controller.go)
+// takes the node out of the tainting queue's set and queues it again (the
+// re-taint rule of kubernetes/kubernetes#89012). The node is tainted a
+// second time (SwapNodeControllerTaint rewrites the taint: only timeAdded
+// changes), and the taint-eviction-controller, seeing the taint change,
+// deletes the already deleted pod again (a delete that changes nothing) and
+// records a second TaintManagerEviction. Seen for 2-4 of the 40 nodes in 5 of
+// 5 runs with the NodeControllerLeaseCircuitBreaker gate on (its default),
+// in none of 2 with it off: the breaker's live Lease GET for every
+// Unknown node in every pass makes the pass, and so the age of its copies,
+// longer. Ours applies a queued taint to the node as read for the write and
+// keeps a taint that is already there as it is (taints.SwapHealthTaint keeps
+// its timeAdded), so a stale list costs no write.
+var retaintKnown = []parity.Known{
+	{
+		Pattern: regexp.MustCompile(`^write patch nodes//\S+ #\d+ missing$`),
+		Detail:  regexp.MustCompile(`^upstream at \S+: \{spec\.taints\[node\.kubernetes\.io/unreachable:NoExecute\]\.timeAdded=t\S+\}; ours: none$`),
+		Reason:  "KCM v1.37.2 re-taints a node its pass's stale copy shows untainted (markNodeForTainting; kubernetes/kubernetes#89012's re-taint rule): only timeAdded changes; ours keeps the taint as it is",
+	},
+	{
+		Pattern: regexp.MustCompile(`^write delete pods/\S+ #\d+ missing$`),
+		Detail:  regexp.MustCompile(`^upstream at \S+: \{\}; ours: none$`),
+		Reason:  "KCM v1.37.2's taint-eviction-controller deletes the pod again after the re-taint; the pod is already deleted, nothing changes",
+	},
+	{
+		Pattern: regexp.MustCompile(`^event Pod \S+ TaintManagerEviction count$`),
+		Detail:  regexp.MustCompile(`^upstream 2, ours 1$`),
+		Reason:  "KCM v1.37.2 records TaintManagerEviction again for the second delete after the re-taint",
+	},
+}
+
 // parityKnown are the differences that remain between
-// examples/nodecontroller and kube-controller-manager v1.36.3, each with
+// examples/nodecontroller and kube-controller-manager v1.37.2, each with
 // its reason. Every other difference fails the test.
 var parityKnown = []parity.Known{
 	known(`^write delete pods/\S+ #\d+ request$`,
@@ -231,21 +267,13 @@ func runParity(t *testing.T, sc parityScenario) {
 	ours := nodeControllerBinary(t)
 	t0 := time.Now()
 	var up, nc parity.Trace
-	t.Run("sides", func(t *testing.T) {
-		t.Run("kube-controller-manager", func(t *testing.T) {
-			t.Parallel()
-			up = runParitySide(t, sc, bins, func(c *cluster.Cluster) (*cluster.Process, error) {
-				return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, append(parityFlags("--"), prefixed("--", sc.flags)...)...)
-			})
-		})
-		t.Run("nodecontroller", func(t *testing.T) {
-			t.Parallel()
-			nc = runParitySide(t, sc, bins, func(c *cluster.Cluster) (*cluster.Process, error) {
-				args := append([]string{"-kubeconfig=" + c.Kubeconfig(), "-leader-elect=false", "-port=0"}, parityFlags("-")...)
-				args = append(args, prefixed("-", sc.flags)...)
-				return c.StartProcess("nodecontroller", ours, args...)
-			})
-		})
+	sideBySide(t, bins, ours, append(parityFlags(""), sc.flags...), func(t *testing.T, side string, start controllerStarter) {
+		tr := runParitySide(t, sc, bins, start)
+		if side == sideUpstream {
+			up = tr
+		} else {
+			nc = tr
+		}
 	})
 	if t.Failed() {
 		return
@@ -299,24 +327,9 @@ func runParity(t *testing.T, sc parityScenario) {
 
 // runParitySide runs sc on a fresh cluster with the controller start
 // starts, and returns the controller's trace.
-func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start func(*cluster.Cluster) (*cluster.Process, error)) parity.Trace {
-	dir := t.TempDir()
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	auditLog := filepath.Join(dir, "audit.log")
-	if err := os.WriteFile(policy, []byte(parity.Policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
+func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start controllerStarter) parity.Trace {
 	ctx := context.Background()
-	c, err := cluster.Start(ctx, cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("cluster.Start() = %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("apiserver log tail:\n%s", c.LogTails(20))
-		}
-		_ = c.Stop()
-	})
+	c, auditLog := startAuditedCluster(t, bins)
 	cs := c.Clientset(t)
 	w := startWorld(t, c, parityNS, sc.nodes, sc.pods, sc.silent, parityRenewPeriod)
 	for _, name := range sc.noBetaLabels {
@@ -370,18 +383,93 @@ func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start
 			t.Errorf("silent node %s: Ready = %s, want Unknown", name, readyStatus(n))
 		}
 	}
+	return controllerTrace(t, auditLog, origin, silenced)
+}
+
+// startAuditedCluster starts a fresh etcd and kube-apiserver for one test,
+// with an audit log of parity.Policy (returned), stopped when the test ends.
+func startAuditedCluster(t *testing.T, bins cluster.Binaries) (*cluster.Cluster, string) {
+	t.Helper()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	auditLog := filepath.Join(dir, "audit.log")
+	if err := os.WriteFile(policy, []byte(parity.Policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.Start(context.Background(), cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("cluster.Start() = %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("apiserver log tail:\n%s", c.LogTails(20))
+		}
+		_ = c.Stop()
+	})
+	return c, auditLog
+}
+
+// controllerTrace reads the audit log and returns the controller's writes
+// and Events (every admin request not made by the test's own clients),
+// with times from origin; those before start are setup.
+func controllerTrace(t *testing.T, auditLog string, origin, start time.Time) parity.Trace {
+	t.Helper()
 	events, err := parity.ReadAuditLog(auditLog)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr, err := parity.BuildTrace(events, func(e *parity.AuditEvent) bool {
 		return e.User.Username == "admin" && e.UserAgent != testUserAgent
-	}, origin, silenced)
+	}, origin, start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d audit events; the controller wrote %d times (%d failed, %d empty patches not compared) and recorded %d kinds of Event", len(events), len(tr.Writes), len(tr.Failed), tr.Empty, len(tr.Events))
 	return tr
+}
+
+// controllerStarter starts one controller against c.
+type controllerStarter func(c *cluster.Cluster) (*cluster.Process, error)
+
+// envKCMFlags names extra kube-controller-manager flags for every
+// side-by-side test, separated by spaces: for example
+// LIFECYCLE_E2E_KCM_FLAGS=--feature-gates=NodeControllerLeaseCircuitBreaker=false
+// to see whether a difference comes from that v1.37 feature.
+const envKCMFlags = "LIFECYCLE_E2E_KCM_FLAGS"
+
+// The two sides of [sideBySide].
+const (
+	sideUpstream = "kube-controller-manager"
+	sideOurs     = "nodecontroller"
+)
+
+// sideBySide runs side twice in parallel subtests of a "sides" subtest:
+// once with kube-controller-manager (only node-lifecycle-controller and
+// taint-eviction-controller) and once with the examples/nodecontroller
+// binary ours, both given flags (upstream's names, without dashes).
+func sideBySide(t *testing.T, bins cluster.Binaries, ours string, flags []string, side func(t *testing.T, name string, start controllerStarter)) {
+	t.Run("sides", func(t *testing.T) {
+		t.Run(sideUpstream, func(t *testing.T) {
+			t.Parallel()
+			side(t, sideUpstream, func(c *cluster.Cluster) (*cluster.Process, error) {
+				extra := append(prefixed("--", flags), strings.Fields(os.Getenv(envKCMFlags))...)
+				return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, extra...)
+			})
+		})
+		t.Run(sideOurs, func(t *testing.T) {
+			t.Parallel()
+			side(t, sideOurs, ourControllerStarter(ours, flags))
+		})
+	})
+}
+
+// ourControllerStarter starts the examples/nodecontroller binary bin
+// without leader election nor endpoints, with flags (without dashes).
+func ourControllerStarter(bin string, flags []string) controllerStarter {
+	return func(c *cluster.Cluster) (*cluster.Process, error) {
+		args := append([]string{"-kubeconfig=" + c.Kubeconfig(), "-leader-elect=false", "-port=0"}, prefixed("-", flags)...)
+		return c.StartProcess("nodecontroller", bin, args...)
+	}
 }
 
 // waitNoAdmissionTaints waits until no node has not-ready:NoSchedule.

@@ -7,6 +7,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -41,7 +43,8 @@ var ncBinary struct {
 }
 
 // nodeControllerBinary builds examples/nodecontroller once per test binary
-// (into the user cache directory, replaced atomically) and returns its path.
+// (into the user cache directory, in a directory of this checkout's own,
+// replaced atomically) and returns its path.
 // It is built with -race: CI's unit tests (go test -race) have compiled its
 // packages that way already, so the build is a link, and a data race in the
 // running controller fails the test (stopProcessAtEnd).
@@ -58,7 +61,11 @@ func nodeControllerBinary(t *testing.T) string {
 		if err != nil {
 			base = os.TempDir()
 		}
-		dir := filepath.Join(base, "lifecycle-e2e", "nodecontroller-bin")
+		// One directory per checkout: several checkouts (git worktrees)
+		// on one machine each build their own controller, and one's
+		// build must never replace the binary another's tests run.
+		sum := sha256.Sum256([]byte(root))
+		dir := filepath.Join(base, "lifecycle-e2e", "nodecontroller-bin", hex.EncodeToString(sum[:6]))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			ncBinary.err = err
 			return
@@ -147,6 +154,9 @@ type world struct {
 	cs           kubernetes.Interface
 	silentNodes  []string
 	live, silent *agentRun // nil when the group has no node
+	// skewed are the agents of the nodes with a skewed clock, one each
+	// (startSkewedWorld).
+	skewed map[string]*agentRun
 }
 
 // startWorld creates namespace ns, starts the agents and the pods, and
@@ -154,15 +164,30 @@ type world struct {
 // agents stop when the test ends.
 func startWorld(t *testing.T, c *cluster.Cluster, ns string, nodes []worldNode, pods []worldPod, silent []string, renew time.Duration) *world {
 	t.Helper()
+	return startSkewedWorld(t, c, ns, nodes, pods, silent, nil, renew)
+}
+
+// startSkewedWorld is startWorld where each node named in skews has an
+// agent of its own whose clock is that far ahead of the real one (behind
+// when negative): it writes its Lease renewTime, its conditions' heartbeat
+// and transition times and its pods' times from that clock, as a kubelet
+// on a host whose clock is off. A skewed node is never silent.
+func startSkewedWorld(t *testing.T, c *cluster.Cluster, ns string, nodes []worldNode, pods []worldPod, silent []string, skews map[string]time.Duration, renew time.Duration) *world {
+	t.Helper()
 	ctx := context.Background()
 	cs := c.Clientset(t)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	var live, quiet []agent.NodeConfig
+	var live, quiet, skewed []agent.NodeConfig
 	for _, wn := range nodes {
 		nc := agent.NodeConfig{Name: wn.name, Labels: map[string]string{v1.LabelTopologyRegion: ncRegion, v1.LabelTopologyZone: wn.zone}}
-		if slices.Contains(silent, wn.name) {
+		if _, ok := skews[wn.name]; ok {
+			if slices.Contains(silent, wn.name) {
+				t.Fatalf("node %s: both skewed and silent", wn.name)
+			}
+			skewed = append(skewed, nc)
+		} else if slices.Contains(silent, wn.name) {
 			quiet = append(quiet, nc)
 		} else {
 			live = append(live, nc)
@@ -171,13 +196,13 @@ func startWorld(t *testing.T, c *cluster.Cluster, ns string, nodes []worldNode, 
 	if len(quiet) != len(silent) {
 		t.Fatalf("silent nodes %v: not all in the world", silent)
 	}
-	w := &world{cs: cs, silentNodes: silent}
+	w := &world{cs: cs, silentNodes: silent, skewed: map[string]*agentRun{}}
 	ac := agentClient(t, c)
-	start := func(group []agent.NodeConfig) *agentRun {
+	startClock := func(clk clock.WithTicker, group ...agent.NodeConfig) *agentRun {
 		if len(group) == 0 {
 			return nil
 		}
-		cfg := agentConfig(ns, agent.NewFakeRuntime(clock.RealClock{}), group...)
+		cfg := agentConfig(ns, agent.NewFakeRuntime(clk), group...)
 		cfg.LeaseDuration = 40 * time.Second
 		cfg.LeaseRenewInterval = renew
 		// Status is posted at registration and on a change only, as a
@@ -185,9 +210,17 @@ func startWorld(t *testing.T, c *cluster.Cluster, ns string, nodes []worldNode, 
 		// (nodeStatusReportFrequency): the Lease alone tells the
 		// controllers the node is alive, and silence's origin is exact.
 		cfg.StatusUpdateFrequency = time.Hour
-		return startAgent(t, ac, cfg, 0)
+		if _, ok := clk.(skewedClock); ok {
+			// A skewed node posts its conditions every renew period
+			// too, so both of its signals carry its clock.
+			cfg.StatusUpdateFrequency = renew
+		}
+		return startAgentClock(t, ac, clk, cfg, 0)
 	}
-	w.live, w.silent = start(live), start(quiet)
+	w.live, w.silent = startClock(clock.RealClock{}, live...), startClock(clock.RealClock{}, quiet...)
+	for _, nc := range skewed {
+		w.skewed[nc.Name] = startClock(newSkewedClock(skews[nc.Name]), nc)
+	}
 
 	for _, wp := range pods {
 		var tol []v1.Toleration

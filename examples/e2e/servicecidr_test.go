@@ -181,7 +181,7 @@ func TestServiceCIDROverlappingDeletedTogether(t *testing.T) {
 	r.pokeStillBlocked(t, dueB, b)
 	// Why this matters: the apiserver's allocator keeps a range ready while
 	// every ServiceCIDR on it is deleting (the apiserver's
-	// pkg/registry/core/service/ipallocator/cidrallocator.go at v1.36.3), so
+	// pkg/registry/core/service/ipallocator/cidrallocator.go at v1.37.2, as at v1.36.3), so
 	// addresses in it keep coming. (If a new apiserver refuses this, it fixed
 	// that: drop this check.)
 	svc2, err := r.tryService(t, ns, "10.4.0.20")

@@ -10,8 +10,8 @@ import (
 // The versions built by hack/build.sh. They must match examples/e2e/testbin/go.mod
 // (a test checks this); the cache directory is keyed by them.
 const (
-	KubernetesVersion = "v1.36.3"
-	EtcdVersion       = "v3.6.8"
+	KubernetesVersion = "v1.37.2"
+	EtcdVersion       = "v3.7.0"
 )
 
 // Environment variables read by this package.

@@ -41,7 +41,7 @@ func TestDefaultBinDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "/cache/lifecycle-e2e/k8s-v1.36.3-etcd-v3.6.8"; got != want {
+	if want := "/cache/lifecycle-e2e/k8s-v1.37.2-etcd-v3.7.0"; got != want {
 		t.Errorf("DefaultBinDir() = %q, want %q", got, want)
 	}
 }

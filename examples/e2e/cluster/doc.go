@@ -3,7 +3,7 @@
 //
 // The binaries are built once from the Go module proxy by
 // examples/e2e/hack/build.sh (versions pinned in examples/e2e/testbin/go.mod:
-// kube-apiserver v1.36.3, etcd v3.6.8) and cached by version under the user's
+// kube-apiserver v1.37.2, etcd v3.7.0) and cached by version under the user's
 // cache directory; [FindBinaries] locates them ($LIFECYCLE_E2E_BIN wins).
 //
 // [Start] picks free loopback ports (the kernel chooses: listen on :0, close,
@@ -19,7 +19,9 @@
 // ([Cluster.KillAPIServer]) and started again ([Cluster.StartAPIServer]) on
 // the same port, certificates and etcd data, so tests can cut the control
 // plane in the middle of a scenario. Clients built from [Cluster.Config]
-// keep working after the restart.
+// keep working after the restart. etcd alone can be killed
+// ([Cluster.KillEtcd], SIGKILL) and started again ([Cluster.StartEtcd]) on
+// the same ports and data directory while the apiserver keeps running.
 //
 // Nothing else runs: no kube-controller-manager, scheduler or kubelet. The
 // test plays the kubelet. Consequences: namespaces never finish deleting,

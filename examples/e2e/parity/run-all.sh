@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run-all.sh — the four parity scenarios against kube-controller-manager
-# v1.36.3: one node silent (the one CI runs), a zone dark while another is
+# v1.37.2: one node silent (the one CI runs), a zone dark while another is
 # healthy, every node dark, 40 of 60 nodes of a large zone silent. Each runs
 # on two fresh kube-apiservers at once (about 20-60 s each).
 #
