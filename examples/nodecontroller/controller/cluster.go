@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	coordlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -42,7 +41,7 @@ func indexByNodeName(obj any) ([]string, error) {
 // the clientset for the writes. It also counts failed writes per object, so
 // that the queue worker can retry the event whose handling failed.
 type cluster struct {
-	client   kubernetes.Interface
+	clients  Clients // every one set (New fills the nil ones with its client)
 	nodes    corelisters.NodeLister
 	leases   coordlisters.LeaseNamespaceLister
 	pods     corelisters.PodLister
@@ -120,15 +119,20 @@ func (c *cluster) ListPodsOnNode(name string) []*v1.Pod {
 	return pods
 }
 
-// UpdateNodeStatus writes status with UpdateStatus on a copy of the cached
-// node. The copy carries the cached resourceVersion, so the write fails with
-// a conflict if the node changed since; the Monitor decides again on its
-// next pass, as upstream does after its retries. The copy is shallow: the
-// shared parts are only serialized, never changed.
+// UpdateNodeStatus patches the conditions that differ between the cached
+// node and status (nodeStatusPatch): a strategic-merge patch of the status
+// subresource that carries the cached resourceVersion, so it fails with a
+// conflict if the node changed since; the Monitor decides again on its next
+// pass, as upstream does after its retries. Unlike upstream's UpdateStatus
+// (tryUpdateNodeHealth), it sends only the conditions, never the rest of the
+// status, which the informer cache does not keep (trim.go).
 func (c *cluster) UpdateNodeStatus(ctx context.Context, node *v1.Node, status *v1.NodeStatus) error {
-	n := *node
-	n.Status = *status
-	_, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, &n, metav1.UpdateOptions{FieldManager: Name})
+	patch, err := nodeStatusPatch(node, status)
+	if err != nil || patch == nil {
+		return err
+	}
+	_, err = c.clients.NodeStatus.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: Name}, "status")
 	return err
 }
 
@@ -196,7 +200,7 @@ func (c *cluster) patchNode(ctx context.Context, name string, build func(*v1.Nod
 			result = node
 			return err
 		}
-		result, err = c.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch,
+		result, err = c.clients.Taints.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch,
 			metav1.PatchOptions{FieldManager: Name})
 		return err
 	})
@@ -217,7 +221,7 @@ func (c *cluster) readNode(ctx context.Context, name string, cached bool) (*v1.N
 			return n, nil
 		}
 	}
-	return c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	return c.clients.Taints.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 }
 
 // taintPatch is the strategic-merge patch that sets spec.taints and
@@ -238,16 +242,23 @@ func taintPatch(rv string, taints []v1.Taint) ([]byte, error) {
 	return json.Marshal(&p)
 }
 
-// UpdatePodStatus writes status with UpdateStatus on a shallow copy of the
-// cached pod (resourceVersion included: a conflict fails the write and the
-// Monitor tries again later). A write that turns the pod's Ready condition
-// False records upstream's per-pod Warning NodeNotReady "Node is not ready"
+// UpdatePodStatus patches what differs between the cached pod's status and
+// status (podStatusPatch: the Ready condition, or in legacy mode
+// status.reason and message), carrying the cached resourceVersion and UID: a
+// conflict fails the write and the Monitor tries again later. Unlike
+// upstream's UpdateStatus of the whole pod (MarkPodsNotReady), it never
+// sends what the informer cache does not keep (container statuses and the
+// rest, trim.go). A write that turns the pod's Ready condition False records
+// upstream's per-pod Warning NodeNotReady "Node is not ready"
 // (MarkPodsNotReady in pkg/controller/util/node/controller_utils.go, which
 // records it after the write unless the pod is gone).
 func (c *cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.PodStatus) error {
-	p := *pod
-	p.Status = *status
-	_, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, &p, metav1.UpdateOptions{FieldManager: Name})
+	patch, err := podStatusPatch(pod, status)
+	if err != nil || patch == nil {
+		return err
+	}
+	_, err = c.clients.Marking.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: Name}, "status")
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.failed(item{kind: kindPod, namespace: pod.Namespace, name: pod.Name})
 	}
@@ -279,7 +290,7 @@ func podReady(st *v1.PodStatus) v1.ConditionStatus {
 // A cached pod with another UID is reported as a conflict: it is a new pod
 // under the same name, not the one the decision was for.
 func (c *cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid types.UID, cond *v1.PodCondition) error {
-	pods := c.client.CoreV1().Pods(key.Namespace)
+	pods := c.clients.Evictions.CoreV1().Pods(key.Namespace)
 	if cond != nil {
 		if cond.Type != v1.DisruptionTarget {
 			return fmt.Errorf("nodecontroller: evict pod %s: condition %s, want %s", key, cond.Type, v1.DisruptionTarget)

@@ -66,8 +66,9 @@ type Controller struct {
 // from clk (clock.RealClock{} in production, a
 // k8s.io/utils/clock/testing.FakeClock in tests: the monitor and tainting
 // loops and the workqueue's delays all follow it). It builds its own
-// informers (with managed fields stripped from the cache and a pod index on
-// spec.nodeName); nothing runs until Start or Run.
+// informers (pods and nodes trimmed to what the controller reads, trim.go;
+// managed fields stripped; a pod index on spec.nodeName); it writes through
+// cfg.Clients (client for those left nil); nothing runs until Start or Run.
 func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Controller, error) {
 	if client == nil || clk == nil {
 		return nil, fmt.Errorf("%w: nil client or clock", ErrInvalidConfig)
@@ -81,11 +82,11 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 	if cfg.Snapshots == nil {
 		cfg.Snapshots = NoSnapshots{}
 	}
-	strip := informers.WithTransform(stripManagedFields)
-	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, strip,
+	trim := informers.WithTransform(newTrimmer().transform)
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, trim,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.NodeSelector }))
-	podFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, strip)
-	leaseFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, strip,
+	podFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, trim)
+	leaseFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, informers.WithTransform(stripManagedFields),
 		informers.WithNamespace(cfg.LeaseNamespace))
 
 	nodes := nodeFactory.Core().V1().Nodes()
@@ -107,7 +108,7 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		kick:      make(chan struct{}, 1),
 	}
 	c.cluster = &cluster{
-		client:   client,
+		clients:  cfg.Clients.withDefault(client),
 		nodes:    nodes.Lister(),
 		leases:   leases.Lister().Leases(cfg.LeaseNamespace),
 		pods:     pods.Lister(),
