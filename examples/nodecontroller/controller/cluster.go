@@ -48,6 +48,7 @@ type cluster struct {
 	podIndex cache.Indexer
 	backoff  wait.Backoff
 	recorder record.EventRecorder // nil: no Events
+	mark     func(item)           // queues a pod for the marking workers (loops.go)
 
 	mu       sync.Mutex
 	failures map[item]uint64
@@ -251,8 +252,14 @@ func taintPatch(rv string, taints []v1.Taint) ([]byte, error) {
 // rest, trim.go). A write that turns the pod's Ready condition False records
 // upstream's per-pod Warning NodeNotReady "Node is not ready"
 // (MarkPodsNotReady in pkg/controller/util/node/controller_utils.go, which
-// records it after the write unless the pod is gone).
+// records it after the write unless the pod is gone). In a monitor pass
+// run by Run, a Ready=False write is queued for the marking workers
+// instead and reported done (loops.go).
 func (c *cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.PodStatus) error {
+	if c.mark != nil && deferMarking(ctx) && marksNotReady(pod, status) {
+		c.mark(item{kind: kindPod, namespace: pod.Namespace, name: pod.Name})
+		return nil
+	}
 	patch, err := podStatusPatch(pod, status)
 	if err != nil || patch == nil {
 		return err

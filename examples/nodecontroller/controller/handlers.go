@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
 
@@ -81,25 +82,26 @@ func tolerationEqual(a, b v1.Toleration) bool {
 // running (it could block in the queue).
 func (c *Controller) ProcessEvents(ctx context.Context) int {
 	n := 0
-	for c.queue.Len() > 0 && c.processNext(ctx) {
+	for c.queue.Len() > 0 && c.processNext(ctx, c.queue) {
 		n++
 	}
 	return n
 }
 
-// processNext handles one queue item; false when the queue is shut down.
-func (c *Controller) processNext(ctx context.Context) bool {
-	it, quit := c.queue.Get()
+// processNext handles one item of q (the event queue, or the marking
+// queue); false when q is shut down.
+func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[item]) bool {
+	it, quit := q.Get()
 	if quit {
 		return false
 	}
-	defer c.queue.Done(it)
+	defer q.Done(it)
 	if c.handle(ctx, it) {
-		c.queue.Forget(it)
+		q.Forget(it)
 		return true
 	}
 	klog.FromContext(ctx).V(2).Info("Write failed while handling an event, retrying", "kind", it.kind, "namespace", it.namespace, "name", it.name)
-	c.queue.AddRateLimited(it)
+	q.AddRateLimited(it)
 	return true
 }
 
