@@ -30,11 +30,17 @@ import (
 const nodeNameIndex = "spec.nodeName"
 
 func indexByNodeName(obj any) ([]string, error) {
-	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
+	var node string
+	switch p := obj.(type) {
+	case *cachedPod:
+		node = p.nodeName
+	case *v1.Pod:
+		node = p.Spec.NodeName
+	}
+	if node == "" {
 		return nil, nil
 	}
-	return []string{pod.Spec.NodeName}, nil
+	return []string{node}, nil
 }
 
 // cluster implements monitor.Cluster with informer caches for the reads and
@@ -44,8 +50,7 @@ type cluster struct {
 	clients  Clients // every one set (New fills the nil ones with its client)
 	nodes    corelisters.NodeLister
 	leases   coordlisters.LeaseNamespaceLister
-	pods     corelisters.PodLister
-	podIndex cache.Indexer
+	podIndex cache.Indexer // *cachedPod objects (trim.go)
 	backoff  wait.Backoff
 	recorder record.EventRecorder // nil: no Events
 	mark     func(item)           // queues a pod for the marking workers (loops.go)
@@ -104,6 +109,18 @@ func (c *cluster) GetLease(name string) *coordinationv1.Lease {
 	return l
 }
 
+// getPod returns the cached pod, or a NotFound error.
+func (c *cluster) getPod(namespace, name string) (*v1.Pod, error) {
+	obj, ok, err := c.podIndex.GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if p := podOf(obj); ok && p != nil {
+		return p, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
+}
+
 // ListPodsOnNode returns the cached pods bound to the node, through the
 // spec.nodeName index.
 func (c *cluster) ListPodsOnNode(name string) []*v1.Pod {
@@ -113,7 +130,7 @@ func (c *cluster) ListPodsOnNode(name string) []*v1.Pod {
 	}
 	pods := make([]*v1.Pod, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*v1.Pod); ok {
+		if p := podOf(o); p != nil {
 			pods = append(pods, p)
 		}
 	}
@@ -302,7 +319,7 @@ func (c *cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid ty
 		if cond.Type != v1.DisruptionTarget {
 			return fmt.Errorf("nodecontroller: evict pod %s: condition %s, want %s", key, cond.Type, v1.DisruptionTarget)
 		}
-		pod, err := c.pods.Pods(key.Namespace).Get(key.Name)
+		pod, err := c.getPod(key.Namespace, key.Name)
 		if err != nil {
 			pod, err = pods.Get(ctx, key.Name, metav1.GetOptions{})
 			if err != nil {

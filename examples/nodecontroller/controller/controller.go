@@ -117,7 +117,6 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		clients:  cfg.Clients.withDefault(client),
 		nodes:    nodes.Lister(),
 		leases:   leases.Lister().Leases(cfg.LeaseNamespace),
-		pods:     pods.Lister(),
 		podIndex: pods.Informer().GetIndexer(),
 		backoff:  cfg.ConflictBackoff,
 		recorder: cfg.Recorder,

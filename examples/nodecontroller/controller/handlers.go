@@ -43,7 +43,10 @@ func (c *Controller) onPod(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	if p, ok := obj.(*v1.Pod); ok {
+	switch p := obj.(type) {
+	case *cachedPod:
+		c.queue.Add(item{kind: kindPod, namespace: p.namespace, name: p.name})
+	case *v1.Pod:
 		c.queue.Add(item{kind: kindPod, namespace: p.Namespace, name: p.Name})
 	}
 }
@@ -53,14 +56,14 @@ func (c *Controller) onPod(obj any) {
 // including the controller's own Ready=False and DisruptionTarget writes,
 // are not queued.
 func (c *Controller) onPodUpdate(oldObj, obj any) {
-	old, ok1 := oldObj.(*v1.Pod)
-	cur, ok2 := obj.(*v1.Pod)
+	old, ok1 := oldObj.(*cachedPod)
+	cur, ok2 := obj.(*cachedPod)
 	if !ok1 || !ok2 {
 		c.onPod(obj)
 		return
 	}
-	if old.Spec.NodeName != cur.Spec.NodeName || old.UID != cur.UID ||
-		!slices.EqualFunc(old.Spec.Tolerations, cur.Spec.Tolerations, tolerationEqual) {
+	if old.nodeName != cur.nodeName || old.uid != cur.uid ||
+		!slices.EqualFunc(old.tolerations, cur.tolerations, tolerationEqual) {
 		c.onPod(cur)
 	}
 }
@@ -127,7 +130,7 @@ func (c *Controller) handle(ctx context.Context, it item) bool {
 		}
 		c.mon.NodeChanged(ctx, now, node)
 	case kindPod:
-		pod, err := c.cluster.pods.Pods(it.namespace).Get(it.name)
+		pod, err := c.cluster.getPod(it.namespace, it.name)
 		if apierrors.IsNotFound(err) {
 			c.mon.PodDeleted(types.NamespacedName{Namespace: it.namespace, Name: it.name})
 			c.cluster.forget(it)

@@ -109,6 +109,8 @@ func (t *trimmer) transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *v1.Pod:
 		return t.pod(o), nil
+	case *cachedPod:
+		return o, nil
 	case *v1.Node:
 		return t.node(o), nil
 	}
@@ -116,30 +118,25 @@ func (t *trimmer) transform(obj any) (any, error) {
 }
 
 // pod returns the trimmed copy of p.
-func (t *trimmer) pod(p *v1.Pod) *v1.Pod {
-	out := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              p.Name,
-			Namespace:         t.str(p.Namespace),
-			UID:               p.UID,
-			ResourceVersion:   p.ResourceVersion,
-			Generation:        p.Generation,
-			DeletionTimestamp: p.DeletionTimestamp, CreationTimestamp: p.CreationTimestamp,
-		},
-		Spec: v1.PodSpec{
-			NodeName:    t.str(p.Spec.NodeName),
-			Tolerations: t.tols(p.Spec.Tolerations),
-		},
-		Status: v1.PodStatus{
-			Phase:  v1.PodPhase(t.str(string(p.Status.Phase))),
-			Reason: t.str(p.Status.Reason),
-		},
+func (t *trimmer) pod(p *v1.Pod) *cachedPod {
+	out := &cachedPod{
+		name:            p.Name,
+		namespace:       t.str(p.Namespace),
+		uid:             p.UID,
+		resourceVersion: p.ResourceVersion,
+		generation:      p.Generation,
+		created:         p.CreationTimestamp,
+		deleting:        p.DeletionTimestamp,
+		nodeName:        t.str(p.Spec.NodeName),
+		tolerations:     t.tols(p.Spec.Tolerations),
+		phase:           v1.PodPhase(t.str(string(p.Status.Phase))),
+		reason:          t.str(p.Status.Reason),
 	}
 	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
-		out.OwnerReferences = []metav1.OwnerReference{{
+		out.owner = &metav1.OwnerReference{
 			APIVersion: t.str(ref.APIVersion), Kind: t.str(ref.Kind), Name: ref.Name, UID: ref.UID,
 			Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion,
-		}}
+		}
 	}
 	n := 0
 	for i := range p.Status.Conditions {
@@ -148,7 +145,7 @@ func (t *trimmer) pod(p *v1.Pod) *v1.Pod {
 		}
 	}
 	if n > 0 {
-		out.Status.Conditions = make([]v1.PodCondition, 0, n)
+		out.conditions = make([]v1.PodCondition, 0, n)
 		for i := range p.Status.Conditions {
 			c := p.Status.Conditions[i]
 			if !ownedPodCondition(c.Type) {
@@ -157,7 +154,7 @@ func (t *trimmer) pod(p *v1.Pod) *v1.Pod {
 			c.Type = v1.PodConditionType(t.str(string(c.Type)))
 			c.Status = v1.ConditionStatus(t.str(string(c.Status)))
 			c.Reason, c.Message = t.str(c.Reason), t.str(c.Message)
-			out.Status.Conditions = append(out.Status.Conditions, c)
+			out.conditions = append(out.conditions, c)
 		}
 	}
 	return out

@@ -69,7 +69,7 @@ func fullNode() *v1.Node {
 func TestTrimPodKeepsWhatIsRead(t *testing.T) {
 	p := fullPod()
 	before := p.DeepCopy()
-	got := newTrimmer().pod(p)
+	got := newTrimmer().pod(p).pod()
 	mustEqual(t, "argument after transform", p, before)
 
 	want := &v1.Pod{
@@ -100,13 +100,13 @@ func TestTrimInternsShared(t *testing.T) {
 	tr := newTrimmer()
 	a, b := fullPod(), fullPod()
 	b.Name = "web-1"
-	ta, tb := tr.pod(a), tr.pod(b)
+	ta, tb := tr.pod(a).pod(), tr.pod(b).pod()
 	if &ta.Spec.Tolerations[0] != &tb.Spec.Tolerations[0] {
 		t.Error("two pods with equal tolerations hold two copies, want one shared")
 	}
 	mustEqual(t, "tolerations", tb.Spec.Tolerations, a.Spec.Tolerations)
 	b.Spec.Tolerations[0].TolerationSeconds = ptr.To[int64](30)
-	if &ta.Spec.Tolerations[0] == &tr.pod(b).Spec.Tolerations[0] {
+	if &ta.Spec.Tolerations[0] == &tr.pod(b).pod().Spec.Tolerations[0] {
 		t.Error("different tolerations share a copy")
 	}
 }
@@ -132,7 +132,7 @@ func TestStatusPatchesKeepUnownedFields(t *testing.T) {
 	tr := newTrimmer()
 
 	live := fullPod()
-	cached := tr.pod(live)
+	cached := tr.pod(live).pod()
 	st, change := nodehealth.PodNotReadyStatus(now, cached)
 	if !change {
 		t.Fatal("PodNotReadyStatus: no change")
@@ -174,7 +174,7 @@ func TestStatusPatchesKeepUnownedFields(t *testing.T) {
 }
 
 func TestStatusPatchRefusesUnownedChange(t *testing.T) {
-	p := newTrimmer().pod(fullPod())
+	p := newTrimmer().pod(fullPod()).pod()
 	st := p.Status.DeepCopy()
 	st.PodIP = "10.0.0.9"
 	_, err := podStatusPatch(p, st)
