@@ -54,9 +54,14 @@ const (
 	envScaleKCM      = "LIFECYCLE_E2E_SCALE_KCM"
 	envScaleKCMNodes = "LIFECYCLE_E2E_SCALE_KCM_NODES" // sizes, "500,1000" when unset
 	envScaleKCMSVG   = "LIFECYCLE_E2E_SCALE_KCM_SVG"   // where to write the RSS chart
-	scaleKCMZones    = 4
-	scaleKCMLostZone = "zone-3"
-	scaleKCMNS       = "scale"
+	// envScaleKCMResults names a JSON file of results: those of earlier
+	// runs are read from it and merged (a controller and size run again
+	// replaces its old figures), and the merged set is written back after
+	// each run, so that sizes can be run one invocation at a time.
+	envScaleKCMResults = "LIFECYCLE_E2E_SCALE_KCM_RESULTS"
+	scaleKCMZones      = 4
+	scaleKCMLostZone   = "zone-3"
+	scaleKCMNS         = "scale"
 )
 
 // scaleParams are a scenario's sizes and timings, the same for both
@@ -177,7 +182,15 @@ func TestScaleBesideKCM(t *testing.T) {
 	}
 	bins := binariesWithKCM(t)
 	ours := plainNodeControllerBinary(t)
+	resultsFile := os.Getenv(envScaleKCMResults)
 	var results []scaleResult
+	if resultsFile != "" {
+		if b, err := os.ReadFile(resultsFile); err == nil {
+			if err := json.Unmarshal(b, &results); err != nil {
+				t.Fatalf("%s: %v", resultsFile, err)
+			}
+		}
+	}
 	for _, n := range sizes {
 		for _, side := range []string{"kube-controller-manager", "nodecontroller"} {
 			t.Run(fmt.Sprintf("%s/nodes=%d", side, n), func(t *testing.T) {
@@ -189,8 +202,16 @@ func TestScaleBesideKCM(t *testing.T) {
 					}
 					return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, p.flags()...)
 				})
+				results = slices.DeleteFunc(results, func(o scaleResult) bool { return o.Controller == r.Controller && o.Nodes == r.Nodes })
 				results = append(results, r)
+				sort.SliceStable(results, func(i, j int) bool { return results[i].Nodes < results[j].Nodes })
 				t.Log(scaleTable([]scaleResult{r}))
+				if resultsFile != "" {
+					b, _ := json.MarshalIndent(results, "", "  ")
+					if err := os.WriteFile(resultsFile, b, 0o644); err != nil {
+						t.Errorf("saving %s: %v", resultsFile, err)
+					}
+				}
 			})
 		}
 	}
@@ -407,7 +428,13 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 // a trimmed cached pod would have wiped its container statuses and its
 // other conditions.
 func TestNodeControllerWritesOnlyOwnedFields(t *testing.T) {
-	bins := binariesWithKCM(t)
+	bins, err := cluster.FindBinaries()
+	if err != nil {
+		if cluster.Required() {
+			t.Fatalf("e2e: %v", err)
+		}
+		t.Skipf("e2e: %v", err)
+	}
 	ours := nodeControllerBinary(t)
 	p := scaleParams{nodes: 8, podsPerNode: 3, renew: time.Second, grace: 4 * time.Second, period: time.Second,
 		evictionRate: 10, tolerationSeconds: 3, qps: 100, burst: 200, steady: 2 * time.Second, outageWait: time.Minute, sample: 2}
@@ -628,30 +655,24 @@ func scaleTable(rs []scaleResult) string {
 	return b.String()
 }
 
-// scaleSlopes is each controller's RSS slope per pod between its smallest
-// and largest size.
+// scaleSlopes is each controller's RSS slope per pod between each two
+// consecutive sizes it ran.
 func scaleSlopes(rs []scaleResult) string {
 	var b strings.Builder
 	for _, name := range []string{"kube-controller-manager", "nodecontroller"} {
-		var lo, hi *scaleResult
-		for i := range rs {
-			r := &rs[i]
-			if r.Controller != name {
-				continue
-			}
-			if lo == nil || r.Pods < lo.Pods {
-				lo = r
-			}
-			if hi == nil || r.Pods > hi.Pods {
-				hi = r
+		var sel []scaleResult
+		for _, r := range rs {
+			if r.Controller == name {
+				sel = append(sel, r)
 			}
 		}
-		if lo == nil || lo == hi {
-			continue
+		sort.Slice(sel, func(i, j int) bool { return sel[i].Pods < sel[j].Pods })
+		for i := 1; i < len(sel); i++ {
+			lo, hi := sel[i-1], sel[i]
+			d := float64(hi.Pods - lo.Pods)
+			fmt.Fprintf(&b, "%s: RSS slope %.2f KB per pod at steady state (%d -> %d pods), peak %.2f KB per pod\n", name,
+				float64(hi.RSSSteady-lo.RSSSteady)/d/1000, lo.Pods, hi.Pods, float64(hi.RSSPeak-lo.RSSPeak)/d/1000)
 		}
-		d := float64(hi.Pods - lo.Pods)
-		fmt.Fprintf(&b, "%s: RSS slope %.2f KB per pod at steady state (%d -> %d pods), peak %.2f KB per pod\n", name,
-			float64(hi.RSSSteady-lo.RSSSteady)/d/1000, lo.Pods, hi.Pods, float64(hi.RSSPeak-lo.RSSPeak)/d/1000)
 	}
 	return b.String()
 }
