@@ -1292,10 +1292,13 @@ func (f *conditionFlipper) run(stop <-chan struct{}) error {
 // wrapper of its rest.Config) and checks that none is blind: each one is
 // conditional on what the controller read.
 //
-//	PUT   nodes/NAME/status, pods/NAME/status, configmaps/NAME   metadata.resourceVersion
+//	PUT   configmaps/NAME                                         metadata.resourceVersion
 //	PATCH nodes/NAME (spec.taints, or the beta OS/arch labels)    metadata.resourceVersion
-//	PATCH pods/NAME/status (DisruptionTarget)                     metadata.uid (upstream does the same; the
-//	                                                              patch merges one condition by type)
+//	PATCH nodes/NAME/status (the changed conditions)              metadata.resourceVersion
+//	PATCH pods/NAME/status (Ready=False, or DisruptionTarget)     metadata.uid (upstream does the same for
+//	                                                              DisruptionTarget; the patch merges
+//	                                                              conditions by type; Ready=False also
+//	                                                              carries metadata.resourceVersion)
 //	DELETE pods/NAME                                              preconditions.uid
 //	POST  configmaps (the snapshot's first save)                  none needed: a create never overwrites
 //
@@ -1318,8 +1321,7 @@ type writeKind string
 
 const (
 	nodeTaintPatch  writeKind = "node taint or label patch"
-	nodeStatusPut   writeKind = "node status update"
-	podStatusPut    writeKind = "pod status update"
+	nodeStatusPatch writeKind = "node status patch"
 	podStatusPatch  writeKind = "pod condition patch"
 	podDelete       writeKind = "pod delete"
 	snapshotPut     writeKind = "snapshot update"
@@ -1333,8 +1335,7 @@ var auditRules = []struct {
 	kind   writeKind
 }{
 	{http.MethodPatch, regexp.MustCompile(`^/api/v1/nodes/[^/]+$`), nodeTaintPatch},
-	{http.MethodPut, regexp.MustCompile(`^/api/v1/nodes/[^/]+/status$`), nodeStatusPut},
-	{http.MethodPut, regexp.MustCompile(`^/api/v1/namespaces/[^/]+/pods/[^/]+/status$`), podStatusPut},
+	{http.MethodPatch, regexp.MustCompile(`^/api/v1/nodes/[^/]+/status$`), nodeStatusPatch},
 	{http.MethodPatch, regexp.MustCompile(`^/api/v1/namespaces/[^/]+/pods/[^/]+/status$`), podStatusPatch},
 	{http.MethodDelete, regexp.MustCompile(`^/api/v1/namespaces/[^/]+/pods/[^/]+$`), podDelete},
 	{http.MethodPut, regexp.MustCompile(`^/api/v1/namespaces/[^/]+/configmaps/[^/]+$`), snapshotPut},

@@ -204,10 +204,6 @@ var parityKnown = []parity.Known{
 		"Unlike upstream, the pod Delete carries a UID precondition (preconditions.uid), so a pod "+
 			"deleted and re-created under the same name meanwhile is never evicted in its place; "+
 			"upstream deletes by name (pkg/controller/tainteviction/taint_eviction.go, addConditionAndDeletePod)."),
-	known(`^write patch pods/\S+/status #\d+ request$`,
-		"Same result, other patch shape: upstream computes the DisruptionTarget strategic merge patch "+
-			"with CreateTwoWayMergePatch, which adds $setElementOrder/conditions "+
-			"(pkg/util/pod/pod.go, PatchPodStatus, called by addConditionAndDeletePod); ours builds the patch of the one condition directly."),
 	known(`^event Pod \S+ NodeNotReady count$`,
 		"Unlike upstream, a pod may be evicted before its Ready=False write: our eviction pass runs "+
 			"concurrently with the monitor pass that marks the node's pods not ready, so the DisruptionTarget "+
@@ -238,7 +234,7 @@ var betaLabelsKnown = parity.Known{
 // none of this. (Intermittent upstream: seen in 1 of the first 2 runs.)
 var allDarkKnown = []parity.Known{
 	known(`^write patch nodes//\S+ #\d+ missing$`, "kubernetes/kubernetes#111385: upstream's NoExecute taint during full disruption; ours: none"),
-	known(`^write patch pods/\S+/status #\d+ missing$`, "kubernetes/kubernetes#111385: upstream's DisruptionTarget of a pod evicted in full disruption; ours: none"),
+	known(`^write status\[DisruptionTarget\] pods/\S+/status #\d+ missing$`, "kubernetes/kubernetes#111385: upstream's DisruptionTarget of a pod evicted in full disruption; ours: none"),
 	known(`^write delete pods/\S+ #\d+ missing$`, "kubernetes/kubernetes#111385: upstream evicts a pod in full disruption; ours does not"),
 	known(`^event Pod \S+ TaintManagerEviction missing$`, "kubernetes/kubernetes#111385: upstream's eviction event in full disruption; ours: none"),
 }
@@ -278,6 +274,7 @@ func runParity(t *testing.T, sc parityScenario) {
 	if t.Failed() {
 		return
 	}
+	up, nc = statusWritesByResult(up), statusWritesByResult(nc)
 	skew, at := parity.MaxSkew(up, nc, sc.orderFree)
 	t.Logf("both sides in %v; largest time difference %v (%s), tolerance %v", time.Since(t0).Round(100*time.Millisecond), skew.Round(time.Millisecond), at, parityTolerance)
 	diffs := parity.Compare(up, nc, parity.Options{Tolerance: parityTolerance, FieldTolerance: time.Second, OrderFree: sc.orderFree})

@@ -102,6 +102,8 @@ type options struct {
 	port        int
 
 	set map[string]bool // flags given on the command line
+
+	events kubernetes.Interface // Events client; nil: the main client (tests)
 }
 
 // newFlagSet defines the flags on a new FlagSet, with the upstream defaults.
@@ -111,8 +113,8 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.SetOutput(out)
 	m := &o.cfg.Monitor
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run against; empty: the in-cluster configuration (the pod's ServiceAccount), else the usual loading rules ($KUBECONFIG, ~/.kube/config)")
-	fs.Float64Var(&o.qps, "kube-api-qps", 20, "client QPS to the API server")
-	fs.IntVar(&o.burst, "kube-api-burst", 30, "client burst to the API server")
+	fs.Float64Var(&o.qps, "kube-api-qps", 20, fmt.Sprintf("QPS to the API server of each of the %d clients (informers and node status; pod marking; taints; evictions; Events), as kube-controller-manager's applies to each controller's client", duties))
+	fs.IntVar(&o.burst, "kube-api-burst", 30, fmt.Sprintf("burst to the API server of each of the %d clients", duties))
 	fs.DurationVar(&m.Health.GracePeriod, "node-monitor-grace-period", m.Health.GracePeriod, "silence after which a node is marked Unknown")
 	fs.DurationVar(&m.Health.StartupGracePeriod, "node-startup-grace-period", m.Health.StartupGracePeriod, "grace for a node that never posted a Ready condition")
 	fs.Var(&featureGates{&m.Health}, "feature-gates", "comma-separated Gate=true|false, as kube-controller-manager's; known: "+GateLeaseCircuitBreaker+" (default true: confirm with a live read before writing a node Unknown, and hold while the Lease or Node cache is behind; false: the v1.36 behaviour)")
@@ -324,8 +326,12 @@ func run(ctx context.Context, o *options) error {
 	}
 	rc.QPS, rc.Burst = float32(o.qps), o.burst
 	rc.UserAgent = controller.Name
+	withProtobuf(rc)
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
+		return err
+	}
+	if o.cfg.Clients, o.events, err = dutyClients(rc); err != nil {
 		return err
 	}
 	return runWith(ctx, o, client, clock.RealClock{})
@@ -341,7 +347,11 @@ func runWith(ctx context.Context, o *options, client kubernetes.Interface, clk c
 	ctx = klog.NewContext(ctx, klog.Background())
 	events := record.NewBroadcaster(record.WithContext(ctx))
 	defer events.Shutdown()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	eventClient := client
+	if o.events != nil {
+		eventClient = o.events
+	}
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 	cfg.Recorder = events.NewRecorder(scheme.Scheme, v1.EventSource{Component: nodeComponent})
 	cfg.EvictionRecorder = events.NewRecorder(scheme.Scheme, v1.EventSource{Component: evictionComponent})
 

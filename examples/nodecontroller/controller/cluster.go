@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	coordlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -31,25 +30,31 @@ import (
 const nodeNameIndex = "spec.nodeName"
 
 func indexByNodeName(obj any) ([]string, error) {
-	pod, ok := obj.(*v1.Pod)
-	if !ok || pod.Spec.NodeName == "" {
+	var node string
+	switch p := obj.(type) {
+	case *cachedPod:
+		node = p.nodeName
+	case *v1.Pod:
+		node = p.Spec.NodeName
+	}
+	if node == "" {
 		return nil, nil
 	}
-	return []string{pod.Spec.NodeName}, nil
+	return []string{node}, nil
 }
 
 // cluster implements monitor.Cluster with informer caches for the reads and
 // the clientset for the writes. It also counts failed writes per object, so
 // that the queue worker can retry the event whose handling failed.
 type cluster struct {
-	client   kubernetes.Interface
+	clients  Clients // every one set (New fills the nil ones with its client)
 	nodes    corelisters.NodeLister
 	leases   coordlisters.LeaseNamespaceLister
-	pods     corelisters.PodLister
-	podIndex cache.Indexer
+	podIndex cache.Indexer // *cachedPod objects (trim.go)
 	backoff  wait.Backoff
 	recorder record.EventRecorder // nil: no Events
 	live     liveCaches           // live.go: the Lease circuit breaker's reads
+	mark     func(item)           // queues a pod for the marking workers (loops.go)
 
 	mu       sync.Mutex
 	failures map[item]uint64
@@ -105,6 +110,18 @@ func (c *cluster) GetLease(name string) *coordinationv1.Lease {
 	return l
 }
 
+// getPod returns the cached pod, or a NotFound error.
+func (c *cluster) getPod(namespace, name string) (*v1.Pod, error) {
+	obj, ok, err := c.podIndex.GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if p := podOf(obj); ok && p != nil {
+		return p, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
+}
+
 // ListPodsOnNode returns the cached pods bound to the node, through the
 // spec.nodeName index.
 func (c *cluster) ListPodsOnNode(name string) []*v1.Pod {
@@ -114,22 +131,27 @@ func (c *cluster) ListPodsOnNode(name string) []*v1.Pod {
 	}
 	pods := make([]*v1.Pod, 0, len(objs))
 	for _, o := range objs {
-		if p, ok := o.(*v1.Pod); ok {
+		if p := podOf(o); p != nil {
 			pods = append(pods, p)
 		}
 	}
 	return pods
 }
 
-// UpdateNodeStatus writes status with UpdateStatus on a copy of the cached
-// node. The copy carries the cached resourceVersion, so the write fails with
-// a conflict if the node changed since; the Monitor decides again on its
-// next pass, as upstream does after its retries. The copy is shallow: the
-// shared parts are only serialized, never changed.
+// UpdateNodeStatus patches the conditions that differ between the cached
+// node and status (nodeStatusPatch): a strategic-merge patch of the status
+// subresource that carries the cached resourceVersion, so it fails with a
+// conflict if the node changed since; the Monitor decides again on its next
+// pass, as upstream does after its retries. Unlike upstream's UpdateStatus
+// (tryUpdateNodeHealth), it sends only the conditions, never the rest of the
+// status, which the informer cache does not keep (trim.go).
 func (c *cluster) UpdateNodeStatus(ctx context.Context, node *v1.Node, status *v1.NodeStatus) error {
-	n := *node
-	n.Status = *status
-	_, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, &n, metav1.UpdateOptions{FieldManager: Name})
+	patch, err := nodeStatusPatch(node, status)
+	if err != nil || patch == nil {
+		return err
+	}
+	_, err = c.clients.NodeStatus.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: Name}, "status")
 	return err
 }
 
@@ -197,7 +219,7 @@ func (c *cluster) patchNode(ctx context.Context, name string, build func(*v1.Nod
 			result = node
 			return err
 		}
-		result, err = c.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch,
+		result, err = c.clients.Taints.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch,
 			metav1.PatchOptions{FieldManager: Name})
 		return err
 	})
@@ -218,7 +240,7 @@ func (c *cluster) readNode(ctx context.Context, name string, cached bool) (*v1.N
 			return n, nil
 		}
 	}
-	return c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	return c.clients.Taints.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 }
 
 // taintPatch is the strategic-merge patch that sets spec.taints and
@@ -239,16 +261,29 @@ func taintPatch(rv string, taints []v1.Taint) ([]byte, error) {
 	return json.Marshal(&p)
 }
 
-// UpdatePodStatus writes status with UpdateStatus on a shallow copy of the
-// cached pod (resourceVersion included: a conflict fails the write and the
-// Monitor tries again later). A write that turns the pod's Ready condition
-// False records upstream's per-pod Warning NodeNotReady "Node is not ready"
+// UpdatePodStatus patches what differs between the cached pod's status and
+// status (podStatusPatch: the Ready condition, or in legacy mode
+// status.reason and message), carrying the cached resourceVersion and UID: a
+// conflict fails the write and the Monitor tries again later. Unlike
+// upstream's UpdateStatus of the whole pod (MarkPodsNotReady), it never
+// sends what the informer cache does not keep (container statuses and the
+// rest, trim.go). A write that turns the pod's Ready condition False records
+// upstream's per-pod Warning NodeNotReady "Node is not ready"
 // (MarkPodsNotReady in pkg/controller/util/node/controller_utils.go, which
-// records it after the write unless the pod is gone).
+// records it after the write unless the pod is gone). In a monitor pass
+// run by Run, a Ready=False write is queued for the marking workers
+// instead and reported done (loops.go).
 func (c *cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.PodStatus) error {
-	p := *pod
-	p.Status = *status
-	_, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, &p, metav1.UpdateOptions{FieldManager: Name})
+	if c.mark != nil && deferMarking(ctx) && marksNotReady(pod, status) {
+		c.mark(item{kind: kindPod, namespace: pod.Namespace, name: pod.Name})
+		return nil
+	}
+	patch, err := podStatusPatch(pod, status)
+	if err != nil || patch == nil {
+		return err
+	}
+	_, err = c.clients.Marking.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: Name}, "status")
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.failed(item{kind: kindPod, namespace: pod.Namespace, name: pod.Name})
 	}
@@ -280,12 +315,12 @@ func podReady(st *v1.PodStatus) v1.ConditionStatus {
 // A cached pod with another UID is reported as a conflict: it is a new pod
 // under the same name, not the one the decision was for.
 func (c *cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid types.UID, cond *v1.PodCondition) error {
-	pods := c.client.CoreV1().Pods(key.Namespace)
+	pods := c.clients.Evictions.CoreV1().Pods(key.Namespace)
 	if cond != nil {
 		if cond.Type != v1.DisruptionTarget {
 			return fmt.Errorf("nodecontroller: evict pod %s: condition %s, want %s", key, cond.Type, v1.DisruptionTarget)
 		}
-		pod, err := c.pods.Pods(key.Namespace).Get(key.Name)
+		pod, err := c.getPod(key.Namespace, key.Name)
 		if err != nil {
 			pod, err = pods.Get(ctx, key.Name, metav1.GetOptions{})
 			if err != nil {

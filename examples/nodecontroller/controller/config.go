@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
@@ -19,9 +20,9 @@ import (
 const Name = "node-lifecycle-controller"
 
 // Config configures a Controller: the decision policy (monitor.Config) plus
-// the knobs of the client-go wiring. The API client's QPS and burst belong to
-// the caller's rest.Config, not here. DefaultConfig returns the upstream
-// v1.36 defaults.
+// the knobs of the client-go wiring. The API clients' QPS and burst belong to
+// the caller's rest.Config, not here (see Clients). DefaultConfig returns
+// the upstream v1.36 defaults.
 type Config struct {
 	// Monitor is the whole node lifecycle policy: grace periods, eviction
 	// rates and thresholds, monitor and tainting periods, the Evictor
@@ -53,6 +54,11 @@ type Config struct {
 	// no retry; DefaultConfig has upstream's UpdateTaintBackoff (5 steps,
 	// 100ms, jitter 1.0).
 	ConflictBackoff wait.Backoff
+
+	// Clients are the clients of the controller's write duties, so that
+	// no duty queues behind another's client-side rate limiter; a nil one
+	// is the client New is given. See Clients.
+	Clients Clients
 
 	// Snapshots persists the node health state so that a restart keeps the
 	// grace-period countdowns and the pods-not-ready edges
@@ -112,6 +118,39 @@ type Config struct {
 	// source component taint-eviction-controller, while Recorder's are
 	// node-controller's. nil means Recorder.
 	EvictionRecorder record.EventRecorder
+}
+
+// Clients are the clients of the controller's separate write duties. Each
+// should be built from its own rest.Config (kubernetes.NewForConfig gives
+// each its own QPS/burst token bucket), as kube-controller-manager's
+// node-lifecycle-controller and taint-eviction-controller each have their
+// own client and --kube-api-qps/--kube-api-burst apply to each. With one
+// shared client, a large outage queues the NoExecute taints behind
+// thousands of pod Ready=False writes and deletions. The informers and the
+// snapshot use the client New is given; Kubernetes Events go through the
+// caller's recorders.
+type Clients struct {
+	// NodeStatus writes the nodes' Unknown conditions (the monitor pass).
+	NodeStatus kubernetes.Interface
+	// Marking writes the pods' Ready=False conditions (upstream
+	// MarkPodsNotReady) and, in legacy mode, their NodeLost reason.
+	Marking kubernetes.Interface
+	// Taints writes the nodes' taints and beta labels, and reads a node
+	// again after a conflict.
+	Taints kubernetes.Interface
+	// Evictions writes the DisruptionTarget conditions and deletes the
+	// pods (upstream's taint-eviction-controller).
+	Evictions kubernetes.Interface
+}
+
+// withDefault returns cs with every nil client set to client.
+func (cs Clients) withDefault(client kubernetes.Interface) Clients {
+	for _, c := range []*kubernetes.Interface{&cs.NodeStatus, &cs.Marking, &cs.Taints, &cs.Evictions} {
+		if *c == nil {
+			*c = client
+		}
+	}
+	return cs
 }
 
 // DefaultConfig returns the upstream defaults: monitor.DefaultConfig(), the

@@ -44,8 +44,12 @@ type Controller struct {
 	nodes     cache.SharedIndexInformer
 	pods      cache.SharedIndexInformer
 
-	kick     chan struct{} // wakes the tainting loop early
-	progress atomic.Uint64 // taints written and pods evicted so far
+	kick          chan struct{} // wakes the tainting loop early
+	evictKick     chan struct{} // wakes the eviction loop early
+	progress      atomic.Uint64 // taints written so far (and, in legacy mode, pods evicted)
+	evictProgress atomic.Uint64 // pods evicted so far (taint-based mode)
+	markQueue     workqueue.TypedRateLimitingInterface[item]
+	asyncMarking  atomic.Bool // Run's marking workers take the monitor passes' Ready=False writes
 
 	startOnce sync.Once
 	startErr  error
@@ -66,8 +70,9 @@ type Controller struct {
 // from clk (clock.RealClock{} in production, a
 // k8s.io/utils/clock/testing.FakeClock in tests: the monitor and tainting
 // loops and the workqueue's delays all follow it). It builds its own
-// informers (with managed fields stripped from the cache and a pod index on
-// spec.nodeName); nothing runs until Start or Run.
+// informers (pods and nodes trimmed to what the controller reads, trim.go;
+// managed fields stripped; a pod index on spec.nodeName); it writes through
+// cfg.Clients (client for those left nil); nothing runs until Start or Run.
 func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Controller, error) {
 	if client == nil || clk == nil {
 		return nil, fmt.Errorf("%w: nil client or clock", ErrInvalidConfig)
@@ -81,11 +86,11 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 	if cfg.Snapshots == nil {
 		cfg.Snapshots = NoSnapshots{}
 	}
-	strip := informers.WithTransform(stripManagedFields)
-	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, strip,
+	trim := informers.WithTransform(newTrimmer().transform)
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, trim,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.NodeSelector }))
-	podFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, strip)
-	leaseFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, strip,
+	podFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, trim)
+	leaseFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, informers.WithTransform(stripManagedFields),
 		informers.WithNamespace(cfg.LeaseNamespace))
 
 	nodes := nodeFactory.Core().V1().Nodes()
@@ -105,17 +110,19 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		nodes:     nodes.Informer(),
 		pods:      pods.Informer(),
 		kick:      make(chan struct{}, 1),
+		evictKick: make(chan struct{}, 1),
 	}
+	c.markQueue = newMarkQueue(c)
 	c.cluster = &cluster{
-		client:   client,
+		clients:  cfg.Clients.withDefault(client),
 		nodes:    nodes.Lister(),
 		leases:   leases.Lister().Leases(cfg.LeaseNamespace),
-		pods:     pods.Lister(),
 		podIndex: pods.Informer().GetIndexer(),
 		backoff:  cfg.ConflictBackoff,
 		recorder: cfg.Recorder,
 		failures: make(map[item]uint64),
 		live:     liveCaches{cfg.LeaseNamespace, nodes.Informer(), leases.Informer()},
+		mark:     func(it item) { c.markQueue.Add(it) },
 	}
 	mcfg := cfg.Monitor
 	if mcfg.CancelledEvictions == 0 && cfg.Recorder != nil {
@@ -242,6 +249,7 @@ func (c *Controller) HasSynced() bool {
 // informers' goroutines to end. Run does this itself.
 func (c *Controller) Shutdown() {
 	c.queue.ShutDown()
+	c.markQueue.ShutDown()
 	c.stopMu.Lock()
 	if c.stopInf != nil {
 		c.stopInf()
@@ -254,11 +262,14 @@ func (c *Controller) Shutdown() {
 
 // Run starts the controller and blocks until ctx is done: informers, then
 // Config.Workers queue workers forwarding events to the Monitor, a monitor
-// pass every Monitor.MonitorPeriod (the first at once) and a tainting and
-// eviction pass every Monitor.TaintPeriod, earlier when the Monitor's next
-// deadline or a new decision calls for it. When ctx is done every loop
-// stops and in-flight writes are cancelled with it; then, unless
-// Config.SkipFinalSnapshot, Run saves a last snapshot (with a 10s timeout). It returns ErrNotSynced when it cannot
+// pass every Monitor.MonitorPeriod (the first at once), a tainting pass and
+// an eviction pass each on a loop of its own every Monitor.TaintPeriod,
+// earlier when their deadline or a new decision calls for it, and
+// Monitor.Workers marking workers taking the monitor passes' pod
+// Ready=False writes (loops.go: no duty waits behind another's writes).
+// When ctx is done every loop stops and in-flight writes are cancelled
+// with it; then, unless Config.SkipFinalSnapshot, Run saves a last
+// snapshot (with a 10s timeout). It returns ErrNotSynced when it cannot
 // start, nil after a normal shutdown.
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
@@ -273,14 +284,23 @@ func (c *Controller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for range max(c.cfg.Workers, 1) {
 		wg.Go(func() {
-			for c.processNext(ctx) {
+			for c.processNext(ctx, c.queue) {
+			}
+		})
+	}
+	c.asyncMarking.Store(true)
+	for range max(c.cfg.Monitor.Workers, 1) {
+		wg.Go(func() {
+			for c.processNext(ctx, c.markQueue) {
 			}
 		})
 	}
 	wg.Go(func() { c.monitorLoop(ctx) })
 	wg.Go(func() { c.taintLoop(ctx) })
+	wg.Go(func() { c.evictionLoop(ctx) })
 	<-ctx.Done()
 	c.queue.ShutDown()
+	c.markQueue.ShutDown()
 	wg.Wait()
 	if c.cfg.SkipFinalSnapshot {
 		logger.Info("Shutting down controller")
@@ -305,6 +325,9 @@ func (c *Controller) MonitorPass(ctx context.Context) {
 	}
 	now := c.clock.Now()
 	c.recordNodeSetChanges()
+	if c.asyncMarking.Load() {
+		ctx = context.WithValue(ctx, markingKey{}, true)
+	}
 	c.mon.MonitorPass(ctx, now)
 	took := c.clock.Since(now)
 	if c.cfg.OnMonitorPass != nil {
@@ -413,8 +436,14 @@ func (c *Controller) maybeSnapshot(ctx context.Context, now time.Time) {
 // Config.OnEvent.
 func (c *Controller) emit(e monitor.Event) {
 	switch e.Kind {
-	case monitor.KindTaintAdded, monitor.KindTaintRemoved, monitor.KindPodEvicted:
+	case monitor.KindTaintAdded, monitor.KindTaintRemoved:
 		c.progress.Add(1)
+	case monitor.KindPodEvicted:
+		if c.cfg.Monitor.PodEvictionTimeout > 0 {
+			c.progress.Add(1) // legacy mode: the tainting pass deletes
+		} else {
+			c.evictProgress.Add(1)
+		}
 	}
 	if c.cfg.Recorder != nil {
 		c.recordEvent(e)
@@ -424,11 +453,13 @@ func (c *Controller) emit(e monitor.Event) {
 	}
 }
 
-// wake tells the tainting loop that new work may be due.
+// wake tells the tainting and eviction loops that new work may be due.
 func (c *Controller) wake() {
-	select {
-	case c.kick <- struct{}{}:
-	default:
+	for _, k := range []chan struct{}{c.kick, c.evictKick} {
+		select {
+		case k <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -451,34 +482,6 @@ func (c *Controller) monitorLoop(ctx context.Context) {
 	for {
 		c.MonitorPass(ctx)
 		if !c.sleep(ctx, c.cfg.Monitor.MonitorPeriod, nil) {
-			return
-		}
-	}
-}
-
-// taintLoop runs tainting and eviction passes: every TaintPeriod (upstream's
-// fixed 100ms), at the Monitor's next deadline when that is sooner, when a
-// monitor pass or an event may have queued work, and back to back while
-// work is due and the last pass made progress (so an unthrottled rate is
-// not capped at one node per zone per period). A pass that makes no
-// progress on due work (a write failing again) waits a whole TaintPeriod,
-// so a broken API server is not hammered.
-func (c *Controller) taintLoop(ctx context.Context) {
-	period := c.cfg.Monitor.TaintPeriod
-	for ctx.Err() == nil {
-		before := c.progress.Load()
-		c.TaintPass(ctx)
-		wait := period
-		if at, ok := c.mon.NextDeadline(); ok {
-			d := at.Sub(c.clock.Now())
-			switch {
-			case d > 0 && d < wait:
-				wait = d
-			case d <= 0 && c.progress.Load() != before:
-				continue // due work and progress: go on at once
-			}
-		}
-		if !c.sleep(ctx, wait, c.kick) {
 			return
 		}
 	}

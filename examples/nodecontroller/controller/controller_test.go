@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -203,7 +204,7 @@ func TestTaintPatchConflictKeepsConcurrentTaint(t *testing.T) {
 	var raced atomic.Bool
 	foreign := v1.Taint{Key: "example.com/maintenance", Value: "true", Effect: v1.TaintEffectNoSchedule}
 	f.client.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.(k8stesting.PatchAction).GetName() != "a" || raced.Swap(true) {
+		if a.GetSubresource() != "" || a.(k8stesting.PatchAction).GetName() != "a" || raced.Swap(true) {
 			return false, nil, nil
 		}
 		// The concurrent writer (inside the fake's lock, so through the
@@ -268,6 +269,13 @@ func failFirst(f *fixture, n int, verb, resource, sub string, match func(k8stest
 	return &failed
 }
 
+// marksNotReady matches a pod status patch of the Ready condition (the
+// Ready=False marking; an eviction's patch is of DisruptionTarget).
+func marksNotReady(a k8stesting.Action) bool {
+	pa, ok := a.(k8stesting.PatchAction)
+	return ok && strings.Contains(string(pa.GetPatch()), `"type":"Ready"`)
+}
+
 // addsTaint matches a node patch that adds the taint key:effect, one the
 // stored node does not have yet.
 func addsTaint(f *fixture, key string, effect v1.TaintEffect) func(k8stesting.Action) bool {
@@ -305,10 +313,10 @@ func TestFailedWritesRetriedNoEvictionLost(t *testing.T) {
 	cfg.Monitor.EvictionRetry = 2 * time.Second
 	f := newFixture(t, cfg, cluster3()...)
 	conflict := apierrors.NewConflict(nodesGVR.GroupResource(), "a", errInjected)
-	statusFails := failFirst(f, 1, "update", "nodes", "status", nil, errInjected)
+	statusFails := failFirst(f, 1, "patch", "nodes", "status", nil, errInjected)
 	noExecFails := failFirst(f, 2, "patch", "nodes", "", addsTaint(f, v1.TaintNodeUnreachable, v1.TaintEffectNoExecute), errInjected)
 	noSchedFails := failFirst(f, 6, "patch", "nodes", "", addsTaint(f, v1.TaintNodeUnreachable, v1.TaintEffectNoSchedule), conflict)
-	podStatusFails := failFirst(f, 2, "update", "pods", "status", nil, errInjected)
+	podStatusFails := failFirst(f, 2, "patch", "pods", "status", marksNotReady, errInjected)
 	deleteFails := failFirst(f, 7, "delete", "pods", "", nil, errInjected)
 
 	f.pass(true)
@@ -487,9 +495,8 @@ func TestNewPodOnUnreachableNodeMarkedNotReady(t *testing.T) {
 	f := newFixture(t, testConfig(), cluster3()...)
 	f.pass(true)
 	f.advance(55*time.Second, liveExcept(f, "a"))
-	fails := failFirst(f, 1, "update", "pods", "status", func(a k8stesting.Action) bool {
-		p, ok := a.(k8stesting.UpdateAction).GetObject().(*v1.Pod)
-		return ok && p.Name == "late"
+	fails := failFirst(f, 1, "patch", "pods", "status", func(a k8stesting.Action) bool {
+		return marksNotReady(a) && a.(k8stesting.PatchAction).GetName() == "late"
 	}, errInjected)
 	f.create(pod("late", "a", false, v1.Toleration{Operator: v1.TolerationOpExists}))
 	f.settle()

@@ -17,8 +17,8 @@
 //	tainting loop, every TaintPeriod or sooner ────► Monitor.TaintPass + Monitor.EvictionPass
 //	                                                │ writes (monitor.Cluster), with the clientset
 //	                                                ▼
-//	UpdateStatus(node) · Patch(node taints, with resourceVersion, retry on conflict)
-//	UpdateStatus(pod Ready=False) · Patch(pod status DisruptionTarget) + Delete(pod, UID precondition)
+//	Patch(node status conditions) · Patch(node taints, with resourceVersion, retry on conflict)
+//	Patch(pod status Ready=False) · Patch(pod status DisruptionTarget) + Delete(pod, UID precondition)
 //
 // The workqueue carries keys only (a node name, a pod's namespace/name); the
 // worker reads the object's current state from the cache, so a burst of
@@ -29,27 +29,40 @@
 // (a NoSchedule condition taint, a pod's Ready=False), the key is requeued
 // with the workqueue's backoff; upstream only logs the failure.
 //
-// The tainting loop runs every TaintPeriod (upstream's 100ms), at the
-// Monitor's next deadline when that is sooner, right after a monitor pass or
-// an event (they may have queued work), and back to back while work is due
-// and the last pass made progress, so an unthrottled eviction rate is not
-// capped at one node per zone per period. A pass that makes no progress on
-// due work waits a whole period: a failing API server is not hammered.
+// The tainting loop and the eviction loop each run every TaintPeriod
+// (upstream's 100ms), at their own next deadline when that is sooner, right
+// after a monitor pass or an event (they may have queued work), and back to
+// back while work is due and the last pass made progress, so an unthrottled
+// eviction rate is not capped at one node per zone per period. A pass that
+// makes no progress on due work waits a whole period: a failing API server
+// is not hammered. They are separate loops, and the monitor pass hands its
+// pod Ready=False writes to marking workers, so that no duty waits behind
+// another's writes (loops.go); Config.Clients gives each duty its own
+// client and rate limiter.
+//
+// # What the cache keeps
+//
+// The informers trim pods and nodes to what the controller reads
+// (trim.go): a cached pod is a few hundred bytes instead of the whole
+// object. No write is built from what the trim dropped: every status write
+// is a patch of the conditions the controller changed.
 //
 // # Writes
 //
-//   - Node status: UpdateStatus of a copy of the cached node with the new
-//     status. It carries the cached resourceVersion, so it fails with a
-//     conflict when the node changed since; the Monitor skips the node and
-//     decides again at the next pass (upstream retries 5 times first).
+//   - Node status: a strategic-merge patch of the conditions that changed
+//     (upstream: UpdateStatus of the whole node). It carries the cached
+//     resourceVersion, so it fails with a conflict when the node changed
+//     since; the Monitor skips the node and decides again at the next pass
+//     (upstream retries 5 times first).
 //   - Node taints: read-modify-write with retry.RetryOnConflict and
 //     Config.ConflictBackoff (upstream: 5 steps of 100ms). The first read is
 //     from the cache, later ones from the API server. The write is a
 //     strategic-merge patch of spec.taints (an atomic list) carrying
 //     metadata.resourceVersion, so no write is blind and a concurrent
 //     writer's taint is never lost.
-//   - Pod Ready=False: UpdateStatus of a copy of the cached pod; NotFound is
-//     ignored by the Monitor.
+//   - Pod Ready=False: a strategic-merge patch of the Ready condition
+//     carrying the cached resourceVersion and UID (upstream: UpdateStatus
+//     of the whole pod); NotFound is ignored by the Monitor.
 //   - Eviction: the DisruptionTarget condition by a strategic-merge patch of
 //     the pod's status (nodehealth.DisruptionTargetStatus; skipped when the
 //     pod has that condition already; the patch carries the UID), then Delete with a UID precondition. A pod re-created

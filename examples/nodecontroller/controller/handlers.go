@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
 
@@ -42,7 +43,10 @@ func (c *Controller) onPod(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	if p, ok := obj.(*v1.Pod); ok {
+	switch p := obj.(type) {
+	case *cachedPod:
+		c.queue.Add(item{kind: kindPod, namespace: p.namespace, name: p.name})
+	case *v1.Pod:
 		c.queue.Add(item{kind: kindPod, namespace: p.Namespace, name: p.Name})
 	}
 }
@@ -52,14 +56,14 @@ func (c *Controller) onPod(obj any) {
 // including the controller's own Ready=False and DisruptionTarget writes,
 // are not queued.
 func (c *Controller) onPodUpdate(oldObj, obj any) {
-	old, ok1 := oldObj.(*v1.Pod)
-	cur, ok2 := obj.(*v1.Pod)
+	old, ok1 := oldObj.(*cachedPod)
+	cur, ok2 := obj.(*cachedPod)
 	if !ok1 || !ok2 {
 		c.onPod(obj)
 		return
 	}
-	if old.Spec.NodeName != cur.Spec.NodeName || old.UID != cur.UID ||
-		!slices.EqualFunc(old.Spec.Tolerations, cur.Spec.Tolerations, tolerationEqual) {
+	if old.nodeName != cur.nodeName || old.uid != cur.uid ||
+		!slices.EqualFunc(old.tolerations, cur.tolerations, tolerationEqual) {
 		c.onPod(cur)
 	}
 }
@@ -81,25 +85,26 @@ func tolerationEqual(a, b v1.Toleration) bool {
 // running (it could block in the queue).
 func (c *Controller) ProcessEvents(ctx context.Context) int {
 	n := 0
-	for c.queue.Len() > 0 && c.processNext(ctx) {
+	for c.queue.Len() > 0 && c.processNext(ctx, c.queue) {
 		n++
 	}
 	return n
 }
 
-// processNext handles one queue item; false when the queue is shut down.
-func (c *Controller) processNext(ctx context.Context) bool {
-	it, quit := c.queue.Get()
+// processNext handles one item of q (the event queue, or the marking
+// queue); false when q is shut down.
+func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[item]) bool {
+	it, quit := q.Get()
 	if quit {
 		return false
 	}
-	defer c.queue.Done(it)
+	defer q.Done(it)
 	if c.handle(ctx, it) {
-		c.queue.Forget(it)
+		q.Forget(it)
 		return true
 	}
 	klog.FromContext(ctx).V(2).Info("Write failed while handling an event, retrying", "kind", it.kind, "namespace", it.namespace, "name", it.name)
-	c.queue.AddRateLimited(it)
+	q.AddRateLimited(it)
 	return true
 }
 
@@ -125,7 +130,7 @@ func (c *Controller) handle(ctx context.Context, it item) bool {
 		}
 		c.mon.NodeChanged(ctx, now, node)
 	case kindPod:
-		pod, err := c.cluster.pods.Pods(it.namespace).Get(it.name)
+		pod, err := c.cluster.getPod(it.namespace, it.name)
 		if apierrors.IsNotFound(err) {
 			c.mon.PodDeleted(types.NamespacedName{Namespace: it.namespace, Name: it.name})
 			c.cluster.forget(it)

@@ -24,10 +24,10 @@ type liveCaches struct {
 	leaseInformer  cache.SharedIndexInformer
 }
 
-// LiveLease GETs the node's Lease from the API server (a quorum read, as
+// LiveLease GETs the node's Lease from the API server, through the node status client (a quorum read, as
 // upstream's tryUpdateNodeHealth); NotFound is (nil, nil).
 func (c *cluster) LiveLease(ctx context.Context, name string) (*coordinationv1.Lease, error) {
-	l, err := c.client.CoordinationV1().Leases(c.live.leaseNamespace).Get(ctx, name, metav1.GetOptions{})
+	l, err := c.clients.NodeStatus.CoordinationV1().Leases(c.live.leaseNamespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -36,7 +36,7 @@ func (c *cluster) LiveLease(ctx context.Context, name string) (*coordinationv1.L
 
 // LiveNode GETs the Node from the API server; NotFound is (nil, nil).
 func (c *cluster) LiveNode(ctx context.Context, name string) (*v1.Node, error) {
-	n, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	n, err := c.clients.NodeStatus.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -23,7 +23,7 @@ func TestLastTransitionTimePerNode(t *testing.T) {
 	f.clock.Step(2 * time.Minute) // no Lease renewed: every grace period has run out
 	f.settle()
 	start := f.clock.Now()
-	f.client.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.client.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "status" {
 			f.clock.Step(time.Second) // this write took a second
 		}
@@ -68,7 +68,7 @@ func TestOnNodeHealth(t *testing.T) {
 	f.pass(true)
 	f.clock.Step(2 * time.Minute) // every grace period has run out
 	f.settle()
-	f.client.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.client.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "status" {
 			f.clock.Step(time.Second)
 		}

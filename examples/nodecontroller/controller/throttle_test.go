@@ -3,6 +3,9 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/types"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,8 +24,8 @@ import (
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
-// slowPodStatus is a clientset whose pod status updates (UpdateStatus: the
-// Ready=False marking; evictions patch the status instead), once gated,
+// slowPodStatus is a clientset whose pod Ready=False patches (the marking;
+// evictions patch DisruptionTarget instead), once gated,
 // report the pod on marking and wait for release: a throttled client. It
 // waits outside the fake clientset, whose reactors run under one lock that
 // would stall every other call too.
@@ -50,14 +53,16 @@ type slowPods struct {
 	c *slowPodStatus
 }
 
-func (p slowPods) UpdateStatus(ctx context.Context, pod *v1.Pod, opts metav1.UpdateOptions) (*v1.Pod, error) {
-	select {
-	case <-p.c.gate:
-		p.c.marking <- pod.Name
-		<-p.c.release
-	default:
+func (p slowPods) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*v1.Pod, error) {
+	if slices.Equal(sub, []string{"status"}) && strings.Contains(string(data), `"type":"Ready"`) {
+		select {
+		case <-p.c.gate:
+			p.c.marking <- name
+			<-p.c.release
+		default:
+		}
 	}
-	return p.PodInterface.UpdateStatus(ctx, pod, opts)
+	return p.PodInterface.Patch(ctx, name, pt, data, opts, sub...)
 }
 
 var _ kubernetes.Interface = (*slowPodStatus)(nil)

@@ -636,12 +636,8 @@ func (m *Monitor) zoneOf(node string) string {
 // has work, if any is pending (none from EvictionPass while the cluster is
 // in full disruption). MonitorPass runs on its own period.
 func (m *Monitor) NextDeadline() (time.Time, bool) {
-	var at time.Time
-	var ok bool
-	if !m.evictPaused.Load() {
-		at, ok = m.evictor.NextDeadline()
-	}
-	if t, qok := m.queues.NextDeadline(); qok && (!ok || t.Before(at)) {
+	at, ok := m.EvictionDeadline()
+	if t, qok := m.TaintDeadline(); qok && (!ok || t.Before(at)) {
 		at, ok = t, true
 	}
 	return at, ok

@@ -1,0 +1,184 @@
+package controller
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The informers keep only what the controller reads (an informer
+// TransformFunc), so that a cached pod costs a few hundred bytes instead of
+// the whole object (containers, volumes, env, container statuses, managed
+// fields): kube-controller-manager's node lifecycle controller keeps whole
+// pods without managed fields. What is kept:
+//
+//	Pod:  name, namespace, UID, resourceVersion, generation, deletionTimestamp,
+//	      the controller owner reference; spec.nodeName, spec.tolerations;
+//	      status.phase, status.reason and the Ready and DisruptionTarget
+//	      conditions
+//	Node: metadata without annotations and managed fields; the whole spec;
+//	      status.conditions (no images, volumes, addresses, capacity, nodeInfo)
+//
+// No write is built from what a trimmed object lacks: every write to a pod
+// or a node is a patch of the fields the controller owns, conditional on
+// the resourceVersion (and, for pods, the UID) it read (statusPatch), or a
+// read-modify-write of spec.taints or of labels the controller sets
+// (patchNode); Events name objects by reference. A status PUT of a trimmed
+// object would wipe what the trim dropped, so there is none.
+
+// trimmer builds the trimmed copies the informers cache. It interns the
+// strings and toleration lists many pods share (namespaces, node names,
+// condition types and reasons, the tolerations of a template), up to
+// maxInterned distinct values each, so that 30 pods of one node hold one
+// copy of its name. It is safe for concurrent use (the informers transform
+// on their own goroutines).
+type trimmer struct {
+	mu          sync.Mutex
+	strs        map[string]string
+	tolerations map[string][]v1.Toleration
+	key         strings.Builder
+}
+
+// maxInterned bounds each intern table: beyond it a value is kept as
+// decoded, so hostile or merely varied input cannot grow the table without
+// bound.
+const maxInterned = 1 << 16
+
+func newTrimmer() *trimmer {
+	return &trimmer{strs: make(map[string]string), tolerations: make(map[string][]v1.Toleration)}
+}
+
+// str returns the interned copy of s.
+func (t *trimmer) str(s string) string {
+	if s == "" {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if i, ok := t.strs[s]; ok {
+		return i
+	}
+	if len(t.strs) < maxInterned {
+		s = strings.Clone(s) // not a substring of a decode buffer
+		t.strs[s] = s
+	}
+	return s
+}
+
+// tols returns an interned, shared copy of ts (callers never modify it).
+func (t *trimmer) tols(ts []v1.Toleration) []v1.Toleration {
+	if len(ts) == 0 {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.key.Reset()
+	for i := range ts {
+		tl := &ts[i]
+		for _, s := range []string{tl.Key, string(tl.Operator), tl.Value, string(tl.Effect)} {
+			t.key.WriteString(strconv.Itoa(len(s)))
+			t.key.WriteByte(':')
+			t.key.WriteString(s)
+		}
+		if tl.TolerationSeconds != nil {
+			t.key.WriteString(strconv.FormatInt(*tl.TolerationSeconds, 10))
+		}
+		t.key.WriteByte(';')
+	}
+	k := t.key.String()
+	if shared, ok := t.tolerations[k]; ok {
+		return shared
+	}
+	cp := make([]v1.Toleration, len(ts))
+	for i := range ts {
+		ts[i].DeepCopyInto(&cp[i])
+	}
+	if len(t.tolerations) < maxInterned {
+		t.tolerations[k] = cp
+	}
+	return cp
+}
+
+// transform is the informers' TransformFunc: pods and nodes trimmed,
+// anything else without managed fields. It never changes its argument (the
+// object may be shared with the client that decoded it).
+func (t *trimmer) transform(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *v1.Pod:
+		return t.pod(o), nil
+	case *cachedPod:
+		return o, nil
+	case *v1.Node:
+		return t.node(o), nil
+	}
+	return stripManagedFields(obj)
+}
+
+// pod returns the trimmed copy of p.
+func (t *trimmer) pod(p *v1.Pod) *cachedPod {
+	out := &cachedPod{
+		name:            p.Name,
+		namespace:       t.str(p.Namespace),
+		uid:             p.UID,
+		resourceVersion: p.ResourceVersion,
+		generation:      p.Generation,
+		created:         p.CreationTimestamp,
+		deleting:        p.DeletionTimestamp,
+		nodeName:        t.str(p.Spec.NodeName),
+		tolerations:     t.tols(p.Spec.Tolerations),
+		phase:           v1.PodPhase(t.str(string(p.Status.Phase))),
+		reason:          t.str(p.Status.Reason),
+	}
+	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
+		out.owner = &metav1.OwnerReference{
+			APIVersion: t.str(ref.APIVersion), Kind: t.str(ref.Kind), Name: ref.Name, UID: ref.UID,
+			Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion,
+		}
+	}
+	n := 0
+	for i := range p.Status.Conditions {
+		if ownedPodCondition(p.Status.Conditions[i].Type) {
+			n++
+		}
+	}
+	if n > 0 {
+		out.conditions = make([]v1.PodCondition, 0, n)
+		for i := range p.Status.Conditions {
+			c := p.Status.Conditions[i]
+			if !ownedPodCondition(c.Type) {
+				continue
+			}
+			c.Type = v1.PodConditionType(t.str(string(c.Type)))
+			c.Status = v1.ConditionStatus(t.str(string(c.Status)))
+			c.Reason, c.Message = t.str(c.Reason), t.str(c.Message)
+			out.conditions = append(out.conditions, c)
+		}
+	}
+	return out
+}
+
+// ownedPodCondition reports whether the controller reads or writes the pod
+// condition type: Ready (marked False when the node is not ready) and
+// DisruptionTarget (written before an eviction).
+func ownedPodCondition(t v1.PodConditionType) bool {
+	return t == v1.PodReady || t == v1.DisruptionTarget
+}
+
+// node returns the trimmed copy of n.
+func (t *trimmer) node(n *v1.Node) *v1.Node {
+	out := &v1.Node{ObjectMeta: n.ObjectMeta, Spec: n.Spec}
+	out.Annotations, out.ManagedFields = nil, nil
+	if len(n.Status.Conditions) > 0 {
+		out.Status.Conditions = make([]v1.NodeCondition, len(n.Status.Conditions))
+		for i, c := range n.Status.Conditions {
+			c.Type = v1.NodeConditionType(t.str(string(c.Type)))
+			c.Status = v1.ConditionStatus(t.str(string(c.Status)))
+			c.Reason, c.Message = t.str(c.Reason), t.str(c.Message)
+			out.Status.Conditions[i] = c
+		}
+	}
+	return out
+}
