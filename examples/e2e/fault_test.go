@@ -52,32 +52,15 @@ func faultFlags(prefix string) []string {
 	}
 }
 
-// faultPolicy is parity.Policy plus the writes of Leases outside
+// faultPolicy is parity.Policy with the writes of Leases outside
 // kube-node-lease (leader election) at level Metadata, so the audit log
 // shows which replica held the leadership when.
-const faultPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
-rules:
-- level: None
-  namespaces: ["kube-node-lease"]
-  resources:
-  - group: coordination.k8s.io
-    resources: ["leases"]
-- level: RequestResponse
-  verbs: ["create", "update", "patch", "delete", "deletecollection"]
-  resources:
-  - group: ""
-    resources: ["nodes", "nodes/status", "pods", "pods/status", "events"]
-  - group: events.k8s.io
-    resources: ["events"]
-- level: Metadata
+var faultPolicy = parity.PolicyWith(`- level: Metadata
   verbs: ["create", "update", "patch"]
   resources:
   - group: coordination.k8s.io
     resources: ["leases"]
-- level: None
-`
+`)
 
 // faultWorld is one fresh cluster with an audit log and a world of nodes
 // and pods run by node agents.
