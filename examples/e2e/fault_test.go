@@ -11,7 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -75,23 +74,8 @@ type faultWorld struct {
 
 func startFaultWorld(t *testing.T, bins cluster.Binaries, nodes []worldNode, pods []worldPod, silent []string) *faultWorld {
 	t.Helper()
-	dir := t.TempDir()
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	auditLog := filepath.Join(dir, "audit.log")
-	if err := os.WriteFile(policy, []byte(faultPolicy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.Start(context.Background(), cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("cluster.Start() = %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("apiserver log tail:\n%s", c.LogTails(20))
-		}
-		_ = c.Stop()
-	})
-	fw := &faultWorld{c: c, cs: c.Clientset(t), nodes: nodes, auditLog: auditLog, dir: dir}
+	c, auditLog := startAuditedClusterWith(t, bins, faultPolicy)
+	fw := &faultWorld{c: c, cs: c.Clientset(t), nodes: nodes, auditLog: auditLog, dir: filepath.Dir(auditLog)}
 	fw.w = startWorld(t, c, faultNS, nodes, pods, silent, faultRenew)
 	return fw
 }

@@ -390,10 +390,17 @@ func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start
 // with an audit log of parity.Policy (returned), stopped when the test ends.
 func startAuditedCluster(t *testing.T, bins cluster.Binaries) (*cluster.Cluster, string) {
 	t.Helper()
+	return startAuditedClusterWith(t, bins, parity.Policy)
+}
+
+// startAuditedClusterWith is startAuditedCluster with the audit policy
+// policy. The audit log is in a temporary directory of the test's own.
+func startAuditedClusterWith(t *testing.T, bins cluster.Binaries, policyYAML string) (*cluster.Cluster, string) {
+	t.Helper()
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	auditLog := filepath.Join(dir, "audit.log")
-	if err := os.WriteFile(policy, []byte(parity.Policy), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(policyYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c, err := cluster.Start(context.Background(), cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Logf: t.Logf})
