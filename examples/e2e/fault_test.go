@@ -251,6 +251,28 @@ func (fw *faultWorld) outcome(t *testing.T, sel func(*parity.AuditEvent) bool) f
 	return o
 }
 
+// startUnderTest starts a fault world of nodes and pods (silent as in
+// startWorld) and the controller ctl behind a fault proxy tagged
+// "under-test", and waits until the controller has taken over the nodes.
+func startUnderTest(t *testing.T, bins cluster.Binaries, ctl faultController, nodes []worldNode, pods []worldPod, silent []string) (*faultWorld, *faultproxy.Proxy, *cluster.Process) {
+	t.Helper()
+	fw := startFaultWorld(t, bins, nodes, pods, silent)
+	px, kc := fw.proxy(t, "under-test")
+	p := ctl.start(t, fw, kc, "under-test")
+	fw.waitTakeover(t, p)
+	return fw, px, p
+}
+
+// stopUnderTest stops the controller p, failing the test if it had exited
+// on its own.
+func stopUnderTest(t *testing.T, p *cluster.Process) {
+	t.Helper()
+	if p.Exited() {
+		t.Fatalf("controller exited: %v", p.Err())
+	}
+	p.Stop(10 * time.Second)
+}
+
 // waitTakeover waits until the controller has removed the admission's
 // not-ready:NoSchedule taint from every node (it runs and has synced).
 func (fw *faultWorld) waitTakeover(t *testing.T, p *cluster.Process) {
@@ -356,10 +378,7 @@ func TestFaultLeaseWatchStall(t *testing.T) {
 
 func runLeaseWatchStall(t *testing.T, bins cluster.Binaries, ctl faultController) faultOutcome {
 	nodes, pods := sixNodes()
-	fw := startFaultWorld(t, bins, nodes, pods, nil)
-	px, kc := fw.proxy(t, "under-test")
-	p := ctl.start(t, fw, kc, "under-test")
-	fw.waitTakeover(t, p)
+	fw, px, p := startUnderTest(t, bins, ctl, nodes, pods, nil)
 	time.Sleep(2 * faultMonitorPeriod)
 
 	before := fw.leaseRenewals(t)
@@ -379,10 +398,7 @@ func runLeaseWatchStall(t *testing.T, bins cluster.Binaries, ctl faultController
 	}
 	// Whatever the stall set off lands within a grace period after it.
 	time.Sleep(faultGrace + 2*faultMonitorPeriod)
-	if p.Exited() {
-		t.Fatalf("controller exited: %v", p.Err())
-	}
-	p.Stop(10 * time.Second)
+	stopUnderTest(t, p)
 
 	_ = px.Close() // every request logged
 	held, liveGets := 0, 0
@@ -442,10 +458,7 @@ func TestFaultControllerCutOff(t *testing.T) {
 
 func runCutOff(t *testing.T, bins cluster.Binaries, ctl faultController) faultOutcome {
 	nodes, pods := sixNodes()
-	fw := startFaultWorld(t, bins, nodes, pods, nil)
-	px, kc := fw.proxy(t, "under-test")
-	p := ctl.start(t, fw, kc, "under-test")
-	fw.waitTakeover(t, p)
+	fw, px, p := startUnderTest(t, bins, ctl, nodes, pods, nil)
 	time.Sleep(2 * faultMonitorPeriod)
 
 	px.Cut()
@@ -453,10 +466,7 @@ func runCutOff(t *testing.T, bins cluster.Binaries, ctl faultController) faultOu
 	px.Restore()
 	restored := time.Now()
 	time.Sleep(faultGrace + 2*faultMonitorPeriod)
-	if p.Exited() {
-		t.Fatalf("controller exited: %v", p.Err())
-	}
-	p.Stop(10 * time.Second)
+	stopUnderTest(t, p)
 	_ = px.Close()
 	var first, firstWatch time.Duration = -1, -1
 	for _, e := range px.Log() {
@@ -573,10 +583,7 @@ func runOverload(t *testing.T, bins cluster.Binaries, ctl faultController, requi
 	const retryAfter = 2
 	nodes, pods := fourNodes("o", 3)
 	silent := nodes[0].name
-	fw := startFaultWorld(t, bins, nodes, pods, []string{silent})
-	px, kc := fw.proxy(t, "under-test")
-	p := ctl.start(t, fw, kc, "under-test")
-	fw.waitTakeover(t, p)
+	fw, px, p := startUnderTest(t, bins, ctl, nodes, pods, []string{silent})
 
 	origin, err := fw.w.silence(t)
 	if err != nil {
@@ -699,10 +706,7 @@ func TestFaultWatchGone(t *testing.T) {
 	const tol = 10
 	nodes, pods := fourNodes("g", tol)
 	silent := nodes[0].name
-	fw := startFaultWorld(t, bins, nodes, pods, []string{silent})
-	px, kc := fw.proxy(t, "under-test")
-	p := oursController("nodecontroller").start(t, fw, kc, "under-test")
-	fw.waitTakeover(t, p)
+	fw, px, p := startUnderTest(t, bins, oursController("nodecontroller"), nodes, pods, []string{silent})
 	if _, err := fw.w.silence(t); err != nil {
 		t.Fatal(err)
 	}
