@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -468,6 +469,26 @@ func sideBySide(t *testing.T, bins cluster.Binaries, ours string, flags []string
 			side(t, sideOurs, ourControllerStarter(ours, flags))
 		})
 	})
+}
+
+// sideResults runs run under both controllers, as sideBySide does, and
+// returns what each side's run returned by side name (a side that failed
+// may be missing). It logs how long the two sides took when both passed.
+func sideResults[T any](t *testing.T, bins cluster.Binaries, ours string, flags []string, run func(t *testing.T, side string, start controllerStarter) T) map[string]T {
+	t.Helper()
+	t0 := time.Now()
+	var mu sync.Mutex
+	results := map[string]T{}
+	sideBySide(t, bins, ours, flags, func(t *testing.T, side string, start controllerStarter) {
+		r := run(t, side, start)
+		mu.Lock()
+		results[side] = r
+		mu.Unlock()
+	})
+	if !t.Failed() {
+		t.Logf("both sides in %v", time.Since(t0).Round(100*time.Millisecond))
+	}
+	return results
 }
 
 // ourControllerStarter starts the examples/nodecontroller binary bin
