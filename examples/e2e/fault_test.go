@@ -39,16 +39,7 @@ const (
 )
 
 func faultFlags(prefix string) []string {
-	return []string{
-		prefix + "node-monitor-period=" + faultMonitorPeriod.String(),
-		prefix + "node-monitor-grace-period=" + faultGrace.String(),
-		prefix + "node-startup-grace-period=" + faultStartupGrace.String(),
-		prefix + "node-eviction-rate=10",
-		prefix + "secondary-node-eviction-rate=2",
-		prefix + "large-cluster-size-threshold=50",
-		prefix + "unhealthy-zone-threshold=0.55",
-		prefix + "v=2",
-	}
+	return timingFlags(prefix, faultMonitorPeriod, faultGrace, faultStartupGrace)
 }
 
 // faultPolicy is parity.Policy with the writes of Leases outside

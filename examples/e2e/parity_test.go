@@ -59,10 +59,17 @@ const (
 )
 
 func parityFlags(prefix string) []string {
+	return timingFlags(prefix, parityMonitorPeriod, parityGrace, parityStartupGrace)
+}
+
+// timingFlags returns both controllers' flags (each name after prefix) for
+// a monitor period, grace period and startup grace period, with the parity
+// eviction rates and zone thresholds.
+func timingFlags(prefix string, monitorPeriod, grace, startupGrace time.Duration) []string {
 	return []string{
-		prefix + "node-monitor-period=" + parityMonitorPeriod.String(),
-		prefix + "node-monitor-grace-period=" + parityGrace.String(),
-		prefix + "node-startup-grace-period=" + parityStartupGrace.String(),
+		prefix + "node-monitor-period=" + monitorPeriod.String(),
+		prefix + "node-monitor-grace-period=" + grace.String(),
+		prefix + "node-startup-grace-period=" + startupGrace.String(),
 		prefix + fmt.Sprintf("node-eviction-rate=%g", parityEvictionRate),
 		prefix + fmt.Sprintf("secondary-node-eviction-rate=%g", paritySecondaryRate),
 		prefix + "large-cluster-size-threshold=50",
