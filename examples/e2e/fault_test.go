@@ -242,6 +242,28 @@ func (fw *faultWorld) outcome(t *testing.T, sel func(*parity.AuditEvent) bool) f
 	return o
 }
 
+// controllerRows runs run for each controller of ctls at the same time, in
+// subtests of "sides" named after the controller's first word, and returns
+// the table rows run returned, in the order of ctls (empty where a run
+// stopped the test).
+func controllerRows(t *testing.T, ctls []faultController, run func(t *testing.T, i int, ctl faultController) string) []string {
+	t.Helper()
+	var mu sync.Mutex
+	rows := make([]string, len(ctls))
+	t.Run("sides", func(t *testing.T) {
+		for i, ctl := range ctls {
+			t.Run(strings.Fields(ctl.name)[0], func(t *testing.T) {
+				t.Parallel()
+				row := run(t, i, ctl)
+				mu.Lock()
+				rows[i] = row
+				mu.Unlock()
+			})
+		}
+	})
+	return rows
+}
+
 // startUnderTest starts a fault world of nodes and pods (silent as in
 // startWorld) and the controller ctl behind a fault proxy tagged
 // "under-test", and waits until the controller has taken over the nodes.
@@ -428,21 +450,12 @@ func TestFaultControllerCutOff(t *testing.T) {
 	gates := ncHasFlag(t, "feature-gates")
 	ctls := []faultController{kcmController(bins), oursController("nodecontroller")}
 	required := []bool{true, gates}
-	var mu sync.Mutex
-	rows := make([]string, len(ctls))
-	t.Run("sides", func(t *testing.T) {
-		for i, ctl := range ctls {
-			t.Run(strings.Fields(ctl.name)[0], func(t *testing.T) {
-				t.Parallel()
-				o := runCutOff(t, bins, ctl)
-				mu.Lock()
-				rows[i] = o.row(ctl.name)
-				mu.Unlock()
-				if required[i] && o.unknown+o.taints+o.evictions+len(o.notReady) > 0 {
-					t.Errorf("%s after a cut-off of %v: %d Unknown writes (at %v), %d taints, %d pods set NotReady, %d evictions; want none", ctl.name, 2*faultGrace, o.unknown, o.unknownAt, o.taints, len(o.notReady), o.evictions)
-				}
-			})
+	rows := controllerRows(t, ctls, func(t *testing.T, i int, ctl faultController) string {
+		o := runCutOff(t, bins, ctl)
+		if required[i] && o.unknown+o.taints+o.evictions+len(o.notReady) > 0 {
+			t.Errorf("%s after a cut-off of %v: %d Unknown writes (at %v), %d taints, %d pods set NotReady, %d evictions; want none", ctl.name, 2*faultGrace, o.unknown, o.unknownAt, o.taints, len(o.notReady), o.evictions)
 		}
+		return o.row(ctl.name)
 	})
 	t.Logf("controller cut off for %v (grace %v), kubelets renewing every %v:\n%s\n%s", 2*faultGrace, faultGrace, faultRenew, faultTableHeader, strings.Join(rows, "\n"))
 }
@@ -552,18 +565,8 @@ func fourNodes(prefix string, short int64) ([]worldNode, []worldPod) {
 func TestFaultAPIServerOverloaded(t *testing.T) {
 	bins := binariesWithKCM(t)
 	ctls := []faultController{kcmController(bins), oursController("nodecontroller")}
-	var mu sync.Mutex
-	rows := make([]string, len(ctls))
-	t.Run("sides", func(t *testing.T) {
-		for i, ctl := range ctls {
-			t.Run(strings.Fields(ctl.name)[0], func(t *testing.T) {
-				t.Parallel()
-				row := runOverload(t, bins, ctl, i == 1)
-				mu.Lock()
-				rows[i] = row
-				mu.Unlock()
-			})
-		}
+	rows := controllerRows(t, ctls, func(t *testing.T, i int, ctl faultController) string {
+		return runOverload(t, bins, ctl, i == 1)
 	})
 	t.Logf("overload: 429 then 503, Retry-After 2 s, 60 s in all:\n"+
 		"| controller | requests in the window | refused | repeated sooner than Retry-After | Unknown after the end | tainted after | 0 s pod deleted after | 3 s pod deleted after | lost or doubled |\n"+
