@@ -508,16 +508,17 @@ func (fw *faultWorld) controllerDeletes(t *testing.T, sel func(*parity.AuditEven
 	return out
 }
 
-// waitTaint waits for node's unreachable NoExecute taint and returns its
-// timeAdded.
-func (fw *faultWorld) waitTaint(t *testing.T, node string, within time.Duration, p *cluster.Process) time.Time {
+// waitUnreachableTaint waits up to within for node's unreachable NoExecute
+// taint and returns its timeAdded; it fails at once when the controller p
+// (if not nil) has exited.
+func waitUnreachableTaint(t *testing.T, cs kubernetes.Interface, node string, within time.Duration, p *cluster.Process) time.Time {
 	t.Helper()
 	var added time.Time
 	cluster.Eventually(t, within, node+" tainted unreachable:NoExecute", func(ctx context.Context) (bool, error) {
 		if p != nil && p.Exited() {
 			return false, fmt.Errorf("controller exited: %v", p.Err())
 		}
-		n, err := fw.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -597,7 +598,7 @@ func runOverload(t *testing.T, bins cluster.Binaries, ctl faultController, requi
 	time.Sleep(30 * time.Second)
 	remove503()
 	end := time.Now()
-	T := fw.waitTaint(t, silent, 30*time.Second, p)
+	T := waitUnreachableTaint(t, fw.cs, silent, 30*time.Second, p)
 	for _, name := range []string{silent + "-zero", silent + "-short"} {
 		cluster.Eventually(t, 30*time.Second, name+" evicted", func(ctx context.Context) (bool, error) {
 			pod, err := fw.cs.CoreV1().Pods(faultNS).Get(ctx, name, metav1.GetOptions{})
@@ -704,7 +705,7 @@ func TestFaultWatchGone(t *testing.T) {
 	if _, err := fw.w.silence(t); err != nil {
 		t.Fatal(err)
 	}
-	T := fw.waitTaint(t, silent, faultGrace+30*time.Second, p)
+	T := waitUnreachableTaint(t, fw.cs, silent, faultGrace+30*time.Second, p)
 	time.Sleep(time.Until(T.Add(3 * time.Second)))
 	goneAt := time.Now()
 	remove, err := px.Add(faultproxy.Rule{Name: "gone", Watch: faultproxy.OnlyResumeWatch, Action: faultproxy.Gone})
@@ -837,7 +838,7 @@ func TestFaultLeaderPartition(t *testing.T) {
 	if _, err := fw.w.silence(t); err != nil {
 		t.Fatal(err)
 	}
-	T := fw.waitTaint(t, silent, faultGrace+30*time.Second, nil)
+	T := waitUnreachableTaint(t, fw.cs, silent, faultGrace+30*time.Second, nil)
 	time.Sleep(time.Until(T.Add(2 * time.Second)))
 	pxs[leader].Cut()
 	cutAt := time.Now()
