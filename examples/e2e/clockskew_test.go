@@ -125,19 +125,12 @@ func TestNodeClockSkew(t *testing.T) {
 	nodes := []worldNode{{"ahead", "zone-a"}, {"behind", "zone-a"}, {"m1", "zone-a"}, {"m2", "zone-a"}, {"m3", "zone-a"}, {"m4", "zone-a"}}
 	pods := []worldPod{{"ahead-zero", "ahead", 0}, {"ahead-none", "ahead", tolNone}, {"behind-zero", "behind", 0}, {"m1-zero", "m1", 0}}
 	skews := map[string]time.Duration{"ahead": clockSkew, "behind": -clockSkew}
-	t0 := time.Now()
-	var mu sync.Mutex
-	results := map[string]map[string]*skewNodeResult{}
-	sideBySide(t, bins, ours, parityFlags(""), func(t *testing.T, side string, start controllerStarter) {
-		r := runSkewSide(t, start, bins, nodes, pods, skews)
-		mu.Lock()
-		results[side] = r
-		mu.Unlock()
+	results := sideResults(t, bins, ours, parityFlags(""), func(t *testing.T, side string, start controllerStarter) map[string]*skewNodeResult {
+		return runSkewSide(t, start, bins, nodes, pods, skews)
 	})
 	if t.Failed() {
 		return
 	}
-	t.Logf("both sides in %v", time.Since(t0).Round(100*time.Millisecond))
 	for _, side := range []string{sideUpstream, sideOurs} {
 		var b strings.Builder
 		for _, wn := range nodes {

@@ -673,18 +673,7 @@ func TestDeployFailover(t *testing.T) {
 	if _, err := e.world.silence(t); err != nil {
 		t.Fatal(err)
 	}
-	var T time.Time
-	cluster.Eventually(t, depGrace+60*time.Second, "n1 tainted unreachable:NoExecute", func(ctx context.Context) (bool, error) {
-		n, err := e.cs.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if tk := findTaint(n, unreachableNoExecute); tk != nil && tk.TimeAdded != nil {
-			T = tk.TimeAdded.Time
-			return true, nil
-		}
-		return false, nil
-	})
+	T := waitUnreachableTaint(t, e.cs, "n1", depGrace+60*time.Second, nil)
 	due := T.Add(tol * time.Second)
 	cluster.Eventually(t, 30*time.Second, "pod n1-zero evicted by the leader", func(ctx context.Context) (bool, error) {
 		p, err := e.cs.CoreV1().Pods(parityNS).Get(ctx, "n1-zero", metav1.GetOptions{})

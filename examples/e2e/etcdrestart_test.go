@@ -27,7 +27,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -66,19 +65,12 @@ func TestNodeControllerEtcdRestartMidCountdown(t *testing.T) {
 		fmt.Sprintf("node-eviction-rate=%g", parityEvictionRate),
 		"v=2",
 	}
-	t0 := time.Now()
-	var mu sync.Mutex
-	problems := map[string][]string{}
-	sideBySide(t, bins, ours, flags, func(t *testing.T, side string, start controllerStarter) {
-		ps := runEtcdRestartSide(t, bins, start)
-		mu.Lock()
-		problems[side] = ps
-		mu.Unlock()
+	problems := sideResults(t, bins, ours, flags, func(t *testing.T, side string, start controllerStarter) []string {
+		return runEtcdRestartSide(t, bins, start)
 	})
 	if t.Failed() {
 		return
 	}
-	t.Logf("both sides in %v", time.Since(t0).Round(100*time.Millisecond))
 	for _, msg := range problems[sideUpstream] {
 		t.Logf("%s (reported, not a failure): %s", sideUpstream, msg)
 	}

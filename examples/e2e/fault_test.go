@@ -11,7 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -40,44 +39,18 @@ const (
 )
 
 func faultFlags(prefix string) []string {
-	return []string{
-		prefix + "node-monitor-period=" + faultMonitorPeriod.String(),
-		prefix + "node-monitor-grace-period=" + faultGrace.String(),
-		prefix + "node-startup-grace-period=" + faultStartupGrace.String(),
-		prefix + "node-eviction-rate=10",
-		prefix + "secondary-node-eviction-rate=2",
-		prefix + "large-cluster-size-threshold=50",
-		prefix + "unhealthy-zone-threshold=0.55",
-		prefix + "v=2",
-	}
+	return timingFlags(prefix, faultMonitorPeriod, faultGrace, faultStartupGrace)
 }
 
-// faultPolicy is parity.Policy plus the writes of Leases outside
+// faultPolicy is parity.Policy with the writes of Leases outside
 // kube-node-lease (leader election) at level Metadata, so the audit log
 // shows which replica held the leadership when.
-const faultPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
-rules:
-- level: None
-  namespaces: ["kube-node-lease"]
-  resources:
-  - group: coordination.k8s.io
-    resources: ["leases"]
-- level: RequestResponse
-  verbs: ["create", "update", "patch", "delete", "deletecollection"]
-  resources:
-  - group: ""
-    resources: ["nodes", "nodes/status", "pods", "pods/status", "events"]
-  - group: events.k8s.io
-    resources: ["events"]
-- level: Metadata
+var faultPolicy = parity.PolicyWith(`- level: Metadata
   verbs: ["create", "update", "patch"]
   resources:
   - group: coordination.k8s.io
     resources: ["leases"]
-- level: None
-`
+`)
 
 // faultWorld is one fresh cluster with an audit log and a world of nodes
 // and pods run by node agents.
@@ -92,23 +65,8 @@ type faultWorld struct {
 
 func startFaultWorld(t *testing.T, bins cluster.Binaries, nodes []worldNode, pods []worldPod, silent []string) *faultWorld {
 	t.Helper()
-	dir := t.TempDir()
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	auditLog := filepath.Join(dir, "audit.log")
-	if err := os.WriteFile(policy, []byte(faultPolicy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.Start(context.Background(), cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Logf: t.Logf})
-	if err != nil {
-		t.Fatalf("cluster.Start() = %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("apiserver log tail:\n%s", c.LogTails(20))
-		}
-		_ = c.Stop()
-	})
-	fw := &faultWorld{c: c, cs: c.Clientset(t), nodes: nodes, auditLog: auditLog, dir: dir}
+	c, auditLog := startAuditedClusterWith(t, bins, faultPolicy)
+	fw := &faultWorld{c: c, cs: c.Clientset(t), nodes: nodes, auditLog: auditLog, dir: filepath.Dir(auditLog)}
 	fw.w = startWorld(t, c, faultNS, nodes, pods, silent, faultRenew)
 	return fw
 }
@@ -284,6 +242,50 @@ func (fw *faultWorld) outcome(t *testing.T, sel func(*parity.AuditEvent) bool) f
 	return o
 }
 
+// controllerRows runs run for each controller of ctls at the same time, in
+// subtests of "sides" named after the controller's first word, and returns
+// the table rows run returned, in the order of ctls (empty where a run
+// stopped the test).
+func controllerRows(t *testing.T, ctls []faultController, run func(t *testing.T, i int, ctl faultController) string) []string {
+	t.Helper()
+	var mu sync.Mutex
+	rows := make([]string, len(ctls))
+	t.Run("sides", func(t *testing.T) {
+		for i, ctl := range ctls {
+			t.Run(strings.Fields(ctl.name)[0], func(t *testing.T) {
+				t.Parallel()
+				row := run(t, i, ctl)
+				mu.Lock()
+				rows[i] = row
+				mu.Unlock()
+			})
+		}
+	})
+	return rows
+}
+
+// startUnderTest starts a fault world of nodes and pods (silent as in
+// startWorld) and the controller ctl behind a fault proxy tagged
+// "under-test", and waits until the controller has taken over the nodes.
+func startUnderTest(t *testing.T, bins cluster.Binaries, ctl faultController, nodes []worldNode, pods []worldPod, silent []string) (*faultWorld, *faultproxy.Proxy, *cluster.Process) {
+	t.Helper()
+	fw := startFaultWorld(t, bins, nodes, pods, silent)
+	px, kc := fw.proxy(t, "under-test")
+	p := ctl.start(t, fw, kc, "under-test")
+	fw.waitTakeover(t, p)
+	return fw, px, p
+}
+
+// stopUnderTest stops the controller p, failing the test if it had exited
+// on its own.
+func stopUnderTest(t *testing.T, p *cluster.Process) {
+	t.Helper()
+	if p.Exited() {
+		t.Fatalf("controller exited: %v", p.Err())
+	}
+	p.Stop(10 * time.Second)
+}
+
 // waitTakeover waits until the controller has removed the admission's
 // not-ready:NoSchedule taint from every node (it runs and has synced).
 func (fw *faultWorld) waitTakeover(t *testing.T, p *cluster.Process) {
@@ -389,10 +391,7 @@ func TestFaultLeaseWatchStall(t *testing.T) {
 
 func runLeaseWatchStall(t *testing.T, bins cluster.Binaries, ctl faultController) faultOutcome {
 	nodes, pods := sixNodes()
-	fw := startFaultWorld(t, bins, nodes, pods, nil)
-	px, kc := fw.proxy(t, "under-test")
-	p := ctl.start(t, fw, kc, "under-test")
-	fw.waitTakeover(t, p)
+	fw, px, p := startUnderTest(t, bins, ctl, nodes, pods, nil)
 	time.Sleep(2 * faultMonitorPeriod)
 
 	before := fw.leaseRenewals(t)
@@ -412,10 +411,7 @@ func runLeaseWatchStall(t *testing.T, bins cluster.Binaries, ctl faultController
 	}
 	// Whatever the stall set off lands within a grace period after it.
 	time.Sleep(faultGrace + 2*faultMonitorPeriod)
-	if p.Exited() {
-		t.Fatalf("controller exited: %v", p.Err())
-	}
-	p.Stop(10 * time.Second)
+	stopUnderTest(t, p)
 
 	_ = px.Close() // every request logged
 	held, liveGets := 0, 0
@@ -454,31 +450,19 @@ func TestFaultControllerCutOff(t *testing.T) {
 	gates := ncHasFlag(t, "feature-gates")
 	ctls := []faultController{kcmController(bins), oursController("nodecontroller")}
 	required := []bool{true, gates}
-	var mu sync.Mutex
-	rows := make([]string, len(ctls))
-	t.Run("sides", func(t *testing.T) {
-		for i, ctl := range ctls {
-			t.Run(strings.Fields(ctl.name)[0], func(t *testing.T) {
-				t.Parallel()
-				o := runCutOff(t, bins, ctl)
-				mu.Lock()
-				rows[i] = o.row(ctl.name)
-				mu.Unlock()
-				if required[i] && o.unknown+o.taints+o.evictions+len(o.notReady) > 0 {
-					t.Errorf("%s after a cut-off of %v: %d Unknown writes (at %v), %d taints, %d pods set NotReady, %d evictions; want none", ctl.name, 2*faultGrace, o.unknown, o.unknownAt, o.taints, len(o.notReady), o.evictions)
-				}
-			})
+	rows := controllerRows(t, ctls, func(t *testing.T, i int, ctl faultController) string {
+		o := runCutOff(t, bins, ctl)
+		if required[i] && o.unknown+o.taints+o.evictions+len(o.notReady) > 0 {
+			t.Errorf("%s after a cut-off of %v: %d Unknown writes (at %v), %d taints, %d pods set NotReady, %d evictions; want none", ctl.name, 2*faultGrace, o.unknown, o.unknownAt, o.taints, len(o.notReady), o.evictions)
 		}
+		return o.row(ctl.name)
 	})
 	t.Logf("controller cut off for %v (grace %v), kubelets renewing every %v:\n%s\n%s", 2*faultGrace, faultGrace, faultRenew, faultTableHeader, strings.Join(rows, "\n"))
 }
 
 func runCutOff(t *testing.T, bins cluster.Binaries, ctl faultController) faultOutcome {
 	nodes, pods := sixNodes()
-	fw := startFaultWorld(t, bins, nodes, pods, nil)
-	px, kc := fw.proxy(t, "under-test")
-	p := ctl.start(t, fw, kc, "under-test")
-	fw.waitTakeover(t, p)
+	fw, px, p := startUnderTest(t, bins, ctl, nodes, pods, nil)
 	time.Sleep(2 * faultMonitorPeriod)
 
 	px.Cut()
@@ -486,10 +470,7 @@ func runCutOff(t *testing.T, bins cluster.Binaries, ctl faultController) faultOu
 	px.Restore()
 	restored := time.Now()
 	time.Sleep(faultGrace + 2*faultMonitorPeriod)
-	if p.Exited() {
-		t.Fatalf("controller exited: %v", p.Err())
-	}
-	p.Stop(10 * time.Second)
+	stopUnderTest(t, p)
 	_ = px.Close()
 	var first, firstWatch time.Duration = -1, -1
 	for _, e := range px.Log() {
@@ -527,16 +508,17 @@ func (fw *faultWorld) controllerDeletes(t *testing.T, sel func(*parity.AuditEven
 	return out
 }
 
-// waitTaint waits for node's unreachable NoExecute taint and returns its
-// timeAdded.
-func (fw *faultWorld) waitTaint(t *testing.T, node string, within time.Duration, p *cluster.Process) time.Time {
+// waitUnreachableTaint waits up to within for node's unreachable NoExecute
+// taint and returns its timeAdded; it fails at once when the controller p
+// (if not nil) has exited.
+func waitUnreachableTaint(t *testing.T, cs kubernetes.Interface, node string, within time.Duration, p *cluster.Process) time.Time {
 	t.Helper()
 	var added time.Time
 	cluster.Eventually(t, within, node+" tainted unreachable:NoExecute", func(ctx context.Context) (bool, error) {
 		if p != nil && p.Exited() {
 			return false, fmt.Errorf("controller exited: %v", p.Err())
 		}
-		n, err := fw.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -584,18 +566,8 @@ func fourNodes(prefix string, short int64) ([]worldNode, []worldPod) {
 func TestFaultAPIServerOverloaded(t *testing.T) {
 	bins := binariesWithKCM(t)
 	ctls := []faultController{kcmController(bins), oursController("nodecontroller")}
-	var mu sync.Mutex
-	rows := make([]string, len(ctls))
-	t.Run("sides", func(t *testing.T) {
-		for i, ctl := range ctls {
-			t.Run(strings.Fields(ctl.name)[0], func(t *testing.T) {
-				t.Parallel()
-				row := runOverload(t, bins, ctl, i == 1)
-				mu.Lock()
-				rows[i] = row
-				mu.Unlock()
-			})
-		}
+	rows := controllerRows(t, ctls, func(t *testing.T, i int, ctl faultController) string {
+		return runOverload(t, bins, ctl, i == 1)
 	})
 	t.Logf("overload: 429 then 503, Retry-After 2 s, 60 s in all:\n"+
 		"| controller | requests in the window | refused | repeated sooner than Retry-After | Unknown after the end | tainted after | 0 s pod deleted after | 3 s pod deleted after | lost or doubled |\n"+
@@ -606,10 +578,7 @@ func runOverload(t *testing.T, bins cluster.Binaries, ctl faultController, requi
 	const retryAfter = 2
 	nodes, pods := fourNodes("o", 3)
 	silent := nodes[0].name
-	fw := startFaultWorld(t, bins, nodes, pods, []string{silent})
-	px, kc := fw.proxy(t, "under-test")
-	p := ctl.start(t, fw, kc, "under-test")
-	fw.waitTakeover(t, p)
+	fw, px, p := startUnderTest(t, bins, ctl, nodes, pods, []string{silent})
 
 	origin, err := fw.w.silence(t)
 	if err != nil {
@@ -629,7 +598,7 @@ func runOverload(t *testing.T, bins cluster.Binaries, ctl faultController, requi
 	time.Sleep(30 * time.Second)
 	remove503()
 	end := time.Now()
-	T := fw.waitTaint(t, silent, 30*time.Second, p)
+	T := waitUnreachableTaint(t, fw.cs, silent, 30*time.Second, p)
 	for _, name := range []string{silent + "-zero", silent + "-short"} {
 		cluster.Eventually(t, 30*time.Second, name+" evicted", func(ctx context.Context) (bool, error) {
 			pod, err := fw.cs.CoreV1().Pods(faultNS).Get(ctx, name, metav1.GetOptions{})
@@ -732,14 +701,11 @@ func TestFaultWatchGone(t *testing.T) {
 	const tol = 10
 	nodes, pods := fourNodes("g", tol)
 	silent := nodes[0].name
-	fw := startFaultWorld(t, bins, nodes, pods, []string{silent})
-	px, kc := fw.proxy(t, "under-test")
-	p := oursController("nodecontroller").start(t, fw, kc, "under-test")
-	fw.waitTakeover(t, p)
+	fw, px, p := startUnderTest(t, bins, oursController("nodecontroller"), nodes, pods, []string{silent})
 	if _, err := fw.w.silence(t); err != nil {
 		t.Fatal(err)
 	}
-	T := fw.waitTaint(t, silent, faultGrace+30*time.Second, p)
+	T := waitUnreachableTaint(t, fw.cs, silent, faultGrace+30*time.Second, p)
 	time.Sleep(time.Until(T.Add(3 * time.Second)))
 	goneAt := time.Now()
 	remove, err := px.Add(faultproxy.Rule{Name: "gone", Watch: faultproxy.OnlyResumeWatch, Action: faultproxy.Gone})
@@ -872,7 +838,7 @@ func TestFaultLeaderPartition(t *testing.T) {
 	if _, err := fw.w.silence(t); err != nil {
 		t.Fatal(err)
 	}
-	T := fw.waitTaint(t, silent, faultGrace+30*time.Second, nil)
+	T := waitUnreachableTaint(t, fw.cs, silent, faultGrace+30*time.Second, nil)
 	time.Sleep(time.Until(T.Add(2 * time.Second)))
 	pxs[leader].Cut()
 	cutAt := time.Now()

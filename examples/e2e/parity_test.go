@@ -27,6 +27,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,10 +59,17 @@ const (
 )
 
 func parityFlags(prefix string) []string {
+	return timingFlags(prefix, parityMonitorPeriod, parityGrace, parityStartupGrace)
+}
+
+// timingFlags returns both controllers' flags (each name after prefix) for
+// a monitor period, grace period and startup grace period, with the parity
+// eviction rates and zone thresholds.
+func timingFlags(prefix string, monitorPeriod, grace, startupGrace time.Duration) []string {
 	return []string{
-		prefix + "node-monitor-period=" + parityMonitorPeriod.String(),
-		prefix + "node-monitor-grace-period=" + parityGrace.String(),
-		prefix + "node-startup-grace-period=" + parityStartupGrace.String(),
+		prefix + "node-monitor-period=" + monitorPeriod.String(),
+		prefix + "node-monitor-grace-period=" + grace.String(),
+		prefix + "node-startup-grace-period=" + startupGrace.String(),
 		prefix + fmt.Sprintf("node-eviction-rate=%g", parityEvictionRate),
 		prefix + fmt.Sprintf("secondary-node-eviction-rate=%g", paritySecondaryRate),
 		prefix + "large-cluster-size-threshold=50",
@@ -387,10 +395,17 @@ func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start
 // with an audit log of parity.Policy (returned), stopped when the test ends.
 func startAuditedCluster(t *testing.T, bins cluster.Binaries) (*cluster.Cluster, string) {
 	t.Helper()
+	return startAuditedClusterWith(t, bins, parity.Policy)
+}
+
+// startAuditedClusterWith is startAuditedCluster with the audit policy
+// policy. The audit log is in a temporary directory of the test's own.
+func startAuditedClusterWith(t *testing.T, bins cluster.Binaries, policyYAML string) (*cluster.Cluster, string) {
+	t.Helper()
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	auditLog := filepath.Join(dir, "audit.log")
-	if err := os.WriteFile(policy, []byte(parity.Policy), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte(policyYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	c, err := cluster.Start(context.Background(), cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Logf: t.Logf})
@@ -458,6 +473,26 @@ func sideBySide(t *testing.T, bins cluster.Binaries, ours string, flags []string
 			side(t, sideOurs, ourControllerStarter(ours, flags))
 		})
 	})
+}
+
+// sideResults runs run under both controllers, as sideBySide does, and
+// returns what each side's run returned by side name (a side that failed
+// may be missing). It logs how long the two sides took when both passed.
+func sideResults[T any](t *testing.T, bins cluster.Binaries, ours string, flags []string, run func(t *testing.T, side string, start controllerStarter) T) map[string]T {
+	t.Helper()
+	t0 := time.Now()
+	var mu sync.Mutex
+	results := map[string]T{}
+	sideBySide(t, bins, ours, flags, func(t *testing.T, side string, start controllerStarter) {
+		r := run(t, side, start)
+		mu.Lock()
+		results[side] = r
+		mu.Unlock()
+	})
+	if !t.Failed() {
+		t.Logf("both sides in %v", time.Since(t0).Round(100*time.Millisecond))
+	}
+	return results
 }
 
 // ourControllerStarter starts the examples/nodecontroller binary bin

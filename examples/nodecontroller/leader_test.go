@@ -86,15 +86,20 @@ func writes(client *fake.Clientset) int {
 	return n
 }
 
+// readyNode returns node name, Ready with a heartbeat at epoch.
+func readyNode(name string) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{
+		Type: v1.NodeReady, Status: v1.ConditionTrue,
+		LastHeartbeatTime: metav1.NewTime(epoch), LastTransitionTime: metav1.NewTime(epoch)}}}}
+}
+
 // TestLeaderCallbacks: a replica writes nothing until it leads; when it
 // starts leading it runs the controller (which writes); when it stops, the
 // callback returns only once the controller has stopped, and no write
 // follows, however far the clock goes. A new term runs a new controller.
 func TestLeaderCallbacks(t *testing.T) {
 	client := fake.NewClientset(
-		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{
-			Type: v1.NodeReady, Status: v1.ConditionTrue,
-			LastHeartbeatTime: metav1.NewTime(epoch), LastTransitionTime: metav1.NewTime(epoch)}}}},
+		readyNode("a"),
 		&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: v1.NamespaceNodeLease, Name: "a"},
 			Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: epoch}}},
 	)
@@ -257,9 +262,7 @@ func nonLeaseWrites(client *fake.Clientset) int {
 // takes over after the lease expires and writes.
 func TestFailoverOnlyLeaderWrites(t *testing.T) {
 	seed := fake.NewClientset(
-		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{
-			Type: v1.NodeReady, Status: v1.ConditionTrue,
-			LastHeartbeatTime: metav1.NewTime(epoch), LastTransitionTime: metav1.NewTime(epoch)}}}},
+		readyNode("a"),
 	)
 	tracker := seed.Tracker()
 	replica := func() (*fake.Clientset, *options) {

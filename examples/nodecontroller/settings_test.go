@@ -12,7 +12,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
@@ -86,9 +85,7 @@ func TestBadSettingsTouchNoAPI(t *testing.T) {
 // replica A never returns and the test times out waiting for it.
 func TestLeaderWhoseControllerStopsGivesUp(t *testing.T) {
 	seed := fake.NewClientset(
-		&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{
-			Type: v1.NodeReady, Status: v1.ConditionTrue,
-			LastHeartbeatTime: metav1.NewTime(epoch), LastTransitionTime: metav1.NewTime(epoch)}}}},
+		readyNode("a"),
 	)
 	tracker := seed.Tracker()
 	ca, cb := replicaClient(tracker), replicaClient(tracker)

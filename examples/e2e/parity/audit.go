@@ -26,7 +26,19 @@ import (
 // by a ServiceAccount at level Metadata (to check that a controller running
 // as one is never refused); nothing else, and never the node Leases in
 // kube-node-lease (the kubelets' renewals).
-const Policy = `apiVersion: audit.k8s.io/v1
+const Policy = policyHead + `- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+` + policyTail
+
+// PolicyWith is the audit policy of [Policy] with rules (YAML list items,
+// each line ending in a newline) in place of its Metadata rule for
+// ServiceAccounts: nothing from kube-node-lease, the writes to Nodes, Pods
+// and Events at level RequestResponse, then rules, then nothing else.
+func PolicyWith(rules string) string { return policyHead + rules + policyTail }
+
+// policyHead and policyTail are the rules [Policy] and [PolicyWith] share.
+const (
+	policyHead = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
 rules:
@@ -42,10 +54,10 @@ rules:
     resources: ["nodes", "nodes/status", "pods", "pods/status", "events"]
   - group: events.k8s.io
     resources: ["events"]
-- level: Metadata
-  userGroups: ["system:serviceaccounts"]
-- level: None
 `
+	policyTail = `- level: None
+`
+)
 
 // APIServerFlags returns the kube-apiserver flags that write the audit log
 // of policyFile to logPath as JSON lines, synchronously (each event is

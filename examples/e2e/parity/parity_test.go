@@ -211,3 +211,20 @@ func TestBuildTraceOutOfOrderLog(t *testing.T) {
 		t.Errorf("writes %s; want the controller's write to change nothing", tr.Summary())
 	}
 }
+
+// TestPolicyWith: PolicyWith puts its rules after Policy's RequestResponse
+// rule and before the final catch-all, in place of the ServiceAccount rule.
+func TestPolicyWith(t *testing.T) {
+	const sa = "- level: Metadata\n  userGroups: [\"system:serviceaccounts\"]\n"
+	if got := PolicyWith(sa); got != Policy {
+		t.Errorf("PolicyWith(ServiceAccount rule) = %q, want Policy %q", got, Policy)
+	}
+	const rule = "- level: Metadata\n  verbs: [\"create\"]\n"
+	got := PolicyWith(rule)
+	if !strings.HasSuffix(got, `    resources: ["events"]`+"\n"+rule+"- level: None\n") {
+		t.Errorf("PolicyWith(%q) = %q, want the rule between the RequestResponse rule and the catch-all", rule, got)
+	}
+	if strings.Contains(got, "system:serviceaccounts") {
+		t.Errorf("PolicyWith(%q) = %q, want no ServiceAccount rule", rule, got)
+	}
+}

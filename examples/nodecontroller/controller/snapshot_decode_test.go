@@ -52,7 +52,7 @@ func TestSnapshotWhitespaceLinear(t *testing.T) {
 	data := spaceSnapshot(t, 24<<20)
 	var rs []nodehealth.Record
 	var err error
-	alloc := allocated(func() { rs, err = decodeRecords(data, 10, 64<<20) })
+	alloc := allocatedBy(func() { rs, err = decodeRecords(data, 10, 64<<20) })
 	if err != nil || len(rs) != 2 || rs[0].Name != "a" || rs[1].Name != "b" {
 		t.Fatalf("decodeRecords(24 MiB of whitespace around 2 records) = %v, %v; want a and b", rs, err)
 	}
@@ -66,7 +66,9 @@ func TestSnapshotWhitespaceLinear(t *testing.T) {
 	}
 }
 
-func allocated(fn func()) uint64 {
+// allocatedBy returns the bytes fn allocates (the whole process's, so the
+// test must not run in parallel with others).
+func allocatedBy(fn func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -74,6 +76,9 @@ func allocated(fn func()) uint64 {
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
 }
+
+// AllocatedBy is allocatedBy for the tests of package controller_test.
+var AllocatedBy = allocatedBy
 
 // TestSpaceCollapser: runs of whitespace outside strings become their
 // first byte, strings (escaped quotes included) pass unchanged, whatever

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -287,17 +286,6 @@ func gzipMembers(t *testing.T, parts ...[]byte) []byte {
 	return out
 }
 
-// allocatedBy returns the bytes fn allocates (the whole process's, so the
-// test must not run in parallel with others).
-func allocatedBy(fn func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // TestSnapshotBombBounded: a small snapshot ConfigMap that decompresses to
 // more than a million records, or to one huge record, fails to load with an
 // error that names the limit, having allocated a few MiB at most (reading
@@ -339,7 +327,7 @@ func TestSnapshotBombBounded(t *testing.T) {
 				t.Logf("warm-up Load() = %v", err)
 			}
 			var rs []nodehealth.Record
-			alloc := allocatedBy(func() { rs, err = store.Load(ctx) })
+			alloc := controller.AllocatedBy(func() { rs, err = store.Load(ctx) })
 			if !errors.Is(err, controller.ErrSnapshotLimit) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Load() = %d records, %v; want an ErrSnapshotLimit error with %q", len(rs), err, tt.want)
 			}

@@ -126,6 +126,21 @@ func (r *readFailCluster) LiveLease(ctx context.Context, name string) (*coordina
 	return r.LeaseStall.LiveLease(ctx, name)
 }
 
+// attachLines attaches to c a Monitor (default config, one worker) that
+// reads the cluster through via, and returns it with its events as
+// format writes them, one line each.
+func attachLines(t *testing.T, ctx context.Context, c *monitortest.Cluster, via monitor.Cluster, format func(monitor.Event) string) (*monitor.Monitor, *[]string) {
+	t.Helper()
+	cfg := monitor.DefaultConfig()
+	cfg.Workers = 1
+	var lines []string
+	m, err := monitor.New(cfg, via, func(e monitor.Event) { lines = append(lines, format(e)) })
+	require.NoError(t, err)
+	c.Attach(m)
+	c.Sync(ctx)
+	return m, &lines
+}
+
 // A live read that fails skips the node for the pass, with upstream's
 // words, and holds nothing; the node is written once a read succeeds.
 func TestLeaseConfirmReadFails(t *testing.T) {
@@ -134,20 +149,14 @@ func TestLeaseConfirmReadFails(t *testing.T) {
 	c := monitortest.New(epoch)
 	c.AddNode(ctx, monitortest.NewNode("a", "zone-1", epoch), monitortest.NewLease("a", epoch))
 	rc := &readFailCluster{LeaseStall: monitortest.NewLeaseStall(c), fail: true}
-	cfg := monitor.DefaultConfig()
-	cfg.Workers = 1
-	var events []string
-	m, err := monitor.New(cfg, rc, func(e monitor.Event) {
-		events = append(events, fmt.Sprintf("%v %s %s", e.At.Sub(epoch), e.Kind, e.Detail))
+	m, events := attachLines(t, ctx, c, rc, func(e monitor.Event) string {
+		return fmt.Sprintf("%v %s %s", e.At.Sub(epoch), e.Kind, e.Detail)
 	})
-	require.NoError(t, err)
-	c.Attach(m)
-	c.Sync(ctx)
 	m.MonitorPass(ctx, epoch)
 	m.MonitorPass(ctx, epoch.Add(55*time.Second))
 	rc.fail = false
 	m.MonitorPass(ctx, epoch.Add(60*time.Second))
-	joined := strings.Join(events, "\n")
+	joined := strings.Join(*events, "\n")
 	assert.Contains(t, joined, "55s write-failed error looking up lease to verify node a: connection refused")
 	assert.Contains(t, joined, "1m0s node-unknown")
 	assert.NotContains(t, joined, "55s node-unknown")
@@ -167,16 +176,10 @@ func TestLeaseStallUnknownNodeBack(t *testing.T) {
 		c.AddNode(ctx, monitortest.NewNode(name, "zone-1", epoch), monitortest.NewLease(name, epoch))
 	}
 	s := monitortest.NewLeaseStall(c)
-	cfg := monitor.DefaultConfig()
-	cfg.Workers = 1
-	var events []string
-	m, err := monitor.New(cfg, s, func(e monitor.Event) {
-		events = append(events, fmt.Sprintf("%v %s %s", e.At.Sub(epoch), e.Kind, e.Node))
+	m, events := attachLines(t, ctx, c, s, func(e monitor.Event) string {
+		return fmt.Sprintf("%v %s %s", e.At.Sub(epoch), e.Kind, e.Node)
 	})
-	require.NoError(t, err)
-	c.Attach(m)
-	c.Sync(ctx)
-	for el := time.Duration(0); el <= 75*time.Second; el += cfg.MonitorPeriod {
+	for el := time.Duration(0); el <= 75*time.Second; el += monitor.DefaultConfig().MonitorPeriod {
 		now := epoch.Add(el)
 		c.SetNow(now)
 		c.RenewLease("n1", now) // "a" is silent until 62s
@@ -188,7 +191,7 @@ func TestLeaseStallUnknownNodeBack(t *testing.T) {
 		}
 		m.MonitorPass(ctx, now)
 	}
-	joined := strings.Join(events, "\n")
+	joined := strings.Join(*events, "\n")
 	assert.Contains(t, joined, "55s node-unknown a")
 	assert.Contains(t, joined, "1m5s health-held a", "the stale Unknown node's live Lease is newer")
 	assert.Contains(t, joined, "1m10s health-held a", "held until the cache catches up")

@@ -613,21 +613,10 @@ func (c *Cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid ty
 	if !ok {
 		return c.evictStamp(ctx, key, uid)
 	}
-	switch {
-	case uid != "" && pr.pod.UID != uid:
-		c.mu.Unlock()
-		return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, key.Name, errors.New("UID precondition failed"))
-	case c.failEvictions > 0:
-		c.failEvictions--
-		c.mu.Unlock()
-		return ErrInjected
+	if err := c.evictPrecondition(key, pr.pod.UID, uid); err != nil {
+		return err
 	}
-	now, hook, pod := c.now, c.beforeEvict, pr.pod
-	c.mu.Unlock()
-	if hook != nil {
-		hook(now, pod)
-	}
-	c.mu.Lock()
+	c.beforeEvictHook(pr.pod)
 	if cur, ok := c.pods[key]; !ok || cur != pr { // gone meanwhile
 		c.mu.Unlock()
 		return notFound("pods", key.Name)
@@ -636,6 +625,38 @@ func (c *Cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid ty
 	if rec := pr.rec; rec != nil {
 		rec.pods = slices.DeleteFunc(rec.ownPods(), func(p *v1.Pod) bool { return p == pr.pod })
 	}
+	return c.evictDone(key)
+}
+
+// evictPrecondition fails an eviction of key whose pod has UID have when
+// the precondition uid is set and differs, or when an injected failure is
+// due. c.mu is held on entry and released when it returns an error.
+func (c *Cluster) evictPrecondition(key types.NamespacedName, have, uid types.UID) error {
+	switch {
+	case uid != "" && have != uid:
+		c.mu.Unlock()
+		return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, key.Name, errors.New("UID precondition failed"))
+	case c.failEvictions > 0:
+		c.failEvictions--
+		c.mu.Unlock()
+		return ErrInjected
+	}
+	return nil
+}
+
+// beforeEvictHook runs the BeforeEvict hook, if any, on pod with c.mu
+// released: c.mu is held on entry and on return.
+func (c *Cluster) beforeEvictHook(pod *v1.Pod) {
+	now, hook := c.now, c.beforeEvict
+	c.mu.Unlock()
+	if hook != nil {
+		hook(now, pod)
+	}
+	c.mu.Lock()
+}
+
+// evictDone counts key as evicted, releases c.mu and forwards PodDeleted.
+func (c *Cluster) evictDone(key types.NamespacedName) error {
 	c.evicted = append(c.evicted, key)
 	c.counts.PodsEvicted++
 	recv := c.recv
@@ -650,37 +671,20 @@ func (c *Cluster) EvictPod(ctx context.Context, key types.NamespacedName, uid ty
 // released.
 func (c *Cluster) evictStamp(ctx context.Context, key types.NamespacedName, uid types.UID) error {
 	st := c.stamped.get(key)
-	switch {
-	case st == nil:
+	if st == nil {
 		c.mu.Unlock()
 		return notFound("pods", key.Name)
-	case uid != "" && st.uid != uid:
-		c.mu.Unlock()
-		return apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, key.Name, errors.New("UID precondition failed"))
-	case c.failEvictions > 0:
-		c.failEvictions--
-		c.mu.Unlock()
-		return ErrInjected
 	}
-	now, hook, pod := c.now, c.beforeEvict, st.pod()
-	c.mu.Unlock()
-	if hook != nil {
-		hook(now, pod)
+	if err := c.evictPrecondition(key, st.uid, uid); err != nil {
+		return err
 	}
-	c.mu.Lock()
+	c.beforeEvictHook(st.pod())
 	if st.gone { // gone meanwhile
 		c.mu.Unlock()
 		return notFound("pods", key.Name)
 	}
 	c.dropStamp(st)
-	c.evicted = append(c.evicted, key)
-	c.counts.PodsEvicted++
-	recv := c.recv
-	c.mu.Unlock()
-	if recv != nil {
-		recv.PodDeleted(key)
-	}
-	return nil
+	return c.evictDone(key)
 }
 
 // LeaseNamespace is where node Leases live.

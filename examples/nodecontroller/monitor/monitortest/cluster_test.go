@@ -47,6 +47,14 @@ func fill(t *testing.T) (*monitortest.Cluster, *monitor.Monitor, *[]monitor.Even
 		c.AddNode(ctx, node(n, "z", epoch), monitortest.NewLease(n, epoch))
 		c.AddPod(ctx, pod("p-"+n, n, epoch))
 	}
+	m, events := attach(t, ctx, c)
+	return c, m, events
+}
+
+// attach attaches a Monitor (default config, one worker) to c and syncs it;
+// the Monitor's events are appended to the slice returned.
+func attach(t *testing.T, ctx context.Context, c *monitortest.Cluster) (*monitor.Monitor, *[]monitor.Event) {
+	t.Helper()
 	cfg := monitor.DefaultConfig()
 	cfg.Workers = 1
 	var events []monitor.Event
@@ -56,7 +64,7 @@ func fill(t *testing.T) (*monitortest.Cluster, *monitor.Monitor, *[]monitor.Even
 	}
 	c.Attach(m)
 	c.Sync(ctx)
-	return c, m, &events
+	return m, &events
 }
 
 // TestSilentNodeEvicted drives a Monitor over the cluster on a virtual

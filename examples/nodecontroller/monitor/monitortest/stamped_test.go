@@ -39,15 +39,7 @@ func run(t *testing.T, stamped bool, pods int) ([]monitor.Event, []types.Namespa
 			c.AddPod(ctx, pod(fmt.Sprintf("p-%s-%d", n, i), n, epoch))
 		}
 	}
-	cfg := monitor.DefaultConfig()
-	cfg.Workers = 1
-	var events []monitor.Event
-	m, err := monitor.New(cfg, c, func(e monitor.Event) { events = append(events, e) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Attach(m)
-	c.Sync(ctx)
+	m, events := attach(t, ctx, c)
 	for step := range 4500 { // 450s in 100ms steps
 		d := time.Duration(step) * 100 * time.Millisecond
 		now := epoch.Add(d)
@@ -70,7 +62,7 @@ func run(t *testing.T, stamped bool, pods int) ([]monitor.Event, []types.Namespa
 		m.TaintPass(ctx, now)
 		m.EvictionPass(ctx, now)
 	}
-	return events, c.Evicted(), c.Counts(), c.ListPodsOnNode("n1")
+	return *events, c.Evicted(), c.Counts(), c.ListPodsOnNode("n1")
 }
 
 // TestStampedPodsAsAdded: pods stamped from a template behave exactly as
