@@ -25,7 +25,9 @@ cd "$HERE"
 go vet ./...
 t2=$(now)
 rc=0
-go test -race -count=1 "$@" ./... || rc=$?
+# The fault matrix, the etcd restart and the clock skew tests wait out real
+# fault windows (about 6 min together): past go test's default 10m limit.
+go test -race -count=1 -timeout 30m "$@" ./... || rc=$?
 t3=$(now)
 summary="test $(secs "$t2" "$t3")"
 if [ $# -eq 0 ]; then
