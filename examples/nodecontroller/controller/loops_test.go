@@ -8,11 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -24,56 +20,30 @@ import (
 // return until release is closed: a client-side rate limiter with hours
 // of writes queued. blocked counts the writes held.
 type stuckPods struct {
-	*fake.Clientset
+	*podHook
 	stuck   func(verb string, data []byte) bool
 	release chan struct{}
 	blocked atomic.Int32
 }
 
-func (c *stuckPods) CoreV1() corev1.CoreV1Interface { return stuckCore{c.Clientset.CoreV1(), c} }
-
-type stuckCore struct {
-	corev1.CoreV1Interface
-	c *stuckPods
+func newStuckPods(client *fake.Clientset, release chan struct{}, stuck func(verb string, data []byte) bool) *stuckPods {
+	s := &stuckPods{stuck: stuck, release: release}
+	s.podHook = &podHook{Clientset: client, hook: s.hold}
+	return s
 }
 
-func (s stuckCore) Pods(ns string) corev1.PodInterface {
-	return stuckPodClient{s.CoreV1Interface.Pods(ns), s.c}
-}
-
-type stuckPodClient struct {
-	corev1.PodInterface
-	c *stuckPods
-}
-
-func (p stuckPodClient) hold(ctx context.Context, verb string, data []byte) error {
-	if !p.c.stuck(verb, data) {
+func (s *stuckPods) hold(ctx context.Context, verb, _ string, _ []string, data []byte) error {
+	if !s.stuck(verb, data) {
 		return nil
 	}
-	p.c.blocked.Add(1)
+	s.blocked.Add(1)
 	select {
-	case <-p.c.release:
+	case <-s.release:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
-
-func (p stuckPodClient) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*v1.Pod, error) {
-	if err := p.hold(ctx, "patch", data); err != nil {
-		return nil, err
-	}
-	return p.PodInterface.Patch(ctx, name, pt, data, opts, sub...)
-}
-
-func (p stuckPodClient) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
-	if err := p.hold(ctx, "delete", nil); err != nil {
-		return err
-	}
-	return p.PodInterface.Delete(ctx, name, opts)
-}
-
-var _ kubernetes.Interface = (*stuckPods)(nil)
 
 // TestRunDutiesDoNotWaitForEachOther: under Run, with the pod marking and
 // the evictions on clients of their own (Config.Clients) that are stuck
@@ -98,10 +68,10 @@ func TestRunDutiesDoNotWaitForEachOther(t *testing.T) {
 	}
 	release := make(chan struct{})
 	defer close(release)
-	marking := &stuckPods{Clientset: client, release: release,
-		stuck: func(verb string, data []byte) bool { return strings.Contains(string(data), `"type":"Ready"`) }}
-	evictions := &stuckPods{Clientset: client, release: release,
-		stuck: func(verb string, _ []byte) bool { return verb == "delete" }}
+	marking := newStuckPods(client, release,
+		func(verb string, data []byte) bool { return strings.Contains(string(data), `"type":"Ready"`) })
+	evictions := newStuckPods(client, release,
+		func(verb string, _ []byte) bool { return verb == "delete" })
 
 	cfg := controller.DefaultConfig()
 	cfg.ConflictBackoff.Duration = time.Millisecond

@@ -3,19 +3,15 @@ package controller_test
 import (
 	"context"
 	"fmt"
-	"k8s.io/apimachinery/pkg/types"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -30,42 +26,28 @@ import (
 // waits outside the fake clientset, whose reactors run under one lock that
 // would stall every other call too.
 type slowPodStatus struct {
-	*fake.Clientset
+	*podHook
 	gate, release chan struct{}
 	marking       chan string
 }
 
-func (c *slowPodStatus) CoreV1() corev1.CoreV1Interface {
-	return slowCore{c.Clientset.CoreV1(), c}
+func newSlowPodStatus(client *fake.Clientset) *slowPodStatus {
+	s := &slowPodStatus{gate: make(chan struct{}), release: make(chan struct{}), marking: make(chan string, 16)}
+	s.podHook = &podHook{Clientset: client, hook: s.hold}
+	return s
 }
 
-type slowCore struct {
-	corev1.CoreV1Interface
-	c *slowPodStatus
-}
-
-func (s slowCore) Pods(ns string) corev1.PodInterface {
-	return slowPods{s.CoreV1Interface.Pods(ns), s.c}
-}
-
-type slowPods struct {
-	corev1.PodInterface
-	c *slowPodStatus
-}
-
-func (p slowPods) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*v1.Pod, error) {
-	if slices.Equal(sub, []string{"status"}) && strings.Contains(string(data), `"type":"Ready"`) {
+func (s *slowPodStatus) hold(_ context.Context, verb, name string, sub []string, data []byte) error {
+	if verb == "patch" && slices.Equal(sub, []string{"status"}) && strings.Contains(string(data), `"type":"Ready"`) {
 		select {
-		case <-p.c.gate:
-			p.c.marking <- name
-			<-p.c.release
+		case <-s.gate:
+			s.marking <- name
+			<-s.release
 		default:
 		}
 	}
-	return p.PodInterface.Patch(ctx, name, pt, data, opts, sub...)
+	return nil
 }
-
-var _ kubernetes.Interface = (*slowPodStatus)(nil)
 
 // newSlowFixture is newFixture with the controller on a slowPodStatus
 // client; the fixture's own client (server semantics, reads) is the fake
@@ -78,7 +60,7 @@ func newSlowFixture(t *testing.T, cfg controller.Config, objs ...runtime.Object)
 	for _, o := range objs {
 		f.create(o)
 	}
-	slow := &slowPodStatus{Clientset: client, gate: make(chan struct{}), release: make(chan struct{}), marking: make(chan string, 16)}
+	slow := newSlowPodStatus(client)
 	cfg.OnEvent = func(e monitor.Event) {
 		f.mu.Lock()
 		f.events = append(f.events, e)
