@@ -271,8 +271,7 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 		cfg.Parallelism = 32
 		return startAgent(t, ac, cfg, 0)
 	}
-	liveAgent, lostAgent := startGroup(live), startGroup(lost)
-	_ = liveAgent
+	_, lostAgent := startGroup(live), startGroup(lost) // the live group runs until the test ends
 	wait := time.Duration(p.nodes/50+2) * time.Minute
 	cluster.Eventually(t, wait, fmt.Sprintf("%d nodes Ready", p.nodes), func(ctx context.Context) (bool, error) {
 		l, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
