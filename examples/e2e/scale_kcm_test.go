@@ -111,6 +111,7 @@ type scaleResult struct {
 	FirstUnknown, LastTaint    time.Duration  // from the lost zone's last renewal
 	LastDeletion               time.Duration
 	Tainted, Deleted, LostPods int
+	Events                     map[string]int // reason -> Events in the API at the end (scaleEvents)
 	UnownedChanges             []string
 	Took                       time.Duration
 }
@@ -206,6 +207,7 @@ func TestScaleBesideKCM(t *testing.T) {
 				results = append(results, r)
 				sort.SliceStable(results, func(i, j int) bool { return results[i].Nodes < results[j].Nodes })
 				t.Log(scaleTable([]scaleResult{r}))
+				t.Log(scaleEventTable([]scaleResult{r}))
 				if resultsFile != "" {
 					b, _ := json.MarshalIndent(results, "", "  ")
 					if err := os.WriteFile(resultsFile, b, 0o644); err != nil {
@@ -217,6 +219,7 @@ func TestScaleBesideKCM(t *testing.T) {
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("%s; load average %s\n%s", time.Now().UTC().Format("2006-01-02 15:04 MST"), strings.Join(strings.Fields(string(load))[:3], " "), scaleTable(results))
+	t.Log(scaleEventTable(results))
 	t.Log(scaleSlopes(results))
 	if path := os.Getenv(envScaleKCMSVG); path != "" {
 		if err := os.WriteFile(path, []byte(scaleSVG(results)), 0o644); err != nil {
@@ -398,6 +401,7 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 		}
 	}
 	r.UnownedChanges = scaleOwnedFields(before, scaleObjects(t, cs, sample))
+	r.Events = scaleEvents(t, cs, p.period)
 	proc.Stop(10 * time.Second)
 	time.Sleep(2 * time.Second) // the audit batch is flushed at least every second
 	if err := scaleAudit(auditLog, name, origin, &r); err != nil {
