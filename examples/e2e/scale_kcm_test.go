@@ -111,6 +111,7 @@ type scaleResult struct {
 	FirstUnknown, LastTaint    time.Duration  // from the lost zone's last renewal
 	LastDeletion               time.Duration
 	Tainted, Deleted, LostPods int
+	Events                     map[string]int // reason -> Events in the API at the end (scaleEvents)
 	UnownedChanges             []string
 	Took                       time.Duration
 }
@@ -206,6 +207,7 @@ func TestScaleBesideKCM(t *testing.T) {
 				results = append(results, r)
 				sort.SliceStable(results, func(i, j int) bool { return results[i].Nodes < results[j].Nodes })
 				t.Log(scaleTable([]scaleResult{r}))
+				t.Log(scaleEventTable([]scaleResult{r}))
 				if resultsFile != "" {
 					b, _ := json.MarshalIndent(results, "", "  ")
 					if err := os.WriteFile(resultsFile, b, 0o644); err != nil {
@@ -217,6 +219,7 @@ func TestScaleBesideKCM(t *testing.T) {
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("%s; load average %s\n%s", time.Now().UTC().Format("2006-01-02 15:04 MST"), strings.Join(strings.Fields(string(load))[:3], " "), scaleTable(results))
+	t.Log(scaleEventTable(results))
 	t.Log(scaleSlopes(results))
 	if path := os.Getenv(envScaleKCMSVG); path != "" {
 		if err := os.WriteFile(path, []byte(scaleSVG(results)), 0o644); err != nil {
@@ -365,6 +368,7 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 	t.Logf("zone %s lost: %d nodes, last renewal %s", scaleKCMLostZone, len(lostNames), stamp(origin))
 	lostPods := len(lostNames) * p.podsPerNode
 	r.LostPods = lostPods
+	labelled := lostPods // the lost zone's pods that still carry their zone label
 	cluster.Eventually(t, p.outageWait, fmt.Sprintf("the %d pods of the lost zone deleted", lostPods), func(ctx context.Context) (bool, error) {
 		if proc.Exited() {
 			return false, fmt.Errorf("%s exited: %v", name, proc.Err())
@@ -372,6 +376,11 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 		l, err := pc.CoreV1().Pods(scaleKCMNS).List(ctx, metav1.ListOptions{ResourceVersion: "0", LabelSelector: "zone=" + scaleKCMLostZone})
 		if err != nil {
 			return false, err
+		}
+		if labelled = len(l.Items); labelled != lostPods {
+			// Their kubelet is stopped, so no pod is finalized: a write
+			// changed labels (a status PUT of a trimmed cached pod does).
+			return true, nil
 		}
 		deleted := 0
 		for i := range l.Items {
@@ -398,6 +407,11 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 		}
 	}
 	r.UnownedChanges = scaleOwnedFields(before, scaleObjects(t, cs, sample))
+	if labelled != lostPods {
+		t.Fatalf("%s: %d of the lost zone's %d pods carry the label zone=%s; fields changed that it does not own: %v",
+			name, labelled, lostPods, scaleKCMLostZone, r.UnownedChanges)
+	}
+	r.Events = scaleEvents(t, cs, p.period)
 	proc.Stop(10 * time.Second)
 	time.Sleep(2 * time.Second) // the audit batch is flushed at least every second
 	if err := scaleAudit(auditLog, name, origin, &r); err != nil {
@@ -424,8 +438,10 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 // nodes is lost; its nodes go Unknown and are tainted, their pods are
 // marked Ready=False and evicted (3 s toleration). On those nodes and pods
 // nothing but the fields the controller owns has changed: a status PUT of
-// a trimmed cached pod would have wiped its container statuses and its
-// other conditions.
+// a trimmed cached pod would have wiped its container statuses, its other
+// conditions and its labels (a pod's status subresource takes labels and
+// annotations from the request; checked by reverting the write to a PUT:
+// the test then fails on the field comparison).
 func TestNodeControllerWritesOnlyOwnedFields(t *testing.T) {
 	bins, err := cluster.FindBinaries()
 	if err != nil {
