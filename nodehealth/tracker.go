@@ -307,7 +307,12 @@ func (t *Tracker) ObserveHandle(now time.Time, h *Handle, node *v1.Node, lease *
 	}
 
 	// Steps 4 to 6.
-	rec.pend = pending{} // a new Observe supersedes an unanswered confirmation
+	if rec.pend.read != 0 {
+		// A new Observe supersedes an unanswered confirmation. (A
+		// pending with no read is all zero: leaving it alone keeps its
+		// cache lines clean in the steady state.)
+		rec.pend = pending{}
+	}
 	res.Held = t.holding()
 	res.ObservedReady = observed
 	res.CurrentReady = current
@@ -326,7 +331,9 @@ func (t *Tracker) ObserveHandle(now time.Time, h *Handle, node *v1.Node, lease *
 			res.CurrentReady = findCondition(st.Conditions, v1.NodeReady)
 			if observed.Status == v1.ConditionTrue && !rec.podsNotReady {
 				rec.podsNotReady, rec.podsEdge = true, t.newEdge(now)
-				rec.pend.flipped, rec.pend.flipEdge = rec.pend.assumed, rec.podsEdge
+				if rec.pend.assumed {
+					rec.pend.flipped, rec.pend.flipEdge = true, rec.podsEdge
+				}
 			}
 			// Step 7: the caller writes it; record it as upstream does after
 			// a successful write (probe kept, lease = the observed one).
