@@ -298,7 +298,9 @@ func (t *Tracker) ObserveHandle(now time.Time, h *Handle, node *v1.Node, lease *
 		}
 	}
 
-	rec.leaseOnly = false // a heartbeat timed by ObserveLease is a node from now on
+	if rec.leaseOnly {
+		rec.leaseOnly = false // a heartbeat timed by ObserveLease is a node from now on
+	}
 
 	// Step 3: the Lease.
 	if lease != nil && rec.lease.renewedBy(lease) {
@@ -342,7 +344,7 @@ func (t *Tracker) ObserveHandle(now time.Time, h *Handle, node *v1.Node, lease *
 			rec.lease = saveLease(lease)
 		}
 	}
-	if res.CurrentReady != nil && res.CurrentReady.Status == v1.ConditionTrue {
+	if rec.podsNotReady && res.CurrentReady != nil && res.CurrentReady.Status == v1.ConditionTrue {
 		rec.podsNotReady = false // the kubelet is back and manages its pods
 	}
 	res.MarkPodsNotReady = rec.podsNotReady
