@@ -87,16 +87,17 @@ type zone struct {
 
 // nodeState is what the Monitor remembers per node between passes. Fields
 // marked "pass" belong to MonitorPass (monitorMu); the others are guarded by
-// Monitor.mu.
+// Monitor.mu, except deleted, which is atomic. MonitorPass is the only
+// writer of ready, so it reads it without the lock.
 type nodeState struct {
 	name    string
-	deleted bool // NodeDeleted dropped it (a byPos entry must not revive it)
+	deleted atomic.Bool // NodeDeleted dropped it (a byPos entry must not revive it)
 	zone    *zone
 	ready   v1.ConditionStatus // Ready status after the last pass; "" before the first
 	legacy  legacyStatus
-	seen    uint64 // the last pass that listed the node
+	seen    uint64 // pass: the last pass that listed the node
 
-	from     *v1.Node // the object zone and excluded were computed from
+	from     *v1.Node // pass: the object zone and excluded were computed from
 	region   string   // its region and zone label values
 	zoneName string
 	excluded bool // LabelExcludeDisruption is set
@@ -385,12 +386,17 @@ func (m *Monitor) observedHealth(node string, start time.Time) {
 // state returns the state of the node at position i of the pass's list,
 // stamped as listed by pass, with its zone and exclusion label recomputed
 // when the node object changed. A list in the same order as the last pass's
-// finds each state without a map lookup.
+// finds each state without a map lookup, and a node whose object did not
+// change since takes no lock either.
 func (m *Monitor) state(pass uint64, i int, node *v1.Node) *nodeState {
+	if s := m.byPos[i]; s != nil && s.from == node && !s.deleted.Load() {
+		s.seen = pass // the same object: same name, zone and labels
+		return s
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.byPos[i]
-	if s == nil || s.deleted || s.name != node.Name {
+	if s == nil || s.deleted.Load() || s.name != node.Name {
 		var ok bool
 		if s, ok = m.nodes[node.Name]; !ok {
 			s = &nodeState{name: node.Name}
@@ -596,11 +602,14 @@ func (m *Monitor) noteReady(now time.Time, name string, s *nodeState, res nodehe
 	if res.CurrentReady != nil {
 		status = res.CurrentReady.Status
 	}
+	prev := s.ready // MonitorPass is its only writer
+	if status == prev {
+		return
+	}
 	m.mu.Lock()
-	prev := s.ready
 	s.ready = status
 	m.mu.Unlock()
-	if status == prev || (prev == "" && status == v1.ConditionTrue) {
+	if prev == "" && status == v1.ConditionTrue {
 		return
 	}
 	switch status {
