@@ -166,7 +166,8 @@ func (h Hold) String() string {
 // pending is what Confirm needs of the Observe that asked for a
 // confirmation: the cached versions to compare with and, when that Observe
 // assumed an Unknown write, what the write replaced, to put back when the
-// write is not made.
+// write is not made. It is all zero while read is 0 (no confirmation
+// asked for), so Observe skips clearing it.
 type pending struct {
 	read        LiveRead
 	leaseCached bool

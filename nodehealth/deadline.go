@@ -52,32 +52,29 @@ func newDue() *heap.Heap[time.Time] {
 
 // schedule records rec's deadline after an evaluation: a stale record
 // leaves the heap (it changes nothing more until a new signal), any other
-// one is in it at deadline. It allocates only a record's first handle.
+// one is in it at deadline. It allocates nothing.
 // Called with t.mu held.
 func (t *Tracker) schedule(rec *record, deadline time.Time, stale bool) {
 	if stale {
 		t.unschedule(rec)
 		return
 	}
-	if rec.due == nil {
-		rec.due = &heap.Elem[time.Time]{}
-	}
 	if rec.due.InHeap() {
 		if !rec.due.Value.Equal(deadline) {
 			rec.due.Value = deadline
-			t.due.Fix(rec.due)
+			t.due.Fix(&rec.due)
 		}
 		return
 	}
 	rec.due.Value = deadline
-	t.due.PushElem(rec.due)
+	t.due.PushElem(&rec.due)
 }
 
 // unschedule takes rec (nil: nothing) out of the deadline heap. Called with
 // t.mu held.
 func (t *Tracker) unschedule(rec *record) {
-	if rec != nil && rec.due != nil {
-		t.due.Remove(rec.due)
+	if rec != nil && rec.due.InHeap() {
+		t.due.Remove(&rec.due)
 	}
 }
 

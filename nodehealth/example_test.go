@@ -327,3 +327,36 @@ func ExampleTracker_NextDeadline() {
 	// a stale: true
 	// wake at 70.000000001s
 }
+
+// ExampleTracker_ObserveHandle keeps a Handle in the caller's own per-node
+// state, so that each pass finds the node's record without a lookup by
+// name. The decisions are Observe's.
+func ExampleTracker_ObserveHandle() {
+	health, _ := nodehealth.NewTracker(nodehealth.DefaultConfig())
+	type nodeState struct {
+		node   *v1.Node
+		health nodehealth.Handle
+	}
+	states := []*nodeState{{node: readyNode("a", v1.ConditionTrue)}, {node: readyNode("b", v1.ConditionTrue)}}
+	for _, now := range []time.Time{at(0), at(40 * time.Second), at(60 * time.Second)} {
+		for _, s := range states {
+			l := lease(s.node.Name, now) // a renews its Lease, b stopped at 0s
+			if s.node.Name == "b" {
+				l = lease("b", epoch)
+			}
+			res, err := health.ObserveHandle(now, &s.health, s.node, l)
+			if err != nil {
+				fmt.Println(err)
+				continue
+			}
+			fmt.Printf("%s %s: stale=%v write=%v\n", secs(now), s.node.Name, res.Stale, res.StatusUpdate != nil)
+		}
+	}
+	// Output:
+	// 0s a: stale=false write=false
+	// 0s b: stale=false write=false
+	// 40s a: stale=false write=false
+	// 40s b: stale=false write=false
+	// 60s a: stale=false write=false
+	// 60s b: stale=true write=true
+}

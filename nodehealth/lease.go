@@ -60,8 +60,7 @@ func (t *Tracker) ObserveLease(now time.Time, name string, lease *coordinationv1
 	now = t.advance(now)
 	rec := t.nodes[name]
 	if rec == nil {
-		rec = &record{probe: now, transition: now}
-		t.nodes[name] = rec
+		rec = t.add(&record{name: name, probe: now, transition: now})
 	}
 	if !rec.leaseOnly {
 		// A node record becomes a heartbeat: its Ready condition and

@@ -96,6 +96,7 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 			continue
 		}
 		rec := &record{
+			name:         r.Name,
 			probe:        onClock(r.Probe, now),
 			transition:   onClock(r.ReadyTransition, now),
 			podsNotReady: r.PodsNotReady,
@@ -118,8 +119,7 @@ func (t *Tracker) Restore(now time.Time, rs []Record) {
 				rec.lease.renewSet, rec.lease.renew = true, *r.LeaseRenewTime
 			}
 		}
-		t.unschedule(t.nodes[r.Name])
-		t.nodes[r.Name] = rec
+		t.add(rec)
 		t.schedule(rec, rec.probe.Add(t.grace(rec)), false)
 	}
 }

@@ -128,6 +128,8 @@ type Tracker struct {
 // record is the per-node state (upstream nodeHealthData, minus the full
 // status copy: only the Ready condition is ever compared).
 type record struct {
+	name         string    // the node name (the key in Tracker.nodes)
+	gone         bool      // dropped by Forget or replaced by Restore: a Handle to it is stale
 	probe        time.Time // controller clock: last fresh signal
 	transition   time.Time // controller clock: last Ready transition seen
 	ready        savedReady
@@ -137,8 +139,9 @@ type record struct {
 
 	// leaseOnly: timed by ObserveLease, a heartbeat that is not a kubelet's.
 	leaseOnly bool
-	// due is the record's deadline in Tracker.due; nil until first scheduled.
-	due *heap.Elem[time.Time]
+	// due is the record's deadline in Tracker.due, kept in the record so
+	// that rescheduling it reads no other memory.
+	due heap.Elem[time.Time]
 
 	// synthetic is the observed Ready condition handed out while the node
 	// has none. Once published it is never modified (a new one replaces it),
@@ -217,6 +220,32 @@ func NewTracker(cfg Config) (*Tracker, error) {
 // Observe never modifies node or lease. In the steady state (a known node,
 // not stale, or stale and already Unknown) it allocates nothing.
 func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Lease) (Result, error) {
+	return t.ObserveHandle(now, nil, node, lease)
+}
+
+// Handle is a caller-held reference to one node's entry in a Tracker, for
+// ObserveHandle. A caller that keeps per-node state of its own (a node
+// lifecycle controller's node table) keeps a Handle in it, so that the
+// Tracker finds the node's record without looking its name up: at 100,000
+// nodes, that lookup's cache misses are a large part of the cost of a pass.
+//
+// The zero Handle is ready to use: ObserveHandle fills it in. A Handle is
+// for one node of one Tracker; one that refers to another name or another
+// Tracker, or to a record dropped since (Forget, Restore), is not used but
+// refilled, so a stale Handle costs a lookup, never a wrong decision. The
+// Tracker reads and writes a Handle only under its lock; a caller passes
+// it by pointer and does not read it.
+type Handle struct {
+	t   *Tracker
+	rec *record
+}
+
+// ObserveHandle is Observe with a Handle for the node (nil h: Observe): it
+// takes the same decisions and returns the same Result, and in the steady
+// state it finds the node's record through h instead of by name. On
+// success it leaves h referring to the node's record; on error it leaves
+// h unchanged. O(1), and it allocates nothing in the steady state.
+func (t *Tracker) ObserveHandle(now time.Time, h *Handle, node *v1.Node, lease *coordinationv1.Lease) (Result, error) {
 	if node == nil {
 		return Result{}, fmt.Errorf("%w: nil node", ErrInvalidNode)
 	}
@@ -231,7 +260,7 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now = t.advance(now)
-	rec := t.nodes[node.Name]
+	rec := t.lookup(h, node.Name)
 
 	var res Result
 	observed := current
@@ -246,8 +275,7 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 			// now's clock (see onClock): the startup grace then runs on
 			// the monotonic clock.
 			start := onClock(node.CreationTimestamp.Time, now)
-			rec = &record{probe: start, transition: start}
-			t.nodes[node.Name] = rec
+			rec = t.add(&record{name: node.Name, probe: start, transition: start})
 		} else {
 			rec.ready = savedReady{}
 		}
@@ -257,8 +285,7 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 		res.GracePeriod = t.cfg.GracePeriod
 		switch {
 		case rec == nil:
-			rec = &record{probe: now, transition: now, ready: saveReady(current)}
-			t.nodes[node.Name] = rec
+			rec = t.add(&record{name: node.Name, probe: now, transition: now, ready: saveReady(current)})
 		case !rec.ready.present:
 			rec.probe, rec.transition = now, now
 			rec.ready = saveReady(current)
@@ -271,7 +298,9 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 		}
 	}
 
-	rec.leaseOnly = false // a heartbeat timed by ObserveLease is a node from now on
+	if rec.leaseOnly {
+		rec.leaseOnly = false // a heartbeat timed by ObserveLease is a node from now on
+	}
 
 	// Step 3: the Lease.
 	if lease != nil && rec.lease.renewedBy(lease) {
@@ -280,7 +309,12 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 	}
 
 	// Steps 4 to 6.
-	rec.pend = pending{} // a new Observe supersedes an unanswered confirmation
+	if rec.pend.read != 0 {
+		// A new Observe supersedes an unanswered confirmation. (A
+		// pending with no read is all zero: leaving it alone keeps its
+		// cache lines clean in the steady state.)
+		rec.pend = pending{}
+	}
 	res.Held = t.holding()
 	res.ObservedReady = observed
 	res.CurrentReady = current
@@ -299,7 +333,9 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 			res.CurrentReady = findCondition(st.Conditions, v1.NodeReady)
 			if observed.Status == v1.ConditionTrue && !rec.podsNotReady {
 				rec.podsNotReady, rec.podsEdge = true, t.newEdge(now)
-				rec.pend.flipped, rec.pend.flipEdge = rec.pend.assumed, rec.podsEdge
+				if rec.pend.assumed {
+					rec.pend.flipped, rec.pend.flipEdge = true, rec.podsEdge
+				}
 			}
 			// Step 7: the caller writes it; record it as upstream does after
 			// a successful write (probe kept, lease = the observed one).
@@ -308,7 +344,7 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 			rec.lease = saveLease(lease)
 		}
 	}
-	if res.CurrentReady != nil && res.CurrentReady.Status == v1.ConditionTrue {
+	if rec.podsNotReady && res.CurrentReady != nil && res.CurrentReady.Status == v1.ConditionTrue {
 		rec.podsNotReady = false // the kubelet is back and manages its pods
 	}
 	res.MarkPodsNotReady = rec.podsNotReady
@@ -317,7 +353,30 @@ func (t *Tracker) Observe(now time.Time, node *v1.Node, lease *coordinationv1.Le
 	}
 	res.ReadyTransition = rec.transition
 	t.schedule(rec, res.Deadline, res.Stale)
+	if h != nil {
+		h.t, h.rec = t, rec
+	}
 	return res, nil
+}
+
+// lookup returns the record of name, through h when it refers to it, or
+// nil. Called with t.mu held.
+func (t *Tracker) lookup(h *Handle, name string) *record {
+	if h != nil && h.t == t && h.rec != nil && !h.rec.gone && h.rec.name == name {
+		return h.rec
+	}
+	return t.nodes[name]
+}
+
+// add stores rec, a new record for rec.name, replacing (and marking gone)
+// any record of that name. Called with t.mu held.
+func (t *Tracker) add(rec *record) *record {
+	if old := t.nodes[rec.name]; old != nil {
+		t.unschedule(old)
+		old.gone = true
+	}
+	t.nodes[rec.name] = rec
+	return rec
 }
 
 // AckPodsNotReady records that the caller has marked every pod of the node
@@ -375,8 +434,11 @@ func (t *Tracker) ResetProbes(now time.Time) {
 func (t *Tracker) Forget(name string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.unschedule(t.nodes[name])
-	delete(t.nodes, name)
+	if rec := t.nodes[name]; rec != nil {
+		t.unschedule(rec)
+		rec.gone = true
+		delete(t.nodes, name)
+	}
 }
 
 // advance applies the time model: an earlier now than one already seen is

@@ -64,16 +64,29 @@ const (
 	stEvicted                   // Done called: not evicted again (same UID) until DeletePod
 )
 
-// podRec is what the Evictor keeps per pod: a fixed-size record (its size
-// is pinned by TestPodRecSize), plus a slot of the pod index; the tolerations are shared (tolSet).
+// podRec is what the Evictor keeps per pod: a fixed-size record of 112
+// bytes (a malloc size class; pinned by TestPodRecSize and
+// TestPodRecCompact), plus a slot of the pod index; the tolerations are
+// shared (tolSet). What only a pod with an eviction needs (its fire time,
+// queue links, attempts) is in its evState, which an idle pod, nearly
+// every pod, shares with every other idle pod of the Evictor.
 type podRec struct {
-	key        types.NamespacedName
-	uid        types.UID
-	node       *nodeState // the node the pod is bound to (attached to its list)
-	nodePrev   *podRec    // neighbours in the node's pod list
-	nodeNext   *podRec
-	tols       *tolSet   // shared with every pod with the same tolerations; nil: none
-	start      time.Time // the pod's countdown start on its node, as the caller's clock gave it
+	key      types.NamespacedName
+	uid      types.UID
+	node     *nodeState // the node the pod is bound to (attached to its list)
+	nodePrev *podRec    // neighbours in the node's pod list
+	nodeNext *podRec
+	tols     *tolSet   // shared with every pod with the same tolerations; nil: none
+	start    time.Time // the pod's countdown start on its node, as the caller's clock gave it
+	// evState is the pod's own eviction state while it is scheduled,
+	// handed out or done, and the Evictor's shared, all-zero idle one
+	// (Evictor.idle, state stIdle) otherwise: it is read through rec but
+	// written only once owned (Evictor.own).
+	*evState
+}
+
+// evState is a pod's eviction while one is scheduled, handed out or done.
+type evState struct {
 	at         time.Time // fire time while scheduled or handed out
 	bkt        *bucket   // fire-time bucket while queued
 	prev, next *podRec   // neighbours in the bucket
@@ -81,6 +94,13 @@ type podRec struct {
 	state      recState
 	reason     Reason
 }
+
+// maxFreeEvStates bounds the Evictor's list of evStates kept for reuse;
+// evStateBatch is how many one allocation makes.
+const (
+	maxFreeEvStates = 4096
+	evStateBatch    = 16
+)
 
 // nodeState is what the Evictor keeps per node: its NoExecute taints and the
 // pods bound to it, in the order the Evictor first saw them there (a list,
@@ -102,8 +122,11 @@ type nodeState struct {
 // clock; every time-dependent method takes now, and a now earlier than one
 // already seen counts as no time elapsed.
 //
-// Memory: a pod costs a fixed-size record and a slot of the pod index; toleration lists are shared between pods with
-// equal lists, and instants keep the caller's monotonic reading.
+// Memory: a pod costs a fixed-size record of 112 bytes and a slot of the
+// pod index (about 130 bytes a pod in all, TestMemoryPerPod); a pod with an
+// eviction scheduled, handed out or done costs 64 bytes more while it has
+// one. Toleration lists are shared between pods with equal lists, and
+// instants keep the caller's monotonic reading.
 //
 // The zero Evictor is not usable; call NewEvictor. An Evictor is safe for
 // concurrent use: one mutex guards it, and no caller code runs under it.
@@ -115,6 +138,12 @@ type Evictor struct {
 	tols  tolTable // interned toleration lists
 	queue *fireQueue
 	last  time.Time // latest now seen
+
+	// idle is the evState of every pod without an eviction; it stays
+	// zero (TestIdleEvStateStaysZero). free keeps evStates released by
+	// pods that went idle, for reuse (at most maxFreeEvStates).
+	idle evState
+	free []*evState
 
 	cancelled []Cancellation // pending for AppendCancelled, at most maxCancel
 	maxCancel int
@@ -337,7 +366,7 @@ func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 		rec = nil
 	}
 	if rec == nil {
-		rec = &podRec{key: key, uid: pod.UID, tols: e.tols.acquire(pod.Spec.Tolerations), start: e.podStart(now, pod)}
+		rec = &podRec{key: key, uid: pod.UID, tols: e.tols.acquire(pod.Spec.Tolerations), start: e.podStart(now, pod), evState: &e.idle}
 		e.pods.put(rec)
 		e.attach(rec, nodeName)
 		e.evaluate(now, rec)
@@ -487,8 +516,7 @@ func (e *Evictor) retry(now time.Time, rec *podRec, after time.Duration) {
 	rec.attempts++
 	v := e.judgeRec(rec)
 	if v.kind == vNone || v.kind == vForever {
-		rec.state = stIdle
-		rec.attempts = 0
+		e.toIdle(rec)
 		return
 	}
 	at := now.Add(max(after, 0))
@@ -578,8 +606,42 @@ func (e *Evictor) schedule(rec *podRec, at time.Time, reason Reason) {
 		}
 		e.queue.remove(rec)
 	}
+	e.own(rec)
 	rec.at, rec.reason, rec.state = at, reason, stScheduled
 	e.queue.add(rec, at)
+}
+
+// own gives rec an evState of its own when it has the shared idle one.
+func (e *Evictor) own(rec *podRec) {
+	if rec.evState != &e.idle {
+		return
+	}
+	if len(e.free) == 0 {
+		// A batch per allocation: tainting a node schedules all its
+		// pods at once.
+		batch := make([]evState, evStateBatch)
+		for i := range batch {
+			e.free = append(e.free, &batch[i])
+		}
+	}
+	n := len(e.free)
+	rec.evState = e.free[n-1]
+	e.free[n-1] = nil
+	e.free = e.free[:n-1]
+}
+
+// toIdle makes rec idle (no eviction, no attempts): its own evState, if it
+// has one, is cleared and kept for reuse. rec must not be queued.
+func (e *Evictor) toIdle(rec *podRec) {
+	s := rec.evState
+	if s == &e.idle {
+		return
+	}
+	rec.evState = &e.idle
+	*s = evState{}
+	if len(e.free) < maxFreeEvStates {
+		e.free = append(e.free, s)
+	}
 }
 
 // cancel takes a scheduled eviction (or retry) out of the queue.
@@ -589,13 +651,13 @@ func (e *Evictor) cancel(rec *podRec) {
 	}
 	e.noteCancelled(rec)
 	e.queue.remove(rec)
-	rec.state = stIdle
-	rec.attempts = 0
+	e.toIdle(rec)
 }
 
 // forget drops rec entirely.
 func (e *Evictor) forget(rec *podRec) {
 	e.cancel(rec)
+	e.toIdle(rec) // a handed-out or done eviction's state is kept for reuse
 	e.detach(rec)
 	e.pods.remove(rec)
 	e.tols.release(rec.tols)

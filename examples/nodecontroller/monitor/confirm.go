@@ -58,8 +58,11 @@ func (m *Monitor) syncCaches() {
 // taint it, mark its pods. A Cluster that cannot read live acts at once
 // (the Tracker then assumes the write, as in v1.36).
 func (m *Monitor) confirm(ctx context.Context, now time.Time, name string, res nodehealth.Result) bool {
+	if res.Confirm == 0 {
+		return true
+	}
 	lr, ok := m.cluster.(LiveReader)
-	if !ok || res.Confirm == 0 {
+	if !ok {
 		return true
 	}
 	var live nodehealth.Live

@@ -58,11 +58,11 @@ type Monitor struct {
 
 	// Buffers reused from pass to pass, so that a steady pass allocates
 	// almost nothing. They belong to MonitorPass (monitorMu).
-	sorted    []*v1.Node
-	lastList  []*v1.Node // the last pass's list, in name order
-	results   []nodeResult
-	zoneConds map[string][]*v1.NodeCondition
-	byPos     []*nodeState // the state of the node at each position of the last pass's list
+	sorted     []*v1.Node
+	lastList   []*v1.Node // the last pass's list, in name order
+	results    []nodeResult
+	zoneCounts map[string]zonestate.ZoneHealth
+	byPos      []*nodeState // the state of the node at each position of the last pass's list
 	// nodeNow is SetNodeClock's clock (MonitorPass's, monitorMu), or nil.
 	nodeNow func() time.Time
 	// healthHook is SetNodeHealthObserver's observer (monitorMu), or nil.
@@ -77,30 +77,40 @@ type Monitor struct {
 	deletes   uint64 // NodeDeleted count
 }
 
-// zone is a zone key shared by the zone's nodes, and the Ready conditions
-// its counted nodes reported in the current pass. Its queue is in
-// Monitor.queues.
+// zone is a zone key shared by the zone's nodes, and how many of its nodes
+// the current pass counted and found not ready (MonitorPass only). Its
+// queue is in Monitor.queues.
 type zone struct {
-	key   string
-	conds []*v1.NodeCondition // MonitorPass only
+	key    string
+	counts zonestate.ZoneHealth
 }
 
 // nodeState is what the Monitor remembers per node between passes. Fields
 // marked "pass" belong to MonitorPass (monitorMu); the others are guarded by
-// Monitor.mu.
+// Monitor.mu, except deleted, which is atomic. MonitorPass is the only
+// writer of ready, so it reads it without the lock.
 type nodeState struct {
 	name    string
-	deleted bool // NodeDeleted dropped it (a byPos entry must not revive it)
+	deleted atomic.Bool // NodeDeleted dropped it (a byPos entry must not revive it)
 	zone    *zone
 	ready   v1.ConditionStatus // Ready status after the last pass; "" before the first
 	legacy  legacyStatus
-	seen    uint64 // the last pass that listed the node
+	seen    uint64 // pass: the last pass that listed the node
 
-	from     *v1.Node // the object zone and excluded were computed from
+	from     *v1.Node // pass: the object zone and excluded were computed from
 	region   string   // its region and zone label values
 	zoneName string
 	excluded bool // LabelExcludeDisruption is set
-	queued   bool // pass: the node may be known to its zone's queue
+	// tainted: from has taints (pass). The mode reads a node's taints
+	// only then: at 100,000 nodes, the node's taints are a cache miss
+	// of their own.
+	tainted bool
+	queued  bool // pass: the node may be known to its zone's queue
+
+	// health finds the node's record in the health Tracker without a
+	// lookup by name (nodehealth.Tracker.ObserveHandle); only the
+	// Tracker reads and writes it, under its own lock.
+	health nodehealth.Handle
 }
 
 // mode is what the two eviction modes do differently. New picks one:
@@ -160,9 +170,9 @@ func New(cfg Config, cluster Cluster, emit func(Event)) (*Monitor, error) {
 	m := &Monitor{
 		cfg: cfg, cluster: cluster, emitFn: emit,
 		health: health, zones: zones, queues: queues, evictor: evictor,
-		zoneConds: make(map[string][]*v1.NodeCondition),
-		nodes:     make(map[string]*nodeState),
-		zoneMap:   make(map[string]*zone),
+		zoneCounts: make(map[string]zonestate.ZoneHealth),
+		nodes:      make(map[string]*nodeState),
+		zoneMap:    make(map[string]*zone),
 	}
 	if cfg.PodEvictionTimeout > 0 {
 		m.mode = legacyMode{m}
@@ -217,9 +227,11 @@ func (m *Monitor) Explain(now time.Time, pod types.NamespacedName) taints.Explan
 // nodeResult is what one node contributes to the zone decision of a pass,
 // and the work the pass does for it after that decision.
 type nodeResult struct {
-	zone    *zone // nil: the node is skipped this pass
-	ready   *v1.NodeCondition
-	counted bool
+	zone *zone // nil: the node is skipped this pass
+	// notReady: the node's Ready condition after the pass is missing or
+	// not True (zonestate counts it as not ready).
+	notReady bool
+	counted  bool
 	// enqueue stages the node for its zone queue (requeue: forget a done
 	// entry first); the queue sees it only with the pass's zone decision.
 	enqueue, requeue bool
@@ -332,7 +344,7 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i
 			now = t // this node's instant (upstream reads the clock per node)
 		}
 	}
-	res, err := m.health.Observe(now, node, m.cluster.GetLease(node.Name))
+	res, err := m.health.ObserveHandle(now, &s.health, node, m.cluster.GetLease(node.Name))
 	if err != nil {
 		m.observedHealth(node.Name, now)
 		return
@@ -357,7 +369,8 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i
 	}
 	m.observedHealth(node.Name, now)
 	m.noteReady(now, node.Name, s, res)
-	*r = nodeResult{zone: s.zone, ready: res.CurrentReady, counted: !s.excluded, state: s}
+	notReady := res.CurrentReady == nil || res.CurrentReady.Status != v1.ConditionTrue
+	*r = nodeResult{zone: s.zone, notReady: notReady, counted: !s.excluded, state: s}
 	if res.CurrentReady == nil {
 		return
 	}
@@ -377,12 +390,17 @@ func (m *Monitor) observedHealth(node string, start time.Time) {
 // state returns the state of the node at position i of the pass's list,
 // stamped as listed by pass, with its zone and exclusion label recomputed
 // when the node object changed. A list in the same order as the last pass's
-// finds each state without a map lookup.
+// finds each state without a map lookup, and a node whose object did not
+// change since takes no lock either.
 func (m *Monitor) state(pass uint64, i int, node *v1.Node) *nodeState {
+	if s := m.byPos[i]; s != nil && s.from == node && !s.deleted.Load() {
+		s.seen = pass // the same object: same name, zone and labels
+		return s
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.byPos[i]
-	if s == nil || s.deleted || s.name != node.Name {
+	if s == nil || s.deleted.Load() || s.name != node.Name {
 		var ok bool
 		if s, ok = m.nodes[node.Name]; !ok {
 			s = &nodeState{name: node.Name}
@@ -393,6 +411,7 @@ func (m *Monitor) state(pass uint64, i int, node *v1.Node) *nodeState {
 	s.seen = pass
 	if s.from != node {
 		s.from = node
+		s.tainted = len(node.Spec.Taints) > 0
 		_, s.excluded = node.Labels[LabelExcludeDisruption]
 		if region, zoneName := zonestate.KeyLabels(node); s.zone == nil || region != s.region || zoneName != s.zoneName {
 			s.region, s.zoneName = region, zoneName
@@ -437,10 +456,18 @@ func (m *Monitor) forgetVanished(pass, deletes uint64, listed int) {
 // the pass, with no TaintPass running. It returns how many nodes have pods
 // to mark.
 func (m *Monitor) decide(ctx context.Context, now time.Time, nodes []*v1.Node, results []nodeResult) (marks int) {
-	clear(m.zoneConds)
-	for _, r := range results {
+	// The zones are counted from the pass's results (zonestate's Compute
+	// on the counted nodes' Ready conditions, as counts), not from the
+	// conditions themselves: at 100,000 nodes, reading every node's
+	// condition again costs a cache miss per node.
+	clear(m.zoneCounts)
+	for i := range results {
+		r := &results[i]
 		if r.zone != nil && r.counted {
-			r.zone.conds = append(r.zone.conds, r.ready)
+			r.zone.counts.Size++
+			if r.notReady {
+				r.zone.counts.Unhealthy++
+			}
 		}
 		if r.markPods {
 			marks++
@@ -448,23 +475,18 @@ func (m *Monitor) decide(ctx context.Context, now time.Time, nodes []*v1.Node, r
 	}
 	m.mu.Lock()
 	for _, z := range m.zoneMap {
-		if len(z.conds) > 0 {
-			m.zoneConds[z.key] = z.conds
+		if z.counts.Size > 0 {
+			m.zoneCounts[z.key] = z.counts
 		}
+		z.counts = zonestate.ZoneHealth{}
 	}
 	m.mu.Unlock()
 
 	m.taintMu.Lock()
 	defer m.taintMu.Unlock()
-	d := m.zones.Update(m.zoneConds)
-	for _, conds := range m.zoneConds {
-		clear(conds)
-	}
+	d := m.zones.UpdateCounts(m.zoneCounts)
 	m.mu.Lock()
 	m.lastZones = append(m.lastZones[:0], d.Zones...)
-	for _, z := range m.zoneMap {
-		z.conds = z.conds[:0]
-	}
 	m.mu.Unlock()
 	m.evictPaused.Store(d.InFullDisruption)
 	m.applyZoneDecision(ctx, now, d, nodes)
@@ -585,11 +607,14 @@ func (m *Monitor) noteReady(now time.Time, name string, s *nodeState, res nodehe
 	if res.CurrentReady != nil {
 		status = res.CurrentReady.Status
 	}
+	prev := s.ready // MonitorPass is its only writer
+	if status == prev {
+		return
+	}
 	m.mu.Lock()
-	prev := s.ready
 	s.ready = status
 	m.mu.Unlock()
-	if status == prev || (prev == "" && status == v1.ConditionTrue) {
+	if prev == "" && status == v1.ConditionTrue {
 		return
 	}
 	switch status {

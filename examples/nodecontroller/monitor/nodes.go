@@ -57,7 +57,7 @@ func (m *Monitor) NodeDeleted(name string) {
 	s, ok := m.nodes[name]
 	if ok {
 		zone = s.zone.key
-		s.deleted = true
+		s.deleted.Store(true)
 		delete(m.nodes, name)
 	}
 	m.mu.Unlock()

@@ -27,13 +27,17 @@ func (taintMode) feedsEvictor() bool { return true }
 // this pass's update (1.34+, kubernetes/kubernetes#120816).
 func (t taintMode) decide(ctx context.Context, now time.Time, node *v1.Node, s *nodeState, res nodehealth.Result, r *nodeResult) {
 	m := t.m
-	if m.evictPaused.Load() && hasHealthTaint(node.Spec.Taints) {
+	var current []v1.Taint // node.Spec.Taints, read only when the node has some
+	if s.tainted {
+		current = node.Spec.Taints
+	}
+	if m.evictPaused.Load() && hasHealthTaint(current) {
 		// Left by a failed full-disruption cleanup (upstream tries
 		// markNodeAsReachable once, on entering): removed again, so that
 		// no pod is evicted while the cluster is in full disruption.
 		_, _ = m.writeTaints(ctx, now, node.Name, taints.RemoveHealthTaints)
 	}
-	action, taint := taints.DecideNoExecute(res.CurrentReady, node.Spec.Taints)
+	action, taint := taints.DecideNoExecute(res.CurrentReady, current)
 	switch action {
 	case taints.NoExecuteQueue:
 		state := evictionqueue.KeyAbsent
@@ -47,7 +51,7 @@ func (t taintMode) decide(ctx context.Context, now time.Time, node *v1.Node, s *
 			// Done but untainted: the taint was removed by hand, or the
 			// tainting pass read a cache that did not show the new
 			// condition yet. Queue it again, as upstream does.
-			if !hasTaint(node.Spec.Taints, taint) {
+			if !hasTaint(current, taint) {
 				r.enqueue, r.requeue = true, true
 			}
 		}
@@ -68,7 +72,7 @@ func (t taintMode) decide(ctx context.Context, now time.Time, node *v1.Node, s *
 			return taints.SwapHealthTaint(n, taint, now)
 		})
 	case taints.NoExecuteRemove:
-		if hasHealthTaint(node.Spec.Taints) {
+		if hasHealthTaint(current) {
 			_, _ = m.writeTaints(ctx, now, node.Name, taints.RemoveHealthTaints)
 		}
 		if s.queued {
