@@ -46,6 +46,11 @@ type Options struct {
 	Tick bool
 	// Budget bounds the run's work; zero fields take DefaultBudget's.
 	Budget Budget
+
+	// plain turns off the shortcuts that give identical results faster
+	// (monitortest.Cluster.ReuseEventPods), for the tests that check they
+	// do.
+	plain bool
 }
 
 // Budget bounds the work of a run (or, for Sweep, of all its runs
@@ -325,6 +330,10 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 	}
 	s.m = m
 	s.c.Attach(m)
+	// The Monitor keeps nothing of a pod object it is sent but strings
+	// and the template's tolerations, so the millions of pods sent by
+	// the initial sync and status writes need not be new objects each.
+	s.c.ReuseEventPods(!opt.plain)
 	s.c.BeforeEvict(s.onEvict)
 	for zi, z := range sc.Zones {
 		s.zoneOfKey[zonestate.Key(newNode(NodeName(z.Name, 0, z.Nodes), &sc.Zones[zi], Epoch, Epoch))] = z.Name

@@ -73,6 +73,10 @@ type Cluster struct {
 	pods   map[types.NamespacedName]*podRec
 	// stamped indexes the pods added with AddStampedPods (stamped.go).
 	stamped stampIndex
+	// reuse is ReuseEventPods; podBufs holds the *[]v1.Pod buffers the
+	// events of stamped pods are materialized in when it is on.
+	reuse   bool
+	podBufs sync.Pool
 
 	// list is ListNodes' answer, kept between calls: a node write
 	// replaces its element, copying the slice first when it was handed out
@@ -295,7 +299,7 @@ func (c *Cluster) Reserve(nodes, pods int) {
 // objects): the caller checks ctx.Err() afterwards.
 func (c *Cluster) Sync(ctx context.Context) {
 	c.mu.Lock()
-	recv, now := c.recv, c.now
+	recv, now, reuse := c.recv, c.now, c.reuse
 	if recv == nil {
 		c.mu.Unlock()
 		return
@@ -324,13 +328,22 @@ func (c *Cluster) Sync(ctx context.Context) {
 		}
 		recv.NodeChanged(ctx, now, n)
 	}
-	var scratch []*v1.Pod
+	var (
+		scratch []*v1.Pod
+		vals    []v1.Pod // with reuse: the objects scratch points to
+	)
 	for i, ps := range pods {
 		if len(recs[i].stamps) > 0 {
 			// Stamped pods are materialized one node at a time, as they are
-			// sent, not all at once.
+			// sent, not all at once; with ReuseEventPods, into the same
+			// objects for every node.
 			c.mu.Lock()
-			scratch = recs[i].appendStamped(scratch[:0])
+			if reuse {
+				vals = recs[i].appendStampedValues(vals[:0])
+				scratch = pointers(scratch[:0], vals)
+			} else {
+				scratch = recs[i].appendStamped(scratch[:0])
+			}
 			c.mu.Unlock()
 			ps = append(slices.Clip(ps), scratch...)
 		}
@@ -559,16 +572,19 @@ func (c *Cluster) updateStampStatus(ctx context.Context, key types.NamespacedNam
 		return notFound("pods", key.Name)
 	}
 	was := st.ready()
-	st.status = st.rec.shareStatus(status.DeepCopy())
+	st.status = st.rec.shareStatus(status)
 	if was && !st.ready() {
 		c.counts.PodsMarkedNotReady++
 	}
-	p := st.pod()
 	recv, now := c.recv, c.now
-	c.mu.Unlock()
-	if recv != nil {
-		recv.PodChanged(ctx, now, p)
+	if recv == nil {
+		c.mu.Unlock()
+		return nil
 	}
+	buf := c.eventPods([]*stamp{st}) // the lone element does not escape
+	c.mu.Unlock()
+	recv.PodChanged(ctx, now, &(*buf)[0])
+	c.doneEventPods(buf)
 	return nil
 }
 
@@ -803,7 +819,12 @@ func (c *Cluster) SetPodsReady(ctx context.Context, name string, now time.Time) 
 	if len(changed) > 0 {
 		rec.pods, rec.shared = pods, false
 	}
-	changed = rec.setStampsReady(changed, readyAt)
+	stamps := rec.setStampsReady(nil, readyAt)
+	var buf *[]v1.Pod
+	if len(stamps) > 0 {
+		buf = c.eventPods(stamps)
+		changed = pointers(changed, *buf)
+	}
 	c.counts.PodsMarkedReady += len(changed)
 	recv := c.recv
 	c.mu.Unlock()
@@ -812,5 +833,6 @@ func (c *Cluster) SetPodsReady(ctx context.Context, name string, now time.Time) 
 			recv.PodChanged(ctx, now, p)
 		}
 	}
+	c.doneEventPods(buf)
 	return len(changed)
 }

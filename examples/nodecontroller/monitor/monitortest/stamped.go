@@ -25,12 +25,18 @@ type stamp struct {
 
 // pod materializes the stamp: a new object, never modified afterwards.
 func (s *stamp) pod() *v1.Pod {
-	p := *s.tmpl
+	p := new(v1.Pod)
+	s.fill(p)
+	return p
+}
+
+// fill materializes the stamp into p.
+func (s *stamp) fill(p *v1.Pod) {
+	*p = *s.tmpl
 	p.Name, p.UID, p.Spec.NodeName = s.name, s.uid, s.rec.name
 	if s.status != nil {
 		p.Status = *s.status
 	}
-	return &p
 }
 
 func (s *stamp) ready() bool {
@@ -131,6 +137,78 @@ func (rec *nodeRec) appendStamped(dst []*v1.Pod) []*v1.Pod {
 	return dst
 }
 
+// appendStampedValues is appendStamped into pod values. c.mu must be
+// held.
+func (rec *nodeRec) appendStampedValues(dst []v1.Pod) []v1.Pod {
+	for _, run := range rec.stamps {
+		for i := range run {
+			if !run[i].gone {
+				dst = append(dst, v1.Pod{})
+				run[i].fill(&dst[len(dst)-1])
+			}
+		}
+	}
+	return dst
+}
+
+// pointers appends a pointer to each element of pods to dst.
+func pointers(dst []*v1.Pod, pods []v1.Pod) []*v1.Pod {
+	for i := range pods {
+		dst = append(dst, &pods[i])
+	}
+	return dst
+}
+
+// ReuseEventPods (on) makes the informer events the cluster forwards for
+// stamped pods (Sync, status writes, SetPodsReady) carry objects that
+// are reused for other events once the Receiver's call has returned,
+// instead of a new object each: a simulated cluster's initial sync alone
+// materializes millions of pods, all garbage as soon as they are sent. Only
+// for a Receiver that keeps nothing of the pod object past the call but
+// what it copies (strings and the template's shared slices may be kept:
+// they are never modified). *monitor.Monitor is one: its Evictor keeps
+// the pod's key, UID, node name and tolerations, and its writes carry the
+// pod's key. Reads (Pod, ListPodsOnNode) and the BeforeEvict hook always
+// hand out objects of their own. Off by default.
+func (c *Cluster) ReuseEventPods(on bool) {
+	c.mu.Lock()
+	c.reuse = on
+	c.mu.Unlock()
+}
+
+// eventPods materializes stamps for the events they cause: into a buffer
+// from the pool with ReuseEventPods, else into a new one. Give it back
+// with doneEventPods once the events are sent. c.mu must be held.
+func (c *Cluster) eventPods(stamps []*stamp) *[]v1.Pod {
+	var buf *[]v1.Pod
+	if c.reuse {
+		buf, _ = c.podBufs.Get().(*[]v1.Pod)
+	}
+	if buf == nil {
+		buf = new([]v1.Pod)
+	}
+	*buf = slices.Grow((*buf)[:0], len(stamps))[:len(stamps)]
+	for i, s := range stamps {
+		s.fill(&(*buf)[i])
+	}
+	return buf
+}
+
+// doneEventPods returns buf (nil: none) to the pool once its events are
+// sent, with ReuseEventPods; without it, the pods stay the Receiver's.
+func (c *Cluster) doneEventPods(buf *[]v1.Pod) {
+	if buf == nil {
+		return
+	}
+	c.mu.Lock()
+	reuse := c.reuse
+	c.mu.Unlock()
+	if reuse {
+		clear(*buf) // drop the references to names and statuses
+		c.podBufs.Put(buf)
+	}
+}
+
 // podsView returns the node's pods, stamped ones materialized, for
 // handing out: rec.pods itself when it has none, else a new list of new
 // objects (not kept: a simulation reads the pods of thousands of down nodes
@@ -143,10 +221,10 @@ func (rec *nodeRec) podsView() []*v1.Pod {
 	return rec.appendStamped(slices.Clip(slices.Clone(rec.pods)))
 }
 
-// setStampReady makes every live stamped pod of rec that is not Ready
-// Ready at now, appending the pods changed (materialized) to changed.
-// c.mu must be held.
-func (rec *nodeRec) setStampsReady(changed []*v1.Pod, ready func(*v1.Pod) *v1.Pod) []*v1.Pod {
+// setStampsReady makes every live stamped pod of rec that is not Ready
+// Ready at now, appending the stamps changed to changed. c.mu must be
+// held.
+func (rec *nodeRec) setStampsReady(changed []*stamp, ready func(*v1.Pod) *v1.Pod) []*stamp {
 	var from, to *v1.PodStatus // the last status made Ready, and the result
 	for _, run := range rec.stamps {
 		for i := range run {
@@ -160,19 +238,20 @@ func (rec *nodeRec) setStampsReady(changed []*v1.Pod, ready func(*v1.Pod) *v1.Po
 				from, to = s.status, &st
 			}
 			s.status = to // shared by the stamps whose status was shared
-			changed = append(changed, s.pod())
+			changed = append(changed, s)
 		}
 	}
 	return changed
 }
 
-// shareStatus returns st, or the node's last stamped status written when it
-// is equal to st: the pods of a node marked not ready at one instant share
-// one status (a status is never modified once stored). c.mu must be held.
+// shareStatus returns the node's last stamped status written when it is
+// equal to st, else a copy of st (the caller's may change): the pods of a
+// node marked not ready at one instant share one status (a status is never
+// modified once stored). c.mu must be held.
 func (rec *nodeRec) shareStatus(st *v1.PodStatus) *v1.PodStatus {
 	if rec.lastStatus != nil && reflect.DeepEqual(rec.lastStatus, st) {
 		return rec.lastStatus
 	}
-	rec.lastStatus = st
-	return st
+	rec.lastStatus = st.DeepCopy()
+	return rec.lastStatus
 }

@@ -23,7 +23,14 @@ import (
 // n1's pods at the end.
 func run(t *testing.T, stamped bool, pods int) ([]monitor.Event, []types.NamespacedName, monitortest.Counts, []*v1.Pod) {
 	t.Helper()
+	return runReuse(t, stamped, false, pods)
+}
+
+// runReuse is run, with Cluster.ReuseEventPods(reuse).
+func runReuse(t *testing.T, stamped, reuse bool, pods int) ([]monitor.Event, []types.NamespacedName, monitortest.Counts, []*v1.Pod) {
+	t.Helper()
 	c := monitortest.New(epoch)
+	c.ReuseEventPods(reuse)
 	ctx := context.Background()
 	tmpl := pod("", "", epoch) // one template for every node
 	for _, n := range []string{"n0", "n1", "n2"} {
@@ -157,4 +164,59 @@ func TestStampedPodMemory(t *testing.T) {
 	if per > 150 {
 		t.Errorf("a stamped pod costs %.0f bytes, want at most 150", per)
 	}
+}
+
+// TestReuseEventPods: with ReuseEventPods, the Monitor sees the same
+// events, evicts the same pods and reads back the same pods; the pod
+// events carry the same contents, in objects reused from event to event.
+func TestReuseEventPods(t *testing.T) {
+	events, evicted, counts, n1 := runReuse(t, true, false, 3)
+	rEvents, rEvicted, rCounts, rN1 := runReuse(t, true, true, 3)
+	if !reflect.DeepEqual(rEvents, events) || !reflect.DeepEqual(rEvicted, evicted) || rCounts != counts {
+		t.Errorf("reusing: events %v, evicted %v, counts %+v\nwant %v, %v, %+v", rEvents, rEvicted, rCounts, events, evicted, counts)
+	}
+	if !reflect.DeepEqual(rN1, n1) {
+		t.Errorf("reusing: n1's pods = %v, want %v", rN1, n1)
+	}
+
+	sent := func(reuse bool) (pods []v1.Pod, objects int) {
+		c := monitortest.New(epoch)
+		c.ReuseEventPods(reuse)
+		ctx := context.Background()
+		c.AddNode(ctx, node("n0", "z", epoch), nil)
+		c.AddStampedPods(ctx, "n0", pod("", "", epoch), 3, func(i int) (string, types.UID) {
+			return fmt.Sprint("p", i), types.UID(fmt.Sprint("uid-p", i))
+		})
+		r := &podRecorder{seen: map[*v1.Pod]bool{}}
+		c.Attach(r)
+		c.Sync(ctx)
+		if err := c.UpdatePodStatus(ctx, c.Pod(types.NamespacedName{Namespace: "default", Name: "p1"}), &v1.PodStatus{Phase: v1.PodFailed}); err != nil {
+			t.Fatal(err)
+		}
+		c.SetPodsReady(ctx, "n0", epoch.Add(time.Second))
+		return r.pods, len(r.seen)
+	}
+	fresh, objects := sent(false)
+	reused, rObjects := sent(true)
+	if !reflect.DeepEqual(reused, fresh) {
+		t.Errorf("reusing, the pods sent = %v\nwant %v", reused, fresh)
+	}
+	if len(fresh) != 3+1+1 || objects != len(fresh) || rObjects >= objects {
+		t.Errorf("%d pod events in %d objects, %d reusing; want 5 (3 synced, 1 written, 1 made Ready) in 5, fewer reusing", len(fresh), objects, rObjects)
+	}
+}
+
+// podRecorder records copies of the pods of PodChanged events, and the
+// objects they came in.
+type podRecorder struct {
+	pods []v1.Pod
+	seen map[*v1.Pod]bool
+}
+
+func (r *podRecorder) NodeChanged(context.Context, time.Time, *v1.Node) {}
+func (r *podRecorder) NodeDeleted(string)                               {}
+func (r *podRecorder) PodDeleted(types.NamespacedName)                  {}
+func (r *podRecorder) PodChanged(_ context.Context, _ time.Time, p *v1.Pod) {
+	r.pods = append(r.pods, *p.DeepCopy())
+	r.seen[p] = true
 }
