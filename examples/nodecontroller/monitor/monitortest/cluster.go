@@ -16,8 +16,10 @@
 //
 // Objects to fill it with come from NewNode, NewLease and NewPod (plain
 // objects; any others do). A large cluster's pods, stamped from a few
-// templates, are added with AddStampedPods: about 140 bytes a pod instead
-// of 1.3 KB, a pod object being materialized when one is read. The kubelet's side is methods too: RenewLease,
+// templates, are added with AddStampedPods: about 50 bytes a pod, with no
+// pointer for the garbage collector to follow, instead of 1.3 KB, a pod
+// object being materialized when one is read (ReuseEventPods: one reused
+// for the events they cause). The kubelet's side is methods too: RenewLease,
 // PostNodeStatus and SetPodsReady. Faults are injected with FailTaintWrites, FailEvictions and
 // SetStaleList.
 //
@@ -104,11 +106,13 @@ type nodeRec struct {
 	shared bool      // pods was handed out: copy before changing it
 	// stamps are the node's stamped pods (AddStampedPods), live of them
 	// not gone.
-	stamps [][]stamp
+	stamps []*stampRun
 	live   int
-	// lastStatus is the last status written to a stamped pod of the node
-	// (shareStatus).
-	lastStatus *v1.PodStatus
+	// statuses are the statuses written to the node's stamped pods, each
+	// shared by the pods written it at one instant (stamp.status), the last
+	// one lastStatus.
+	statuses   []*v1.PodStatus
+	lastStatus uint32
 }
 
 type podRec struct {
@@ -458,7 +462,7 @@ func (c *Cluster) Pod(key types.NamespacedName) *v1.Pod {
 	if pr, ok := c.pods[key]; ok {
 		return pr.pod
 	}
-	if s := c.stamped.get(key); s != nil {
+	if s, ok := c.stamped.get(key); ok {
 		return s.pod()
 	}
 	return nil
@@ -566,13 +570,13 @@ func (c *Cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.P
 // updateStampStatus is UpdatePodStatus for a stamped pod. c.mu is held
 // on entry and released.
 func (c *Cluster) updateStampStatus(ctx context.Context, key types.NamespacedName, status *v1.PodStatus) error {
-	st := c.stamped.get(key)
-	if st == nil {
+	st, ok := c.stamped.get(key)
+	if !ok {
 		c.mu.Unlock()
 		return notFound("pods", key.Name)
 	}
 	was := st.ready()
-	st.status = st.rec.shareStatus(status)
+	st.s().status = st.run.rec.shareStatus(status)
 	if was && !st.ready() {
 		c.counts.PodsMarkedNotReady++
 	}
@@ -581,7 +585,7 @@ func (c *Cluster) updateStampStatus(ctx context.Context, key types.NamespacedNam
 		c.mu.Unlock()
 		return nil
 	}
-	buf := c.eventPods([]*stamp{st}) // the lone element does not escape
+	buf := c.eventPods([]stampRef{st}) // the lone element does not escape
 	c.mu.Unlock()
 	recv.PodChanged(ctx, now, &(*buf)[0])
 	c.doneEventPods(buf)
@@ -686,20 +690,20 @@ func (c *Cluster) evictDone(key types.NamespacedName) error {
 // evictStamp is EvictPod for a stamped pod. c.mu is held on entry and
 // released.
 func (c *Cluster) evictStamp(ctx context.Context, key types.NamespacedName, uid types.UID) error {
-	st := c.stamped.get(key)
-	if st == nil {
+	st, ok := c.stamped.get(key)
+	if !ok {
 		c.mu.Unlock()
 		return notFound("pods", key.Name)
 	}
-	if err := c.evictPrecondition(key, st.uid, uid); err != nil {
+	if err := c.evictPrecondition(key, st.uid(), uid); err != nil {
 		return err
 	}
 	c.beforeEvictHook(st.pod())
-	if st.gone { // gone meanwhile
+	if st.s().gone { // gone meanwhile
 		c.mu.Unlock()
 		return notFound("pods", key.Name)
 	}
-	c.dropStamp(st)
+	c.dropStamp(c.stamped.find(key.Namespace, key.Name))
 	return c.evictDone(key)
 }
 

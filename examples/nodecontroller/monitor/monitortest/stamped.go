@@ -2,56 +2,178 @@ package monitortest
 
 import (
 	"context"
+	"hash/maphash"
 	"reflect"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
+// stampRun is the pods of one AddStampedPods call: their template, node,
+// and names and UIDs in one string. Its stamps hold no pointers, so the
+// garbage collector never looks into them: a simulated cluster's millions
+// of pods are a few thousand runs to it.
+type stampRun struct {
+	tmpl   *v1.Pod
+	rec    *nodeRec
+	blob   string  // each stamp's UID, then its name unless the UID ends with it
+	stamps []stamp // never reallocated
+}
+
 // stamp is a pod stored as its template plus what differs: its name, its
 // UID and, once written, its status. A v1.Pod is about 1.2 KB; a stamp is
-// 64 bytes, and a simulated cluster's millions of pods are stamped from a
-// few templates (AddStampedPods). Reads hand out the pod materialized from
-// its stamp; writes replace the stamp's status, never a pod handed out.
+// 20 bytes, its UID and name in its run's blob, and an 8-byte slot or two
+// of the index. Reads hand out the pod materialized from its stamp; writes
+// replace the stamp's status, never a pod handed out.
 type stamp struct {
-	tmpl   *v1.Pod
-	name   string
-	uid    types.UID
-	rec    *nodeRec
-	status *v1.PodStatus // nil: the template's
-	gone   bool          // evicted, or replaced by AddPod
+	end     uint32 // where its UID and name end in the blob (the previous stamp's end is where they start)
+	uidLen  uint32
+	nameLen uint32
+	status  uint32 // 0: the template's; else rec.statuses[status-1]
+	gone    bool   // evicted, or replaced by AddPod
+}
+
+// stampRef is a stamp: a run and an index in it.
+type stampRef struct {
+	run *stampRun
+	i   int
+}
+
+func (r stampRef) s() *stamp { return &r.run.stamps[r.i] }
+
+// text is the stamp's part of the blob: its UID, then its name unless the
+// UID ends with it.
+func (r stampRef) text() string {
+	start := uint32(0)
+	if r.i > 0 {
+		start = r.run.stamps[r.i-1].end
+	}
+	return r.run.blob[start:r.s().end]
+}
+
+func (r stampRef) uid() types.UID { return types.UID(r.text()[:r.s().uidLen]) }
+
+func (r stampRef) name() string {
+	t := r.text()
+	return t[len(t)-int(r.s().nameLen):]
+}
+
+// status is the stamp's status: the template's until one is written.
+func (r stampRef) status() *v1.PodStatus {
+	if i := r.s().status; i > 0 {
+		return r.run.rec.statuses[i-1]
+	}
+	return &r.run.tmpl.Status
 }
 
 // pod materializes the stamp: a new object, never modified afterwards.
-func (s *stamp) pod() *v1.Pod {
+func (r stampRef) pod() *v1.Pod {
 	p := new(v1.Pod)
-	s.fill(p)
+	r.fill(p)
 	return p
 }
 
 // fill materializes the stamp into p.
-func (s *stamp) fill(p *v1.Pod) {
-	*p = *s.tmpl
-	p.Name, p.UID, p.Spec.NodeName = s.name, s.uid, s.rec.name
-	if s.status != nil {
-		p.Status = *s.status
+func (r stampRef) fill(p *v1.Pod) {
+	*p = *r.run.tmpl
+	p.Name, p.UID, p.Spec.NodeName = r.name(), r.uid(), r.run.rec.name
+	p.Status = *r.status()
+}
+
+func (r stampRef) ready() bool { return readyIn(r.status()) }
+
+// stampIndex finds stamps by namespace and name: an open-addressing hash
+// table of their places (run and index) with no pointers for the garbage
+// collector to follow, 8 bytes a slot at most three quarters full, where
+// a map from name to stamp would be about 40 bytes of pointers a pod.
+type stampIndex struct {
+	seed  maphash.Seed
+	runs  []*stampRun // every run, by the number its slots name
+	slots []uint64    // 0: empty; tombstone: deleted; else (run+1)<<32 | index
+	used  int         // slots not empty (live and tombstones)
+	live  int
+}
+
+const tombstone = ^uint64(0)
+
+// at returns the stamp a slot holds.
+func (x *stampIndex) at(slot uint64) stampRef {
+	return stampRef{run: x.runs[slot>>32-1], i: int(uint32(slot))}
+}
+
+// find returns the slot of the stamp of namespace and name, or -1.
+func (x *stampIndex) find(namespace, name string) int {
+	if x.live == 0 {
+		return -1
+	}
+	mask := len(x.slots) - 1
+	for i := int(maphash.String(x.seed, name)) & mask; ; i = (i + 1) & mask {
+		switch v := x.slots[i]; v {
+		case 0:
+			return -1
+		case tombstone:
+		default:
+			if r := x.at(v); r.run.tmpl.Namespace == namespace && r.name() == name {
+				return i
+			}
+		}
 	}
 }
 
-func (s *stamp) ready() bool {
-	st := &s.tmpl.Status
-	if s.status != nil {
-		st = s.status
+func (x *stampIndex) get(key types.NamespacedName) (stampRef, bool) {
+	i := x.find(key.Namespace, key.Name)
+	if i < 0 {
+		return stampRef{}, false
 	}
-	return readyIn(st)
+	return x.at(x.slots[i]), true
 }
 
-// stampIndex finds stamps by namespace and name: a map per namespace keyed
-// by name alone (16 bytes a key instead of a NamespacedName's 32).
-type stampIndex map[string]map[string]*stamp
+// put indexes stamp i of run, whose key is not indexed, growing the
+// table when it is three quarters full.
+func (x *stampIndex) put(run int, i int, name string) {
+	if (x.used+1)*4 > len(x.slots)*3 {
+		x.rehash(max(16, 2*(x.live+1)))
+	}
+	x.insert(uint64(run+1)<<32|uint64(i), name)
+	x.used++
+	x.live++
+}
 
-func (x stampIndex) get(key types.NamespacedName) *stamp { return x[key.Namespace][key.Name] }
+func (x *stampIndex) insert(v uint64, name string) {
+	mask := len(x.slots) - 1
+	i := int(maphash.String(x.seed, name)) & mask
+	for x.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	x.slots[i] = v
+}
+
+// rehash moves the live slots to a table of at least n slots (a power of
+// two), dropping the tombstones.
+func (x *stampIndex) rehash(n int) {
+	if len(x.slots) == 0 {
+		x.seed = maphash.MakeSeed()
+	}
+	size := 16
+	for size < n {
+		size *= 2
+	}
+	old := x.slots
+	x.slots, x.used = make([]uint64, size), x.live
+	for _, v := range old {
+		if v != 0 && v != tombstone {
+			x.insert(v, x.at(v).name())
+		}
+	}
+}
+
+// remove drops the stamp of slot i.
+func (x *stampIndex) remove(i int) {
+	x.slots[i] = tombstone
+	x.live--
+}
 
 // AddStampedPods stores n pods on node (which must not be empty and need
 // not exist) stamped from tmpl: pod i is tmpl with the name and UID name(i)
@@ -59,47 +181,70 @@ func (x stampIndex) get(key types.NamespacedName) *stamp { return x[key.Namespac
 // template may serve every node.
 // They behave as pods added with AddPod (reads, writes, evictions, Sync),
 // and are listed after a node's other pods, in stamp order; but the cluster
-// keeps only their name, UID and, once written, their status (about 140
-// bytes a pod with its index entry, against 1.3 KB for a v1.Pod; the pods
-// of a node written one status at one instant share it), materializing a
-// pod object when one is read: Pod, ListPodsOnNode and every event
-// allocate it. tmpl is shared and must not be modified afterwards. A pod of
-// the same key already stored is replaced.
+// keeps only their name, UID and, once written, their status (about 50
+// bytes a pod with its index entry when the UID ends with the name,
+// against 1.3 KB for a v1.Pod; the pods of a node written one status at
+// one instant share it), materializing a pod object when one is read: Pod,
+// ListPodsOnNode and every event allocate it (see ReuseEventPods). tmpl is
+// shared and must not be modified afterwards. A pod of the same key already
+// stored is replaced.
 func (c *Cluster) AddStampedPods(ctx context.Context, node string, tmpl *v1.Pod, n int, name func(i int) (string, types.UID)) {
 	if n <= 0 || node == "" {
 		return
 	}
-	stamps := make([]stamp, n)
+	run := &stampRun{tmpl: tmpl, stamps: make([]stamp, n)}
+	var blob strings.Builder
 	c.mu.Lock()
 	rec := c.lookup(node)
 	if rec == nil {
 		rec = c.record(node)
 	}
-	if c.stamped == nil {
-		c.stamped = stampIndex{}
+	run.rec = rec
+	for i := range run.stamps {
+		name, uid := name(i)
+		blob.WriteString(string(uid))
+		if !strings.HasSuffix(string(uid), name) {
+			blob.WriteString(name)
+		}
+		run.stamps[i] = stamp{end: uint32(blob.Len()), uidLen: uint32(len(uid)), nameLen: uint32(len(name))}
 	}
-	names := c.stamped[tmpl.Namespace]
-	if names == nil {
-		names = make(map[string]*stamp, n)
-		c.stamped[tmpl.Namespace] = names
+	run.blob = blob.String()
+	id := len(c.stamped.runs)
+	c.stamped.runs = append(c.stamped.runs, run)
+	for i := range run.stamps {
+		r := stampRef{run, i}
+		name := r.name()
+		c.removeLocked(types.NamespacedName{Namespace: tmpl.Namespace, Name: name})
+		c.stamped.put(id, i, name)
 	}
-	for i := range stamps {
-		s := &stamps[i]
-		s.tmpl, s.rec = tmpl, rec
-		s.name, s.uid = name(i)
-		key := types.NamespacedName{Namespace: tmpl.Namespace, Name: s.name}
-		c.removeLocked(key)
-		names[s.name] = s
-	}
-	rec.stamps = append(rec.stamps, stamps)
+	rec.stamps = append(rec.stamps, run)
 	rec.live += n
 	recv, now := c.recv, c.now
 	c.mu.Unlock()
 	if recv != nil {
-		for i := range stamps {
-			recv.PodChanged(ctx, now, stamps[i].pod())
+		var scratch *v1.Pod
+		for i := range run.stamps {
+			if scratch == nil || !c.reusing() {
+				scratch = new(v1.Pod)
+			}
+			c.mu.Lock()
+			r := stampRef{run, i}
+			gone := r.s().gone
+			if !gone {
+				r.fill(scratch)
+			}
+			c.mu.Unlock()
+			if !gone {
+				recv.PodChanged(ctx, now, scratch)
+			}
 		}
 	}
+}
+
+func (c *Cluster) reusing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reuse
 }
 
 // removeLocked forgets the pod of key, stamped or not, without an event
@@ -111,26 +256,27 @@ func (c *Cluster) removeLocked(key types.NamespacedName) {
 		}
 		delete(c.pods, key)
 	}
-	if s := c.stamped.get(key); s != nil {
-		c.dropStamp(s)
+	if i := c.stamped.find(key.Namespace, key.Name); i >= 0 {
+		c.dropStamp(i)
 	}
 }
 
-// dropStamp removes a stamp from the index and its node's list. c.mu must
-// be held.
-func (c *Cluster) dropStamp(s *stamp) {
-	s.gone = true
-	delete(c.stamped[s.tmpl.Namespace], s.name)
-	s.rec.live--
+// dropStamp removes the stamp of index slot i from the index and its
+// node's list. c.mu must be held.
+func (c *Cluster) dropStamp(i int) {
+	r := c.stamped.at(c.stamped.slots[i])
+	r.s().gone = true
+	c.stamped.remove(i)
+	r.run.rec.live--
 }
 
 // appendStamped appends rec's live stamped pods, materialized, to dst.
 // c.mu must be held.
 func (rec *nodeRec) appendStamped(dst []*v1.Pod) []*v1.Pod {
 	for _, run := range rec.stamps {
-		for i := range run {
-			if !run[i].gone {
-				dst = append(dst, run[i].pod())
+		for i := range run.stamps {
+			if !run.stamps[i].gone {
+				dst = append(dst, stampRef{run, i}.pod())
 			}
 		}
 	}
@@ -141,10 +287,10 @@ func (rec *nodeRec) appendStamped(dst []*v1.Pod) []*v1.Pod {
 // held.
 func (rec *nodeRec) appendStampedValues(dst []v1.Pod) []v1.Pod {
 	for _, run := range rec.stamps {
-		for i := range run {
-			if !run[i].gone {
+		for i := range run.stamps {
+			if !run.stamps[i].gone {
 				dst = append(dst, v1.Pod{})
-				run[i].fill(&dst[len(dst)-1])
+				stampRef{run, i}.fill(&dst[len(dst)-1])
 			}
 		}
 	}
@@ -179,7 +325,7 @@ func (c *Cluster) ReuseEventPods(on bool) {
 // eventPods materializes stamps for the events they cause: into a buffer
 // from the pool with ReuseEventPods, else into a new one. Give it back
 // with doneEventPods once the events are sent. c.mu must be held.
-func (c *Cluster) eventPods(stamps []*stamp) *[]v1.Pod {
+func (c *Cluster) eventPods(stamps []stampRef) *[]v1.Pod {
 	var buf *[]v1.Pod
 	if c.reuse {
 		buf, _ = c.podBufs.Get().(*[]v1.Pod)
@@ -224,34 +370,43 @@ func (rec *nodeRec) podsView() []*v1.Pod {
 // setStampsReady makes every live stamped pod of rec that is not Ready
 // Ready at now, appending the stamps changed to changed. c.mu must be
 // held.
-func (rec *nodeRec) setStampsReady(changed []*stamp, ready func(*v1.Pod) *v1.Pod) []*stamp {
-	var from, to *v1.PodStatus // the last status made Ready, and the result
+func (rec *nodeRec) setStampsReady(changed []stampRef, ready func(*v1.Pod) *v1.Pod) []stampRef {
+	var from, to uint32 // the last status made Ready, and the result
 	for _, run := range rec.stamps {
-		for i := range run {
-			s := &run[i]
-			if s.gone || s.ready() {
+		for i := range run.stamps {
+			r := stampRef{run, i}
+			s := r.s()
+			if s.gone || r.ready() {
 				continue
 			}
-			if s.status == nil || s.status != from {
-				p := ready(s.pod())
-				st := p.Status // not &p.Status, which would keep all of p
-				from, to = s.status, &st
+			if to == 0 || s.status == 0 || s.status != from {
+				p := ready(r.pod())
+				from, to = s.status, rec.addStatus(&p.Status)
 			}
 			s.status = to // shared by the stamps whose status was shared
-			changed = append(changed, s)
+			changed = append(changed, r)
 		}
 	}
 	return changed
 }
 
-// shareStatus returns the node's last stamped status written when it is
-// equal to st, else a copy of st (the caller's may change): the pods of a
-// node marked not ready at one instant share one status (a status is never
-// modified once stored). c.mu must be held.
-func (rec *nodeRec) shareStatus(st *v1.PodStatus) *v1.PodStatus {
-	if rec.lastStatus != nil && reflect.DeepEqual(rec.lastStatus, st) {
+// addStatus stores st (which is never modified afterwards) as one of the
+// node's stamped statuses and returns its number. c.mu must be held.
+func (rec *nodeRec) addStatus(st *v1.PodStatus) uint32 {
+	cp := *st // not st itself, which would keep all of its pod
+	rec.statuses = append(rec.statuses, &cp)
+	return uint32(len(rec.statuses))
+}
+
+// shareStatus returns the number of the node's last stamped status written
+// when it is equal to st, else stores a copy of st (the caller's may
+// change): the pods of a node marked not ready at one instant share one
+// status. c.mu must be held.
+func (rec *nodeRec) shareStatus(st *v1.PodStatus) uint32 {
+	if rec.lastStatus > 0 && reflect.DeepEqual(rec.statuses[rec.lastStatus-1], st) {
 		return rec.lastStatus
 	}
-	rec.lastStatus = st.DeepCopy()
+	rec.statuses = append(rec.statuses, st.DeepCopy())
+	rec.lastStatus = uint32(len(rec.statuses))
 	return rec.lastStatus
 }

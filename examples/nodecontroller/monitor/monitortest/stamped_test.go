@@ -3,6 +3,7 @@ package monitortest_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
 	"testing"
@@ -219,4 +220,67 @@ func (r *podRecorder) PodDeleted(types.NamespacedName)                  {}
 func (r *podRecorder) PodChanged(_ context.Context, _ time.Time, p *v1.Pod) {
 	r.pods = append(r.pods, *p.DeepCopy())
 	r.seen[p] = true
+}
+
+// TestStampIndexModel: stamped pods added (over and over, in several
+// namespaces, UIDs that end with the name and UIDs that do not), replaced
+// by plain pods and evicted are found as a map of key to UID says, through
+// the index's growth and its deleted slots.
+func TestStampIndexModel(t *testing.T) {
+	c := monitortest.New(epoch)
+	ctx := context.Background()
+	model := map[types.NamespacedName]types.UID{}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	key := func() types.NamespacedName {
+		return types.NamespacedName{Namespace: []string{"a", "b"}[rnd.IntN(2)], Name: fmt.Sprint("p", rnd.IntN(300))}
+	}
+	for step := range 3000 {
+		switch op := rnd.IntN(10); {
+		case op < 5: // a run of stamps, names possibly repeated within it
+			ns, n := []string{"a", "b"}[rnd.IntN(2)], 1+rnd.IntN(20)
+			keys := make([]types.NamespacedName, n)
+			uids := make([]types.UID, n)
+			for i := range keys {
+				keys[i] = key()
+				keys[i].Namespace = ns
+				uids[i] = types.UID(fmt.Sprint("uid-", step, "-", keys[i].Name))
+				if rnd.IntN(2) == 0 {
+					uids[i] = types.UID(fmt.Sprint("other-", step, "-", i))
+				}
+				model[keys[i]] = uids[i]
+			}
+			tmpl := pod("", "", epoch)
+			tmpl.Namespace = ns
+			c.AddStampedPods(ctx, fmt.Sprint("n", rnd.IntN(5)), tmpl, n, func(i int) (string, types.UID) { return keys[i].Name, uids[i] })
+		case op < 6: // replaced by a plain pod
+			k := key()
+			p := pod(k.Name, "n9", epoch)
+			p.Namespace = k.Namespace
+			c.AddPod(ctx, p)
+			model[k] = p.UID
+		default: // evicted
+			k := key()
+			err := c.EvictPod(ctx, k, "", nil)
+			if _, ok := model[k]; ok != (err == nil) {
+				t.Fatalf("step %d: EvictPod(%v) = %v, model has it: %v", step, k, err, ok)
+			}
+			delete(model, k)
+		}
+	}
+	for _, ns := range []string{"a", "b"} {
+		for i := range 300 {
+			k := types.NamespacedName{Namespace: ns, Name: fmt.Sprint("p", i)}
+			p := c.Pod(k)
+			if uid, ok := model[k]; ok != (p != nil) || (ok && (p.UID != uid || p.Name != k.Name || p.Namespace != ns)) {
+				t.Errorf("Pod(%v) = %v, want UID %q (present: %v)", k, p, uid, ok)
+			}
+		}
+	}
+	listed := 0
+	for i := range 10 {
+		listed += len(c.ListPodsOnNode(fmt.Sprint("n", i)))
+	}
+	if listed != len(model) {
+		t.Errorf("%d pods listed on the nodes, want %d", listed, len(model))
+	}
 }
