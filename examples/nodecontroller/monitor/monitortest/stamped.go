@@ -130,15 +130,65 @@ func (x *stampIndex) get(key types.NamespacedName) (stampRef, bool) {
 	return x.at(x.slots[i]), true
 }
 
-// put indexes stamp i of run, whose key is not indexed, growing the
-// table when it is three quarters full.
-func (x *stampIndex) put(run int, i int, name string) {
+// put indexes stamp i of run under namespace and name, and returns the
+// slot of the stamp it replaces, or -1: one hash and one probe sequence
+// for both. c.mu must be held.
+func (x *stampIndex) put(run, i int, namespace, name string) (replaced int) {
 	if (x.used+1)*4 > len(x.slots)*3 {
 		x.rehash(max(16, 2*(x.live+1)))
 	}
-	x.insert(uint64(run+1)<<32|uint64(i), name)
-	x.used++
-	x.live++
+	v := uint64(run+1)<<32 | uint64(i)
+	mask := len(x.slots) - 1
+	free := -1
+	for j := int(maphash.String(x.seed, name)) & mask; ; j = (j + 1) & mask {
+		switch w := x.slots[j]; w {
+		case 0:
+			if free < 0 {
+				free = j
+				x.used++
+			}
+			x.slots[free] = v
+			x.live++
+			return -1
+		case tombstone:
+			if free < 0 {
+				free = j
+			}
+		default:
+			if r := x.at(w); r.run.tmpl.Namespace == namespace && r.name() == name {
+				// The old stamp keeps its slot until dropped: the new one
+				// takes the first free slot on the way, or the next empty.
+				if free < 0 {
+					free = x.next(j)
+				}
+				x.slots[free] = v
+				x.live++
+				return j
+			}
+		}
+	}
+}
+
+// next returns the first slot after j that is free (empty or a
+// tombstone), counting it as used when it was empty.
+func (x *stampIndex) next(j int) int {
+	mask := len(x.slots) - 1
+	for j = (j + 1) & mask; ; j = (j + 1) & mask {
+		switch x.slots[j] {
+		case 0:
+			x.used++
+			return j
+		case tombstone:
+			return j
+		}
+	}
+}
+
+// reserve makes room for n more stamps.
+func (x *stampIndex) reserve(n int) {
+	if need := x.live + n; need*4 > len(x.slots)*3 {
+		x.rehash(need * 4 / 3)
+	}
 }
 
 func (x *stampIndex) insert(v uint64, name string) {
@@ -211,11 +261,15 @@ func (c *Cluster) AddStampedPods(ctx context.Context, node string, tmpl *v1.Pod,
 	run.blob = blob.String()
 	id := len(c.stamped.runs)
 	c.stamped.runs = append(c.stamped.runs, run)
+	c.stamped.reserve(n)
 	for i := range run.stamps {
-		r := stampRef{run, i}
-		name := r.name()
-		c.removeLocked(types.NamespacedName{Namespace: tmpl.Namespace, Name: name})
-		c.stamped.put(id, i, name)
+		name := stampRef{run, i}.name()
+		if len(c.pods) > 0 {
+			c.removePod(types.NamespacedName{Namespace: tmpl.Namespace, Name: name})
+		}
+		if old := c.stamped.put(id, i, tmpl.Namespace, name); old >= 0 {
+			c.dropStamp(old)
+		}
 	}
 	rec.stamps = append(rec.stamps, run)
 	rec.live += n
@@ -250,14 +304,19 @@ func (c *Cluster) reusing() bool {
 // removeLocked forgets the pod of key, stamped or not, without an event
 // (a replacement). c.mu must be held.
 func (c *Cluster) removeLocked(key types.NamespacedName) {
+	c.removePod(key)
+	if i := c.stamped.find(key.Namespace, key.Name); i >= 0 {
+		c.dropStamp(i)
+	}
+}
+
+// removePod forgets the pod of key that is not stamped. c.mu must be held.
+func (c *Cluster) removePod(key types.NamespacedName) {
 	if old, ok := c.pods[key]; ok {
 		if old.rec != nil {
 			old.rec.pods = slices.DeleteFunc(old.rec.ownPods(), func(p *v1.Pod) bool { return p == old.pod })
 		}
 		delete(c.pods, key)
-	}
-	if i := c.stamped.find(key.Namespace, key.Name); i >= 0 {
-		c.dropStamp(i)
 	}
 }
 
