@@ -417,13 +417,15 @@ func (c *Cluster) doneEventPods(buf *[]v1.Pod) {
 // podsView returns the node's pods, stamped ones materialized, for
 // handing out: rec.pods itself when it has none, else a new list of new
 // objects (not kept: a simulation reads the pods of thousands of down nodes
-// once each). c.mu must be held.
+// once each), the stamped ones in one allocation. c.mu must be held.
 func (rec *nodeRec) podsView() []*v1.Pod {
 	if rec.live == 0 {
 		rec.shared = true
 		return rec.pods
 	}
-	return rec.appendStamped(slices.Clip(slices.Clone(rec.pods)))
+	out := make([]*v1.Pod, len(rec.pods), len(rec.pods)+rec.live)
+	copy(out, rec.pods)
+	return pointers(out, rec.appendStampedValues(make([]v1.Pod, 0, rec.live)))
 }
 
 // setStampsReady makes every live stamped pod of rec that is not Ready

@@ -184,14 +184,16 @@ func TestReuseEventPods(t *testing.T) {
 		c := monitortest.New(epoch)
 		c.ReuseEventPods(reuse)
 		ctx := context.Background()
-		c.AddNode(ctx, node("n0", "z", epoch), nil)
-		c.AddStampedPods(ctx, "n0", pod("", "", epoch), 3, func(i int) (string, types.UID) {
-			return fmt.Sprint("p", i), types.UID(fmt.Sprint("uid-p", i))
-		})
+		for _, n := range []string{"n0", "n1"} {
+			c.AddNode(ctx, node(n, "z", epoch), nil)
+			c.AddStampedPods(ctx, n, pod("", "", epoch), 3, func(i int) (string, types.UID) {
+				return fmt.Sprint("p", n, i), types.UID(fmt.Sprint("uid-p", n, i))
+			})
+		}
 		r := &podRecorder{seen: map[*v1.Pod]bool{}}
 		c.Attach(r)
 		c.Sync(ctx)
-		if err := c.UpdatePodStatus(ctx, c.Pod(types.NamespacedName{Namespace: "default", Name: "p1"}), &v1.PodStatus{Phase: v1.PodFailed}); err != nil {
+		if err := c.UpdatePodStatus(ctx, c.Pod(types.NamespacedName{Namespace: "default", Name: "pn01"}), &v1.PodStatus{Phase: v1.PodFailed}); err != nil {
 			t.Fatal(err)
 		}
 		c.SetPodsReady(ctx, "n0", epoch.Add(time.Second))
@@ -202,8 +204,10 @@ func TestReuseEventPods(t *testing.T) {
 	if !reflect.DeepEqual(reused, fresh) {
 		t.Errorf("reusing, the pods sent = %v\nwant %v", reused, fresh)
 	}
-	if len(fresh) != 3+1+1 || objects != len(fresh) || rObjects >= objects {
-		t.Errorf("%d pod events in %d objects, %d reusing; want 5 (3 synced, 1 written, 1 made Ready) in 5, fewer reusing", len(fresh), objects, rObjects)
+	// Sync reuses its objects from node to node; the other events' come
+	// from a sync.Pool, which may or may not give one back.
+	if len(fresh) != 6+1+1 || objects != len(fresh) || rObjects > 3+1+1 {
+		t.Errorf("%d pod events in %d objects, %d reusing; want 8 (6 synced, 1 written, 1 made Ready) in 8, at most 5 reusing", len(fresh), objects, rObjects)
 	}
 }
 
