@@ -396,6 +396,11 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 		}
 	}
 	c.Reserve(len(s.nodes), 0) // the pods are stamped (AddStampedPods)
+	pods := 0
+	for _, n := range s.nodes {
+		pods += s.podsPerNode[n.zone]
+	}
+	c.ReserveStamped(pods)
 	// One template per zone and pod group, for every node; and the bytes of
 	// a node's pod UIDs ("uid-<node>-<group>-<i>"), but for the node names.
 	tmpls := make([][]*v1.Pod, len(sc.Zones))

@@ -86,14 +86,17 @@ func (r stampRef) ready() bool { return readyIn(r.status()) }
 
 // stampIndex finds stamps by namespace and name: an open-addressing hash
 // table of their places (run and index) with no pointers for the garbage
-// collector to follow, 8 bytes a slot at most three quarters full, where
-// a map from name to stamp would be about 40 bytes of pointers a pod.
+// collector to follow, 12 bytes a slot at most three quarters full, where
+// a map from name to stamp would be about 40 bytes of pointers a pod. Each
+// slot keeps the low 32 bits of its name's hash: a probe reads a name only
+// when they match, and growing reads none.
 type stampIndex struct {
-	seed  maphash.Seed
-	runs  []*stampRun // every run, by the number its slots name
-	slots []uint64    // 0: empty; tombstone: deleted; else (run+1)<<32 | index
-	used  int         // slots not empty (live and tombstones)
-	live  int
+	seed   maphash.Seed
+	runs   []*stampRun // every run, by the number its slots name
+	slots  []uint64    // 0: empty; tombstone: deleted; else (run+1)<<32 | index
+	hashes []uint32    // per slot
+	used   int         // slots not empty (live and tombstones)
+	live   int
 }
 
 const tombstone = ^uint64(0)
@@ -103,20 +106,33 @@ func (x *stampIndex) at(slot uint64) stampRef {
 	return stampRef{run: x.runs[slot>>32-1], i: int(uint32(slot))}
 }
 
+func (x *stampIndex) hash(name string) uint32 { return uint32(maphash.String(x.seed, name)) }
+
+// matches reports whether slot j holds the stamp of namespace and name
+// (whose hash is h).
+func (x *stampIndex) matches(j int, h uint32, namespace, name string) bool {
+	if x.hashes[j] != h {
+		return false
+	}
+	r := x.at(x.slots[j])
+	return r.run.tmpl.Namespace == namespace && r.name() == name
+}
+
 // find returns the slot of the stamp of namespace and name, or -1.
 func (x *stampIndex) find(namespace, name string) int {
 	if x.live == 0 {
 		return -1
 	}
+	h := x.hash(name)
 	mask := len(x.slots) - 1
-	for i := int(maphash.String(x.seed, name)) & mask; ; i = (i + 1) & mask {
-		switch v := x.slots[i]; v {
+	for j := int(h) & mask; ; j = (j + 1) & mask {
+		switch x.slots[j] {
 		case 0:
 			return -1
 		case tombstone:
 		default:
-			if r := x.at(v); r.run.tmpl.Namespace == namespace && r.name() == name {
-				return i
+			if x.matches(j, h, namespace, name) {
+				return j
 			}
 		}
 	}
@@ -138,16 +154,17 @@ func (x *stampIndex) put(run, i int, namespace, name string) (replaced int) {
 		x.rehash(max(16, 2*(x.live+1)))
 	}
 	v := uint64(run+1)<<32 | uint64(i)
+	h := x.hash(name)
 	mask := len(x.slots) - 1
 	free := -1
-	for j := int(maphash.String(x.seed, name)) & mask; ; j = (j + 1) & mask {
-		switch w := x.slots[j]; w {
+	for j := int(h) & mask; ; j = (j + 1) & mask {
+		switch x.slots[j] {
 		case 0:
 			if free < 0 {
 				free = j
 				x.used++
 			}
-			x.slots[free] = v
+			x.slots[free], x.hashes[free] = v, h
 			x.live++
 			return -1
 		case tombstone:
@@ -155,13 +172,13 @@ func (x *stampIndex) put(run, i int, namespace, name string) (replaced int) {
 				free = j
 			}
 		default:
-			if r := x.at(w); r.run.tmpl.Namespace == namespace && r.name() == name {
+			if x.matches(j, h, namespace, name) {
 				// The old stamp keeps its slot until dropped: the new one
 				// takes the first free slot on the way, or the next empty.
 				if free < 0 {
 					free = x.next(j)
 				}
-				x.slots[free] = v
+				x.slots[free], x.hashes[free] = v, h
 				x.live++
 				return j
 			}
@@ -191,15 +208,6 @@ func (x *stampIndex) reserve(n int) {
 	}
 }
 
-func (x *stampIndex) insert(v uint64, name string) {
-	mask := len(x.slots) - 1
-	i := int(maphash.String(x.seed, name)) & mask
-	for x.slots[i] != 0 {
-		i = (i + 1) & mask
-	}
-	x.slots[i] = v
-}
-
 // rehash moves the live slots to a table of at least n slots (a power of
 // two), dropping the tombstones.
 func (x *stampIndex) rehash(n int) {
@@ -210,12 +218,18 @@ func (x *stampIndex) rehash(n int) {
 	for size < n {
 		size *= 2
 	}
-	old := x.slots
-	x.slots, x.used = make([]uint64, size), x.live
-	for _, v := range old {
-		if v != 0 && v != tombstone {
-			x.insert(v, x.at(v).name())
+	slots, hashes := x.slots, x.hashes
+	x.slots, x.hashes, x.used = make([]uint64, size), make([]uint32, size), x.live
+	mask := size - 1
+	for k, v := range slots {
+		if v == 0 || v == tombstone {
+			continue
 		}
+		j := int(hashes[k]) & mask
+		for x.slots[j] != 0 {
+			j = (j + 1) & mask
+		}
+		x.slots[j], x.hashes[j] = v, hashes[k]
 	}
 }
 
@@ -223,6 +237,14 @@ func (x *stampIndex) rehash(n int) {
 func (x *stampIndex) remove(i int) {
 	x.slots[i] = tombstone
 	x.live--
+}
+
+// ReserveStamped makes room for n more stamped pods, so filling a large
+// cluster with AddStampedPods does not regrow its index.
+func (c *Cluster) ReserveStamped(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stamped.reserve(n)
 }
 
 // AddStampedPods stores n pods on node (which must not be empty and need

@@ -233,6 +233,7 @@ func (r *podRecorder) PodChanged(_ context.Context, _ time.Time, p *v1.Pod) {
 // the index's growth and its deleted slots.
 func TestStampIndexModel(t *testing.T) {
 	c := monitortest.New(epoch)
+	c.ReserveStamped(100) // then grown
 	ctx := context.Background()
 	model := map[types.NamespacedName]types.UID{}
 	rnd := rand.New(rand.NewPCG(1, 2))
