@@ -430,7 +430,7 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 		z := &sc.Zones[n.zone]
 		c.AddNode(ctx, newNode(n.name, z, created, epoch), monitortest.NewLease(n.name, epoch))
 		// The node's pods are stamped from one template per group
-		// (monitortest.Cluster.AddStampedPods: about 50 bytes a pod
+		// (monitortest.Cluster.AddStampedPods: about 75 bytes a pod
 		// instead of a v1.Pod's 1.3 KB), their names in one allocation: a
 		// large cluster has millions of them.
 		ends = ends[:0]

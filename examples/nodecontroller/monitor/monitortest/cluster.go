@@ -16,7 +16,7 @@
 //
 // Objects to fill it with come from NewNode, NewLease and NewPod (plain
 // objects; any others do). A large cluster's pods, stamped from a few
-// templates, are added with AddStampedPods: about 50 bytes a pod, with no
+// templates, are added with AddStampedPods: about 75 bytes a pod, with no
 // pointer for the garbage collector to follow, instead of 1.3 KB, a pod
 // object being materialized when one is read (ReuseEventPods: one reused
 // for the events they cause). The kubelet's side is methods too: RenewLease,

@@ -24,7 +24,7 @@ type stampRun struct {
 
 // stamp is a pod stored as its template plus what differs: its name, its
 // UID and, once written, its status. A v1.Pod is about 1.2 KB; a stamp is
-// 20 bytes, its UID and name in its run's blob, and an 8-byte slot or two
+// 20 bytes, its UID and name in its run's blob, and a 12-byte slot or two
 // of the index. Reads hand out the pod materialized from its stamp; writes
 // replace the stamp's status, never a pod handed out.
 type stamp struct {
@@ -253,7 +253,7 @@ func (c *Cluster) ReserveStamped(n int) {
 // template may serve every node.
 // They behave as pods added with AddPod (reads, writes, evictions, Sync),
 // and are listed after a node's other pods, in stamp order; but the cluster
-// keeps only their name, UID and, once written, their status (about 50
+// keeps only their name, UID and, once written, their status (about 75
 // bytes a pod with its index entry when the UID ends with the name,
 // against 1.3 KB for a v1.Pod; the pods of a node written one status at
 // one instant share it), materializing a pod object when one is read: Pod,
