@@ -341,14 +341,13 @@ func (c *Cluster) Sync(ctx context.Context) {
 			// Stamped pods are materialized one node at a time, as they are
 			// sent, not all at once; with ReuseEventPods, into the same
 			// objects for every node.
-			c.mu.Lock()
-			if reuse {
-				vals = recs[i].appendStampedValues(vals[:0])
-				scratch = pointers(scratch[:0], vals)
-			} else {
-				scratch = recs[i].appendStamped(scratch[:0])
+			if !reuse {
+				vals = nil // the Receiver's to keep
 			}
+			c.mu.Lock()
+			vals = recs[i].appendStampedValues(vals[:0])
 			c.mu.Unlock()
+			scratch = pointers(scratch[:0], vals)
 			ps = append(slices.Clip(ps), scratch...)
 		}
 		for _, p := range ps {

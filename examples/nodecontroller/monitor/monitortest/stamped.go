@@ -351,21 +351,8 @@ func (c *Cluster) dropStamp(i int) {
 	r.run.rec.live--
 }
 
-// appendStamped appends rec's live stamped pods, materialized, to dst.
-// c.mu must be held.
-func (rec *nodeRec) appendStamped(dst []*v1.Pod) []*v1.Pod {
-	for _, run := range rec.stamps {
-		for i := range run.stamps {
-			if !run.stamps[i].gone {
-				dst = append(dst, stampRef{run, i}.pod())
-			}
-		}
-	}
-	return dst
-}
-
-// appendStampedValues is appendStamped into pod values. c.mu must be
-// held.
+// appendStampedValues appends rec's live stamped pods, materialized, to
+// dst. c.mu must be held.
 func (rec *nodeRec) appendStampedValues(dst []v1.Pod) []v1.Pod {
 	for _, run := range rec.stamps {
 		for i := range run.stamps {
