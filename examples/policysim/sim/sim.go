@@ -46,6 +46,11 @@ type Options struct {
 	Tick bool
 	// Budget bounds the run's work; zero fields take DefaultBudget's.
 	Budget Budget
+
+	// plain turns off the shortcuts that give identical results faster
+	// (monitortest.Cluster.ReuseEventPods), for the tests that check they
+	// do.
+	plain bool
 }
 
 // Budget bounds the work of a run (or, for Sweep, of all its runs
@@ -325,6 +330,10 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 	}
 	s.m = m
 	s.c.Attach(m)
+	// The Monitor keeps nothing of a pod object it is sent but strings
+	// and the template's tolerations, so the millions of pods sent by
+	// the initial sync and status writes need not be new objects each.
+	s.c.ReuseEventPods(!opt.plain)
 	s.c.BeforeEvict(s.onEvict)
 	for zi, z := range sc.Zones {
 		s.zoneOfKey[zonestate.Key(newNode(NodeName(z.Name, 0, z.Nodes), &sc.Zones[zi], Epoch, Epoch))] = z.Name
@@ -387,6 +396,11 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 		}
 	}
 	c.Reserve(len(s.nodes), 0) // the pods are stamped (AddStampedPods)
+	pods := 0
+	for _, n := range s.nodes {
+		pods += s.podsPerNode[n.zone]
+	}
+	c.ReserveStamped(pods)
 	// One template per zone and pod group, for every node; and the bytes of
 	// a node's pod UIDs ("uid-<node>-<group>-<i>"), but for the node names.
 	tmpls := make([][]*v1.Pod, len(sc.Zones))
@@ -416,7 +430,7 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 		z := &sc.Zones[n.zone]
 		c.AddNode(ctx, newNode(n.name, z, created, epoch), monitortest.NewLease(n.name, epoch))
 		// The node's pods are stamped from one template per group
-		// (monitortest.Cluster.AddStampedPods: about 100 bytes a pod
+		// (monitortest.Cluster.AddStampedPods: about 75 bytes a pod
 		// instead of a v1.Pod's 1.3 KB), their names in one allocation: a
 		// large cluster has millions of them.
 		ends = ends[:0]

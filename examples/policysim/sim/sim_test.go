@@ -257,3 +257,46 @@ func TestRunRejectsBadInput(t *testing.T) {
 		t.Errorf("Run(nil) = %v, want ErrScenario", err)
 	}
 }
+
+// TestShortcutsEqualPlain: every embedded scenario gives the same report
+// (text timeline, summary, JSON) with the simulator's shortcuts
+// (monitortest.Cluster.ReuseEventPods) as without them, in both eviction
+// modes; gke-65k at a hundredth of its size.
+func TestShortcutsEqualPlain(t *testing.T) {
+	for _, name := range EmbeddedNames() {
+		sc := loadEmbedded(t, name)
+		if name == "gke-65k" {
+			sc = scaledEmbedded(t, name, 130)
+		}
+		for _, timeout := range []time.Duration{0, 2 * time.Minute} {
+			fast := mustRun(t, sc, Options{PodEvictionTimeout: timeout})
+			plain := mustRun(t, sc, Options{PodEvictionTimeout: timeout, plain: true})
+			if !reflect.DeepEqual(fast.Entries, plain.Entries) {
+				t.Errorf("%s (timeout %v): %d entries with the shortcuts, %d without; first difference: %s",
+					name, timeout, len(fast.Entries), len(plain.Entries), firstDiff(fast.Entries, plain.Entries))
+			}
+			for _, format := range []string{"text", "json"} {
+				if f, p := report(t, fast, format), report(t, plain, format); f != p {
+					t.Errorf("%s (timeout %v): the %s reports differ:\n%s\nwithout the shortcuts:\n%s", name, timeout, format, f, p)
+				}
+			}
+		}
+	}
+}
+
+// report renders res as the command does (the JSON without its elapsed
+// time, which is the only part that may differ).
+func report(t *testing.T, res *Result, format string) string {
+	t.Helper()
+	var b strings.Builder
+	var err error
+	if format == "json" {
+		err = WriteJSON(&b, res, 0)
+	} else {
+		err = WriteText(&b, res, false)
+	}
+	if err != nil {
+		t.Fatalf("%s report: %v", format, err)
+	}
+	return b.String()
+}

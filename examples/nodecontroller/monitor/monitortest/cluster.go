@@ -16,8 +16,10 @@
 //
 // Objects to fill it with come from NewNode, NewLease and NewPod (plain
 // objects; any others do). A large cluster's pods, stamped from a few
-// templates, are added with AddStampedPods: about 140 bytes a pod instead
-// of 1.3 KB, a pod object being materialized when one is read. The kubelet's side is methods too: RenewLease,
+// templates, are added with AddStampedPods: about 75 bytes a pod, with no
+// pointer for the garbage collector to follow, instead of 1.3 KB, a pod
+// object being materialized when one is read (ReuseEventPods: one reused
+// for the events they cause). The kubelet's side is methods too: RenewLease,
 // PostNodeStatus and SetPodsReady. Faults are injected with FailTaintWrites, FailEvictions and
 // SetStaleList.
 //
@@ -73,6 +75,10 @@ type Cluster struct {
 	pods   map[types.NamespacedName]*podRec
 	// stamped indexes the pods added with AddStampedPods (stamped.go).
 	stamped stampIndex
+	// reuse is ReuseEventPods; podBufs holds the *[]v1.Pod buffers the
+	// events of stamped pods are materialized in when it is on.
+	reuse   bool
+	podBufs sync.Pool
 
 	// list is ListNodes' answer, kept between calls: a node write
 	// replaces its element, copying the slice first when it was handed out
@@ -100,11 +106,13 @@ type nodeRec struct {
 	shared bool      // pods was handed out: copy before changing it
 	// stamps are the node's stamped pods (AddStampedPods), live of them
 	// not gone.
-	stamps [][]stamp
+	stamps []*stampRun
 	live   int
-	// lastStatus is the last status written to a stamped pod of the node
-	// (shareStatus).
-	lastStatus *v1.PodStatus
+	// statuses are the statuses written to the node's stamped pods, each
+	// shared by the pods written it at one instant (stamp.status), the last
+	// one lastStatus.
+	statuses   []*v1.PodStatus
+	lastStatus uint32
 }
 
 type podRec struct {
@@ -295,7 +303,7 @@ func (c *Cluster) Reserve(nodes, pods int) {
 // objects): the caller checks ctx.Err() afterwards.
 func (c *Cluster) Sync(ctx context.Context) {
 	c.mu.Lock()
-	recv, now := c.recv, c.now
+	recv, now, reuse := c.recv, c.now, c.reuse
 	if recv == nil {
 		c.mu.Unlock()
 		return
@@ -324,14 +332,22 @@ func (c *Cluster) Sync(ctx context.Context) {
 		}
 		recv.NodeChanged(ctx, now, n)
 	}
-	var scratch []*v1.Pod
+	var (
+		scratch []*v1.Pod
+		vals    []v1.Pod // with reuse: the objects scratch points to
+	)
 	for i, ps := range pods {
 		if len(recs[i].stamps) > 0 {
 			// Stamped pods are materialized one node at a time, as they are
-			// sent, not all at once.
+			// sent, not all at once; with ReuseEventPods, into the same
+			// objects for every node.
+			if !reuse {
+				vals = nil // the Receiver's to keep
+			}
 			c.mu.Lock()
-			scratch = recs[i].appendStamped(scratch[:0])
+			vals = recs[i].appendStampedValues(vals[:0])
 			c.mu.Unlock()
+			scratch = pointers(scratch[:0], vals)
 			ps = append(slices.Clip(ps), scratch...)
 		}
 		for _, p := range ps {
@@ -445,7 +461,7 @@ func (c *Cluster) Pod(key types.NamespacedName) *v1.Pod {
 	if pr, ok := c.pods[key]; ok {
 		return pr.pod
 	}
-	if s := c.stamped.get(key); s != nil {
+	if s, ok := c.stamped.get(key); ok {
 		return s.pod()
 	}
 	return nil
@@ -553,22 +569,25 @@ func (c *Cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.P
 // updateStampStatus is UpdatePodStatus for a stamped pod. c.mu is held
 // on entry and released.
 func (c *Cluster) updateStampStatus(ctx context.Context, key types.NamespacedName, status *v1.PodStatus) error {
-	st := c.stamped.get(key)
-	if st == nil {
+	st, ok := c.stamped.get(key)
+	if !ok {
 		c.mu.Unlock()
 		return notFound("pods", key.Name)
 	}
 	was := st.ready()
-	st.status = st.rec.shareStatus(status.DeepCopy())
+	st.s().status = st.run.rec.shareStatus(status)
 	if was && !st.ready() {
 		c.counts.PodsMarkedNotReady++
 	}
-	p := st.pod()
 	recv, now := c.recv, c.now
-	c.mu.Unlock()
-	if recv != nil {
-		recv.PodChanged(ctx, now, p)
+	if recv == nil {
+		c.mu.Unlock()
+		return nil
 	}
+	buf := c.eventPods([]stampRef{st}) // the lone element does not escape
+	c.mu.Unlock()
+	recv.PodChanged(ctx, now, &(*buf)[0])
+	c.doneEventPods(buf)
 	return nil
 }
 
@@ -670,20 +689,20 @@ func (c *Cluster) evictDone(key types.NamespacedName) error {
 // evictStamp is EvictPod for a stamped pod. c.mu is held on entry and
 // released.
 func (c *Cluster) evictStamp(ctx context.Context, key types.NamespacedName, uid types.UID) error {
-	st := c.stamped.get(key)
-	if st == nil {
+	st, ok := c.stamped.get(key)
+	if !ok {
 		c.mu.Unlock()
 		return notFound("pods", key.Name)
 	}
-	if err := c.evictPrecondition(key, st.uid, uid); err != nil {
+	if err := c.evictPrecondition(key, st.uid(), uid); err != nil {
 		return err
 	}
 	c.beforeEvictHook(st.pod())
-	if st.gone { // gone meanwhile
+	if st.s().gone { // gone meanwhile
 		c.mu.Unlock()
 		return notFound("pods", key.Name)
 	}
-	c.dropStamp(st)
+	c.dropStamp(c.stamped.find(key.Namespace, key.Name))
 	return c.evictDone(key)
 }
 
@@ -803,7 +822,12 @@ func (c *Cluster) SetPodsReady(ctx context.Context, name string, now time.Time) 
 	if len(changed) > 0 {
 		rec.pods, rec.shared = pods, false
 	}
-	changed = rec.setStampsReady(changed, readyAt)
+	stamps := rec.setStampsReady(nil, readyAt)
+	var buf *[]v1.Pod
+	if len(stamps) > 0 {
+		buf = c.eventPods(stamps)
+		changed = pointers(changed, *buf)
+	}
 	c.counts.PodsMarkedReady += len(changed)
 	recv := c.recv
 	c.mu.Unlock()
@@ -812,5 +836,6 @@ func (c *Cluster) SetPodsReady(ctx context.Context, name string, now time.Time) 
 			recv.PodChanged(ctx, now, p)
 		}
 	}
+	c.doneEventPods(buf)
 	return len(changed)
 }

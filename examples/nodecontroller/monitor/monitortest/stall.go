@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
@@ -31,8 +32,11 @@ type LeaseStall struct {
 
 	mu      sync.Mutex
 	stalled bool
-	gen     int                              // stalls begun
-	frozen  map[string]*coordinationv1.Lease // the cache's view while stalled
+	// stalledFast is stalled, for GetLease's look without mu (every node
+	// of every pass).
+	stalledFast atomic.Bool
+	gen         int                              // stalls begun
+	frozen      map[string]*coordinationv1.Lease // the cache's view while stalled
 }
 
 var _ monitor.LiveReader = (*LeaseStall)(nil)
@@ -49,6 +53,7 @@ func (s *LeaseStall) Stall() {
 		return
 	}
 	s.stalled = true
+	s.stalledFast.Store(true)
 	s.gen++
 	rv := strconv.Itoa(2*s.gen - 1)
 	s.frozen = map[string]*coordinationv1.Lease{}
@@ -67,6 +72,7 @@ func (s *LeaseStall) Stall() {
 func (s *LeaseStall) Resume() {
 	s.mu.Lock()
 	s.stalled, s.frozen = false, nil
+	s.stalledFast.Store(false)
 	s.mu.Unlock()
 }
 
@@ -80,6 +86,9 @@ func (s *LeaseStall) Stalled() bool {
 // GetLease returns the node's Lease as the cache holds it: as it was when
 // the stall began, while stalled.
 func (s *LeaseStall) GetLease(name string) *coordinationv1.Lease {
+	if !s.stalledFast.Load() {
+		return s.Cluster.GetLease(name)
+	}
 	s.mu.Lock()
 	if s.stalled {
 		l := s.frozen[name]

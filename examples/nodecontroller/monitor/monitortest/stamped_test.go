@@ -3,6 +3,7 @@ package monitortest_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
 	"testing"
@@ -23,7 +24,14 @@ import (
 // n1's pods at the end.
 func run(t *testing.T, stamped bool, pods int) ([]monitor.Event, []types.NamespacedName, monitortest.Counts, []*v1.Pod) {
 	t.Helper()
+	return runReuse(t, stamped, false, pods)
+}
+
+// runReuse is run, with Cluster.ReuseEventPods(reuse).
+func runReuse(t *testing.T, stamped, reuse bool, pods int) ([]monitor.Event, []types.NamespacedName, monitortest.Counts, []*v1.Pod) {
+	t.Helper()
 	c := monitortest.New(epoch)
+	c.ReuseEventPods(reuse)
 	ctx := context.Background()
 	tmpl := pod("", "", epoch) // one template for every node
 	for _, n := range []string{"n0", "n1", "n2"} {
@@ -125,8 +133,9 @@ func TestStampedPodsReadsAndReplacement(t *testing.T) {
 	}
 }
 
-// TestStampedPodMemory: a stamped pod costs the cluster about 100 bytes,
-// its name included, against about 1.3 KB for a v1.Pod.
+// TestStampedPodMemory: a stamped pod costs the cluster about 75 bytes,
+// its name and index slot included (147 before stamps held no pointers),
+// against about 1.3 KB for a v1.Pod.
 func TestStampedPodMemory(t *testing.T) {
 	const nodes, perNode = 1000, 30
 	names := make([]string, perNode)
@@ -154,7 +163,130 @@ func TestStampedPodMemory(t *testing.T) {
 	per := float64(heap()-before) / (nodes * perNode)
 	runtime.KeepAlive(c)
 	t.Logf("%.0f bytes a stamped pod", per)
-	if per > 150 {
-		t.Errorf("a stamped pod costs %.0f bytes, want at most 150", per)
+	if per > 100 {
+		t.Errorf("a stamped pod costs %.0f bytes, want at most 100", per)
+	}
+}
+
+// TestReuseEventPods: with ReuseEventPods, the Monitor sees the same
+// events, evicts the same pods and reads back the same pods; the pod
+// events carry the same contents, in objects reused from event to event.
+func TestReuseEventPods(t *testing.T) {
+	events, evicted, counts, n1 := runReuse(t, true, false, 3)
+	rEvents, rEvicted, rCounts, rN1 := runReuse(t, true, true, 3)
+	if !reflect.DeepEqual(rEvents, events) || !reflect.DeepEqual(rEvicted, evicted) || rCounts != counts {
+		t.Errorf("reusing: events %v, evicted %v, counts %+v\nwant %v, %v, %+v", rEvents, rEvicted, rCounts, events, evicted, counts)
+	}
+	if !reflect.DeepEqual(rN1, n1) {
+		t.Errorf("reusing: n1's pods = %v, want %v", rN1, n1)
+	}
+
+	sent := func(reuse bool) (pods []v1.Pod, objects int) {
+		c := monitortest.New(epoch)
+		c.ReuseEventPods(reuse)
+		ctx := context.Background()
+		for _, n := range []string{"n0", "n1"} {
+			c.AddNode(ctx, node(n, "z", epoch), nil)
+			c.AddStampedPods(ctx, n, pod("", "", epoch), 3, func(i int) (string, types.UID) {
+				return fmt.Sprint("p", n, i), types.UID(fmt.Sprint("uid-p", n, i))
+			})
+		}
+		r := &podRecorder{seen: map[*v1.Pod]bool{}}
+		c.Attach(r)
+		c.Sync(ctx)
+		if err := c.UpdatePodStatus(ctx, c.Pod(types.NamespacedName{Namespace: "default", Name: "pn01"}), &v1.PodStatus{Phase: v1.PodFailed}); err != nil {
+			t.Fatal(err)
+		}
+		c.SetPodsReady(ctx, "n0", epoch.Add(time.Second))
+		return r.pods, len(r.seen)
+	}
+	fresh, objects := sent(false)
+	reused, rObjects := sent(true)
+	if !reflect.DeepEqual(reused, fresh) {
+		t.Errorf("reusing, the pods sent = %v\nwant %v", reused, fresh)
+	}
+	// Sync reuses its objects from node to node; the other events' come
+	// from a sync.Pool, which may or may not give one back.
+	if len(fresh) != 6+1+1 || objects != len(fresh) || rObjects > 3+1+1 {
+		t.Errorf("%d pod events in %d objects, %d reusing; want 8 (6 synced, 1 written, 1 made Ready) in 8, at most 5 reusing", len(fresh), objects, rObjects)
+	}
+}
+
+// podRecorder records copies of the pods of PodChanged events, and the
+// objects they came in.
+type podRecorder struct {
+	pods []v1.Pod
+	seen map[*v1.Pod]bool
+}
+
+func (r *podRecorder) NodeChanged(context.Context, time.Time, *v1.Node) {}
+func (r *podRecorder) NodeDeleted(string)                               {}
+func (r *podRecorder) PodDeleted(types.NamespacedName)                  {}
+func (r *podRecorder) PodChanged(_ context.Context, _ time.Time, p *v1.Pod) {
+	r.pods = append(r.pods, *p.DeepCopy())
+	r.seen[p] = true
+}
+
+// TestStampIndexModel: stamped pods added (over and over, in several
+// namespaces, UIDs that end with the name and UIDs that do not), replaced
+// by plain pods and evicted are found as a map of key to UID says, through
+// the index's growth and its deleted slots.
+func TestStampIndexModel(t *testing.T) {
+	c := monitortest.New(epoch)
+	c.ReserveStamped(100) // then grown
+	ctx := context.Background()
+	model := map[types.NamespacedName]types.UID{}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	key := func() types.NamespacedName {
+		return types.NamespacedName{Namespace: []string{"a", "b"}[rnd.IntN(2)], Name: fmt.Sprint("p", rnd.IntN(300))}
+	}
+	for step := range 3000 {
+		switch op := rnd.IntN(10); {
+		case op < 5: // a run of stamps, names possibly repeated within it
+			ns, n := []string{"a", "b"}[rnd.IntN(2)], 1+rnd.IntN(20)
+			keys := make([]types.NamespacedName, n)
+			uids := make([]types.UID, n)
+			for i := range keys {
+				keys[i] = key()
+				keys[i].Namespace = ns
+				uids[i] = types.UID(fmt.Sprint("uid-", step, "-", keys[i].Name))
+				if rnd.IntN(2) == 0 {
+					uids[i] = types.UID(fmt.Sprint("other-", step, "-", i))
+				}
+				model[keys[i]] = uids[i]
+			}
+			tmpl := pod("", "", epoch)
+			tmpl.Namespace = ns
+			c.AddStampedPods(ctx, fmt.Sprint("n", rnd.IntN(5)), tmpl, n, func(i int) (string, types.UID) { return keys[i].Name, uids[i] })
+		case op < 6: // replaced by a plain pod
+			k := key()
+			p := pod(k.Name, "n9", epoch)
+			p.Namespace = k.Namespace
+			c.AddPod(ctx, p)
+			model[k] = p.UID
+		default: // evicted
+			k := key()
+			err := c.EvictPod(ctx, k, "", nil)
+			if _, ok := model[k]; ok != (err == nil) {
+				t.Fatalf("step %d: EvictPod(%v) = %v, model has it: %v", step, k, err, ok)
+			}
+			delete(model, k)
+		}
+	}
+	for _, ns := range []string{"a", "b"} {
+		for i := range 300 {
+			k := types.NamespacedName{Namespace: ns, Name: fmt.Sprint("p", i)}
+			p := c.Pod(k)
+			if uid, ok := model[k]; ok != (p != nil) || (ok && (p.UID != uid || p.Name != k.Name || p.Namespace != ns)) {
+				t.Errorf("Pod(%v) = %v, want UID %q (present: %v)", k, p, uid, ok)
+			}
+		}
+	}
+	listed := 0
+	for i := range 10 {
+		listed += len(c.ListPodsOnNode(fmt.Sprint("n", i)))
+	}
+	if listed != len(model) {
+		t.Errorf("%d pods listed on the nodes, want %d", listed, len(model))
 	}
 }
