@@ -59,9 +59,12 @@ const (
 	// replaces its old figures), and the merged set is written back after
 	// each run, so that sizes can be run one invocation at a time.
 	envScaleKCMResults = "LIFECYCLE_E2E_SCALE_KCM_RESULTS"
-	scaleKCMZones      = 4
-	scaleKCMLostZone   = "zone-3"
-	scaleKCMNS         = "scale"
+	// envScaleKCMOnly names the one controller to run
+	// ("kube-controller-manager" or "nodecontroller"); unset: both.
+	envScaleKCMOnly  = "LIFECYCLE_E2E_SCALE_KCM_ONLY"
+	scaleKCMZones    = 4
+	scaleKCMLostZone = "zone-3"
+	scaleKCMNS       = "scale"
 )
 
 // scaleParams are a scenario's sizes and timings, the same for both
@@ -107,6 +110,7 @@ type scaleResult struct {
 	Nodes, Pods                int
 	CPUSteady, CPUOutage       time.Duration
 	RSSSteady, RSSPeak         int64
+	HeapSteady                 int64          // live heap after the last GC of the steady minute (gctrace; 0: unknown)
 	Requests                   map[string]int // verb -> count
 	FirstUnknown, LastTaint    time.Duration  // from the lost zone's last renewal
 	LastDeletion               time.Duration
@@ -180,6 +184,13 @@ func TestScaleBesideKCM(t *testing.T) {
 			sizes = append(sizes, n)
 		}
 	}
+	sides := []string{"kube-controller-manager", "nodecontroller"}
+	if only := os.Getenv(envScaleKCMOnly); only != "" {
+		if !slices.Contains(sides, only) {
+			t.Fatalf("%s=%q: want one of %q", envScaleKCMOnly, only, sides)
+		}
+		sides = []string{only}
+	}
 	bins := binariesWithKCM(t)
 	ours := plainNodeControllerBinary(t)
 	resultsFile := os.Getenv(envScaleKCMResults)
@@ -192,13 +203,16 @@ func TestScaleBesideKCM(t *testing.T) {
 		}
 	}
 	for _, n := range sizes {
-		for _, side := range []string{"kube-controller-manager", "nodecontroller"} {
+		for _, side := range sides {
 			t.Run(fmt.Sprintf("%s/nodes=%d", side, n), func(t *testing.T) {
 				p := scaleKCMParams(n)
 				r := runScaleSide(t, p, bins, side, func(c *cluster.Cluster) (*cluster.Process, error) {
 					if side == "nodecontroller" {
-						args := append([]string{"-kubeconfig=" + c.Kubeconfig(), "-leader-elect=false", "-port=0"}, p.flags()...)
-						return c.StartProcess("nodecontroller", ours, args...)
+						// GODEBUG=gctrace=1 for this process only (the shell
+						// execs it, keeping its PID): the live heap in its log.
+						args := append([]string{"-c", `GODEBUG=gctrace=1 exec "$0" "$@"`, ours,
+							"-kubeconfig=" + c.Kubeconfig(), "-leader-elect=false", "-port=0"}, p.flags()...)
+						return c.StartProcess("nodecontroller", "/bin/sh", args...)
 					}
 					return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, p.flags()...)
 				})
@@ -353,6 +367,10 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 		t.Fatal(err)
 	}
 	r.CPUSteady, r.RSSSteady = cpu1-cpu0, rss
+	if h, ok := lastLiveHeap(proc.LogPath()); ok {
+		r.HeapSteady = h
+		t.Logf("%s: live heap %s after the last GC of the steady minute, RSS %s", name, mib(h), mib(rss))
+	}
 
 	// What the controller may not change: a sample of the lost zone's
 	// nodes and their pods, as the API holds them before the outage.
@@ -442,6 +460,38 @@ func TestNodeControllerWritesOnlyOwnedFields(t *testing.T) {
 		return c.StartProcess("nodecontroller", ours, args...)
 	})
 	t.Log(scaleTable([]scaleResult{r}))
+}
+
+// lastLiveHeap is the live heap the last gctrace line of a log reports
+// ("gc N @Ts P%: ..., A->B->C MB, ...": C, the heap marked live), with
+// false when the log has none (a process run without GODEBUG=gctrace=1).
+func lastLiveHeap(path string) (int64, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	var live int64
+	found := false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "gc ") {
+			continue
+		}
+		for _, field := range strings.Split(line, ",") {
+			field = strings.TrimSpace(field)
+			mb, ok := strings.CutSuffix(field, " MB")
+			if !ok || strings.Count(mb, "->") != 2 {
+				continue
+			}
+			if n, err := strconv.ParseInt(mb[strings.LastIndex(mb, "->")+2:], 10, 64); err == nil {
+				live, found = n<<20, true
+			}
+		}
+	}
+	return live, found
 }
 
 // lastRenewal is the latest Lease renewal of the named nodes.
@@ -671,6 +721,10 @@ func scaleSlopes(rs []scaleResult) string {
 			d := float64(hi.Pods - lo.Pods)
 			fmt.Fprintf(&b, "%s: RSS slope %.2f KB per pod at steady state (%d -> %d pods), peak %.2f KB per pod\n", name,
 				float64(hi.RSSSteady-lo.RSSSteady)/d/1000, lo.Pods, hi.Pods, float64(hi.RSSPeak-lo.RSSPeak)/d/1000)
+			if lo.HeapSteady > 0 && hi.HeapSteady > 0 {
+				fmt.Fprintf(&b, "%s: live heap slope %.2f KB per pod at steady state (%s -> %s)\n", name,
+					float64(hi.HeapSteady-lo.HeapSteady)/d/1000, mib(lo.HeapSteady), mib(hi.HeapSteady))
+			}
 		}
 	}
 	return b.String()
