@@ -140,21 +140,26 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		mon.SetNodeHealthObserver(cfg.OnNodeHealth)
 	}
 	c.mon = mon
-	if _, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nodeReg, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onNode,
 		UpdateFunc: func(_, obj any) { c.onNode(obj) },
 		DeleteFunc: c.onNode,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("nodecontroller: %w", err)
 	}
-	if _, err := c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onPod,
+	podReg, err := c.pods.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    c.onPodAdd,
 		UpdateFunc: c.onPodUpdate,
 		DeleteFunc: c.onPod,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("nodecontroller: %w", err)
 	}
-	c.synced = []cache.InformerSynced{c.nodes.HasSynced, c.pods.HasSynced, leases.Informer().HasSynced}
+	// Synced once the caches are, and the handlers have queued the
+	// initial list.
+	c.synced = []cache.InformerSynced{c.nodes.HasSynced, c.pods.HasSynced, leases.Informer().HasSynced,
+		nodeReg.HasSynced, podReg.HasSynced}
 	return c, nil
 }
 

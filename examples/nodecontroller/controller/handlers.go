@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,11 +20,14 @@ type itemKind uint8
 const (
 	kindNode itemKind = 1 + iota
 	kindPod
+	kindNodePods
 )
 
-// item is a workqueue key: a node name, or a pod's namespace and name. The
-// worker reads the object's current state from the cache, so an item carries
-// no object and repeated events for one object are handled once.
+// item is a workqueue key: a node name, a pod's namespace and name, or
+// (kindNodePods) a node name standing for the pods the initial list found
+// on that node. The worker reads the objects' current state from the cache,
+// so an item carries no object and repeated events for one object are
+// handled once.
 type item struct {
 	kind      itemKind
 	namespace string
@@ -37,6 +41,21 @@ func (c *Controller) onNode(obj any) {
 	if n, ok := obj.(*v1.Node); ok {
 		c.queue.Add(item{kind: kindNode, name: n.Name})
 	}
+}
+
+// onPodAdd queues a pod the informer added. A pod of the initial list
+// that is bound to a node is queued as its node's kindNodePods item, so
+// that the initial sync queues one item per node instead of one per pod:
+// a workqueue's sets never shrink, and 30,000 pod keys queued at once
+// would stay allocated (about 160 bytes per pod) for the life of the
+// process. The pods are then handled by node, each as its own item would
+// be (handleNodePods).
+func (c *Controller) onPodAdd(obj any, isInInitialList bool) {
+	if p, ok := obj.(*cachedPod); ok && isInInitialList && p.nodeName != "" {
+		c.queue.Add(item{kind: kindNodePods, name: p.nodeName})
+		return
+	}
+	c.onPod(obj)
 }
 
 func (c *Controller) onPod(obj any) {
@@ -141,7 +160,34 @@ func (c *Controller) handle(ctx context.Context, it item) bool {
 			return false
 		}
 		c.mon.PodChanged(ctx, now, pod)
+	case kindNodePods:
+		c.handleNodePods(ctx, now, it.name)
 	}
 	c.wake()
 	return c.cluster.failureCount(it) == before
+}
+
+// handleNodePods forwards every cached pod of the node to the Monitor, as
+// handle does one pod; a pod whose handling made a write fail is queued
+// again as its own item, with the workqueue's backoff, so that the node's
+// other pods are not handled twice. A pod gone from the cache is not
+// listed: its deletion event queues it.
+func (c *Controller) handleNodePods(ctx context.Context, now time.Time, node string) {
+	objs, err := c.cluster.podIndex.ByIndex(nodeNameIndex, node)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Listing the pods of a node from the cache", "node", node)
+		return
+	}
+	for _, obj := range objs {
+		pod := podOf(obj)
+		if pod == nil {
+			continue
+		}
+		pit := item{kind: kindPod, namespace: pod.Namespace, name: pod.Name}
+		before := c.cluster.failureCount(pit)
+		c.mon.PodChanged(ctx, now, pod)
+		if c.cluster.failureCount(pit) != before {
+			c.queue.AddRateLimited(pit)
+		}
+	}
 }
