@@ -61,7 +61,10 @@ const (
 	envScaleKCMResults = "LIFECYCLE_E2E_SCALE_KCM_RESULTS"
 	// envScaleKCMOnly names the one controller to run
 	// ("kube-controller-manager" or "nodecontroller"); unset: both.
-	envScaleKCMOnly  = "LIFECYCLE_E2E_SCALE_KCM_ONLY"
+	envScaleKCMOnly = "LIFECYCLE_E2E_SCALE_KCM_ONLY"
+	// envScaleKCMGOGC is the GOGC the node controller runs with (unset:
+	// the Go default, 100), to measure memory against GC CPU.
+	envScaleKCMGOGC  = "LIFECYCLE_E2E_SCALE_KCM_GOGC"
 	scaleKCMZones    = 4
 	scaleKCMLostZone = "zone-3"
 	scaleKCMNS       = "scale"
@@ -210,7 +213,14 @@ func TestScaleBesideKCM(t *testing.T) {
 					if side == "nodecontroller" {
 						// GODEBUG=gctrace=1 for this process only (the shell
 						// execs it, keeping its PID): the live heap in its log.
-						args := append([]string{"-c", `GODEBUG=gctrace=1 exec "$0" "$@"`, ours,
+						env := "GODEBUG=gctrace=1"
+						if g := os.Getenv(envScaleKCMGOGC); g != "" {
+							if _, err := strconv.Atoi(g); err != nil && g != "off" {
+								t.Fatalf("%s=%q: want a percentage or off", envScaleKCMGOGC, g)
+							}
+							env += " GOGC=" + g
+						}
+						args := append([]string{"-c", env + ` exec "$0" "$@"`, ours,
 							"-kubeconfig=" + c.Kubeconfig(), "-leader-elect=false", "-port=0"}, p.flags()...)
 						return c.StartProcess("nodecontroller", "/bin/sh", args...)
 					}

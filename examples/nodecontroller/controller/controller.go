@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -71,7 +72,7 @@ type Controller struct {
 // k8s.io/utils/clock/testing.FakeClock in tests: the monitor and tainting
 // loops and the workqueue's delays all follow it). It builds its own
 // informers (pods and nodes trimmed to what the controller reads, trim.go;
-// managed fields stripped; a pod index on spec.nodeName); it writes through
+// managed fields stripped; the pods of each node kept by name, podindex.go); it writes through
 // cfg.Clients (client for those left nil); nothing runs until Start or Run.
 func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Controller, error) {
 	if client == nil || clk == nil {
@@ -94,11 +95,13 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		informers.WithNamespace(cfg.LeaseNamespace))
 
 	nodes := nodeFactory.Core().V1().Nodes()
-	pods := podFactory.Core().V1().Pods()
+	// The pod informer without the factory's namespace index (a key per
+	// pod in a set per namespace, about 60 bytes per pod): pods are read
+	// by key and by node (podsByNode), never listed by namespace.
+	pods := podFactory.InformerFor(&v1.Pod{}, func(cl kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(cl, metav1.NamespaceAll, resync, cache.Indexers{}, nil)
+	})
 	leases := leaseFactory.Coordination().V1().Leases()
-	if err := pods.Informer().AddIndexers(cache.Indexers{nodeNameIndex: indexByNodeName}); err != nil {
-		return nil, fmt.Errorf("nodecontroller: %w", err)
-	}
 
 	c := &Controller{
 		cfg:    cfg,
@@ -108,7 +111,7 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 			workqueue.TypedRateLimitingQueueConfig[item]{Name: "nodelifecycle", Clock: clk}),
 		factories: []informers.SharedInformerFactory{nodeFactory, podFactory, leaseFactory},
 		nodes:     nodes.Informer(),
-		pods:      pods.Informer(),
+		pods:      pods,
 		kick:      make(chan struct{}, 1),
 		evictKick: make(chan struct{}, 1),
 	}
@@ -117,7 +120,8 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		clients:  cfg.Clients.withDefault(client),
 		nodes:    nodes.Lister(),
 		leases:   leases.Lister().Leases(cfg.LeaseNamespace),
-		podIndex: pods.Informer().GetIndexer(),
+		podIndex: pods.GetIndexer(),
+		byNode:   newPodsByNode(),
 		backoff:  cfg.ConflictBackoff,
 		recorder: cfg.Recorder,
 		failures: make(map[item]uint64),
@@ -151,7 +155,7 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 	podReg, err := c.pods.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.onPodAdd,
 		UpdateFunc: c.onPodUpdate,
-		DeleteFunc: c.onPod,
+		DeleteFunc: c.onPodDelete,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("nodecontroller: %w", err)

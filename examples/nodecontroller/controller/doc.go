@@ -9,7 +9,7 @@
 //
 // # Wiring
 //
-//	informers (Nodes [NodeSelector], Leases in kube-node-lease, Pods indexed by spec.nodeName)
+//	informers (Nodes [NodeSelector], Leases in kube-node-lease, Pods by spec.nodeName)
 //	   │ add/update/delete                          ▲ reads (monitor.Cluster)
 //	   ▼                                            │
 //	workqueue (typed, rate-limited) ──► workers ──► Monitor.NodeChanged/NodeDeleted/PodChanged/PodDeleted

@@ -51,23 +51,40 @@ func (c *Controller) onNode(obj any) {
 // process. The pods are then handled by node, each as its own item would
 // be (handleNodePods).
 func (c *Controller) onPodAdd(obj any, isInInitialList bool) {
-	if p, ok := obj.(*cachedPod); ok && isInInitialList && p.nodeName != "" {
-		c.queue.Add(item{kind: kindNodePods, name: p.nodeName})
+	node, key, ok := podKey(obj)
+	if !ok {
 		return
 	}
-	c.onPod(obj)
+	c.cluster.byNode.add(node, key)
+	if isInInitialList && node != "" {
+		c.queue.Add(item{kind: kindNodePods, name: node})
+		return
+	}
+	c.queue.Add(item{kind: kindPod, namespace: key.Namespace, name: key.Name})
 }
 
-func (c *Controller) onPod(obj any) {
+func (c *Controller) onPodDelete(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
+	node, key, ok := podKey(obj)
+	if !ok {
+		return
+	}
+	c.cluster.byNode.remove(node, key)
+	c.queue.Add(item{kind: kindPod, namespace: key.Namespace, name: key.Name})
+}
+
+// podKey returns the node and the namespace and name of a cached pod (a
+// *cachedPod, or a *v1.Pod).
+func podKey(obj any) (node string, key types.NamespacedName, ok bool) {
 	switch p := obj.(type) {
 	case *cachedPod:
-		c.queue.Add(item{kind: kindPod, namespace: p.namespace, name: p.name})
+		return p.nodeName, types.NamespacedName{Namespace: p.namespace, Name: p.name}, true
 	case *v1.Pod:
-		c.queue.Add(item{kind: kindPod, namespace: p.Namespace, name: p.Name})
+		return p.Spec.NodeName, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, true
 	}
+	return "", types.NamespacedName{}, false
 }
 
 // onPodUpdate queues a pod only when what the Monitor uses changed: its
@@ -75,15 +92,20 @@ func (c *Controller) onPod(obj any) {
 // including the controller's own Ready=False and DisruptionTarget writes,
 // are not queued.
 func (c *Controller) onPodUpdate(oldObj, obj any) {
-	old, ok1 := oldObj.(*cachedPod)
-	cur, ok2 := obj.(*cachedPod)
-	if !ok1 || !ok2 {
-		c.onPod(obj)
+	oldNode, _, _ := podKey(oldObj)
+	node, key, ok := podKey(obj)
+	if !ok {
 		return
 	}
-	if old.nodeName != cur.nodeName || old.uid != cur.uid ||
+	if oldNode != node {
+		c.cluster.byNode.remove(oldNode, key)
+		c.cluster.byNode.add(node, key)
+	}
+	old, ok1 := oldObj.(*cachedPod)
+	cur, ok2 := obj.(*cachedPod)
+	if !ok1 || !ok2 || old.nodeName != cur.nodeName || old.uid != cur.uid ||
 		!slices.EqualFunc(old.tolerations, cur.tolerations, tolerationEqual) {
-		c.onPod(cur)
+		c.queue.Add(item{kind: kindPod, namespace: key.Namespace, name: key.Name})
 	}
 }
 
@@ -173,16 +195,7 @@ func (c *Controller) handle(ctx context.Context, it item) bool {
 // other pods are not handled twice. A pod gone from the cache is not
 // listed: its deletion event queues it.
 func (c *Controller) handleNodePods(ctx context.Context, now time.Time, node string) {
-	objs, err := c.cluster.podIndex.ByIndex(nodeNameIndex, node)
-	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Listing the pods of a node from the cache", "node", node)
-		return
-	}
-	for _, obj := range objs {
-		pod := podOf(obj)
-		if pod == nil {
-			continue
-		}
+	for _, pod := range c.cluster.ListPodsOnNode(node) {
 		pit := item{kind: kindPod, namespace: pod.Namespace, name: pod.Name}
 		before := c.cluster.failureCount(pit)
 		c.mon.PodChanged(ctx, now, pod)

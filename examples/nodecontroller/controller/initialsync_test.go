@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,9 +88,27 @@ func TestInitialListQueuesNodesNotPods(t *testing.T) {
 				return len(got) > 0
 			}, 10*time.Second, time.Millisecond)
 			assert.Equal(t, []item{{kind: kindPod, namespace: "default", name: "late"}}, got)
+
+			// The pods of a node follow binding and deletion; the pod
+			// informer keeps no index of its own.
+			assert.Empty(t, c.pods.GetIndexer().GetIndexers(), "pod informer indexers")
+			unbound := syncTestPod("bound-late", "")
+			require.NoError(t, client.Tracker().Add(unbound))
+			bound := unbound.DeepCopy()
+			bound.Spec.NodeName = "node-0"
+			require.NoError(t, client.Tracker().Update(podsGVR, bound, "default"))
+			onNode := func(name string) bool {
+				return slices.ContainsFunc(c.cluster.ListPodsOnNode("node-0"), func(p *v1.Pod) bool { return p.Name == name })
+			}
+			require.Eventually(t, func() bool { return onNode("bound-late") }, 10*time.Second, time.Millisecond)
+			require.NoError(t, client.Tracker().Delete(podsGVR, "default", "bound-late"))
+			require.Eventually(t, func() bool { return !onNode("bound-late") }, 10*time.Second, time.Millisecond)
+			assert.Len(t, c.cluster.byNode.list("node-0"), tc.podsPerNode+1, "pods of node-0 (the late one included)")
 		})
 	}
 }
+
+var podsGVR = v1.SchemeGroupVersion.WithResource("pods")
 
 func syncTestPod(name, node string) *v1.Pod {
 	p := testutil.Pod("default", name, node)
