@@ -113,6 +113,7 @@ type scaleResult struct {
 	Nodes, Pods                int
 	CPUSteady, CPUOutage       time.Duration
 	RSSSteady, RSSPeak         int64
+	RSSSteadyMean              int64          // mean of the steady window's once-a-second RSS samples
 	HeapSteady                 int64          // live heap after the last GC of the steady minute (gctrace; 0: unknown)
 	Requests                   map[string]int // verb -> count
 	FirstUnknown, LastTaint    time.Duration  // from the lost zone's last renewal
@@ -371,16 +372,28 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(p.steady)
+	// RSS once a second through the steady window: where the Go heap is in
+	// its GC cycle moves the RSS at one instant by up to the GC headroom,
+	// so the mean is the steadier figure.
+	var rssSum, samples int64
+	for end := time.Now().Add(p.steady); time.Now().Before(end); {
+		time.Sleep(min(time.Second, time.Until(end)))
+		if _, rss, _, err := procStats(proc.PID()); err == nil {
+			rssSum, samples = rssSum+rss, samples+1
+		}
+	}
 	cpu1, rss, _, err := procStats(proc.PID())
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.CPUSteady, r.RSSSteady = cpu1-cpu0, rss
+	if samples > 0 {
+		r.RSSSteadyMean = rssSum / samples
+	}
 	if h, ok := lastLiveHeap(proc.LogPath()); ok {
 		r.HeapSteady = h
-		t.Logf("%s: live heap %s after the last GC of the steady minute, RSS %s", name, mib(h), mib(rss))
 	}
+	t.Logf("%s: RSS %s at the end of the steady window, %s on average over it; live heap %s after its last GC", name, mib(rss), mib(r.RSSSteadyMean), mib(r.HeapSteady))
 
 	// What the controller may not change: a sample of the lost zone's
 	// nodes and their pods, as the API holds them before the outage.
@@ -731,6 +744,10 @@ func scaleSlopes(rs []scaleResult) string {
 			d := float64(hi.Pods - lo.Pods)
 			fmt.Fprintf(&b, "%s: RSS slope %.2f KB per pod at steady state (%d -> %d pods), peak %.2f KB per pod\n", name,
 				float64(hi.RSSSteady-lo.RSSSteady)/d/1000, lo.Pods, hi.Pods, float64(hi.RSSPeak-lo.RSSPeak)/d/1000)
+			if lo.RSSSteadyMean > 0 && hi.RSSSteadyMean > 0 {
+				fmt.Fprintf(&b, "%s: mean RSS slope %.2f KB per pod over the steady window (%s -> %s)\n", name,
+					float64(hi.RSSSteadyMean-lo.RSSSteadyMean)/d/1000, mib(lo.RSSSteadyMean), mib(hi.RSSSteadyMean))
+			}
 			if lo.HeapSteady > 0 && hi.HeapSteady > 0 {
 				fmt.Fprintf(&b, "%s: live heap slope %.2f KB per pod at steady state (%s -> %s)\n", name,
 					float64(hi.HeapSteady-lo.HeapSteady)/d/1000, mib(lo.HeapSteady), mib(hi.HeapSteady))
