@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,12 +46,13 @@ type Controller struct {
 	nodes     cache.SharedIndexInformer
 	pods      cache.SharedIndexInformer
 
-	kick          chan struct{} // wakes the tainting loop early
-	evictKick     chan struct{} // wakes the eviction loop early
-	progress      atomic.Uint64 // taints written so far (and, in legacy mode, pods evicted)
-	evictProgress atomic.Uint64 // pods evicted so far (taint-based mode)
-	markQueue     workqueue.TypedRateLimitingInterface[item]
-	asyncMarking  atomic.Bool // Run's marking workers take the monitor passes' Ready=False writes
+	kick           chan struct{} // wakes the tainting loop early
+	evictKick      chan struct{} // wakes the eviction loop early
+	progress       atomic.Uint64 // taints written so far (and, in legacy mode, pods evicted)
+	evictProgress  atomic.Uint64 // pods evicted so far (taint-based mode)
+	markQueue      workqueue.TypedRateLimitingInterface[item]
+	asyncMarking   atomic.Bool // Run's marking workers take the monitor passes' Ready=False writes
+	memoryReleased atomic.Bool // Run has released the initial sync's memory (ReleaseMemoryAfterSync)
 
 	startOnce sync.Once
 	startErr  error
@@ -304,6 +306,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		})
 	}
+	if c.cfg.ReleaseMemoryAfterSync {
+		wg.Go(func() { c.releaseMemoryAfterSync(ctx) })
+	}
 	wg.Go(func() { c.monitorLoop(ctx) })
 	wg.Go(func() { c.taintLoop(ctx) })
 	wg.Go(func() { c.evictionLoop(ctx) })
@@ -322,6 +327,20 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	logger.Info("Shutting down controller")
 	return nil
+}
+
+// releaseMemoryAfterSync waits until the workers have taken every item of
+// the initial list (Start returns once the handlers have queued them all),
+// checking every 100ms of the controller's clock, then returns the unused
+// heap to the operating system, once (Config.ReleaseMemoryAfterSync).
+func (c *Controller) releaseMemoryAfterSync(ctx context.Context) {
+	for c.queue.Len() > 0 {
+		if !c.sleep(ctx, 100*time.Millisecond, nil) {
+			return
+		}
+	}
+	debug.FreeOSMemory()
+	c.memoryReleased.Store(true)
 }
 
 // MonitorPass runs one monitor pass at the clock's current time, then saves

@@ -103,7 +103,9 @@ func TestInitialListQueuesNodesNotPods(t *testing.T) {
 			require.Eventually(t, func() bool { return onNode("bound-late") }, 10*time.Second, time.Millisecond)
 			require.NoError(t, client.Tracker().Delete(podsGVR, "default", "bound-late"))
 			require.Eventually(t, func() bool { return !onNode("bound-late") }, 10*time.Second, time.Millisecond)
-			assert.Len(t, c.cluster.byNode.list("node-0"), tc.podsPerNode+1, "pods of node-0 (the late one included)")
+			// podsByNode follows the store by the handler's delivery.
+			require.Eventually(t, func() bool { return len(c.cluster.byNode.list("node-0")) == tc.podsPerNode+1 }, 10*time.Second, time.Millisecond,
+				"pods of node-0 (the late one included)")
 		})
 	}
 }
@@ -115,4 +117,38 @@ func syncTestPod(name, node string) *v1.Pod {
 	p.UID = types.UID("uid-" + name)
 	p.Spec.Tolerations = taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)
 	return p
+}
+
+// TestReleaseMemoryAfterSync: Run releases the initial sync's memory once
+// the workers have taken the initial list, only when configured to.
+func TestReleaseMemoryAfterSync(t *testing.T) {
+	for _, release := range []bool{true, false} {
+		t.Run(fmt.Sprintf("release=%v", release), func(t *testing.T) {
+			client := fake.NewSimpleClientset(testutil.Lease("node-0", testutil.Epoch), syncTestPod("p", "node-0"),
+				testutil.WithReady(testutil.Node("node-0", testutil.Epoch), v1.ConditionTrue, testutil.Epoch, testutil.Epoch))
+			clk := clocktesting.NewFakeClock(testutil.Epoch)
+			cfg := DefaultConfig()
+			assert.True(t, cfg.ReleaseMemoryAfterSync, "DefaultConfig().ReleaseMemoryAfterSync")
+			cfg.ReleaseMemoryAfterSync = release
+			cfg.SkipFinalSnapshot = true
+			c, err := New(client, clk, cfg)
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Logger{}))
+			done := make(chan error, 1)
+			go func() { done <- c.Run(ctx) }()
+			require.Eventually(t, func() bool { return c.HasSynced() && c.queue.Len() == 0 }, 10*time.Second, time.Millisecond)
+			// The check runs every 100ms of the controller's clock.
+			if release {
+				require.Eventually(t, func() bool {
+					clk.Step(100 * time.Millisecond)
+					return c.memoryReleased.Load()
+				}, 10*time.Second, time.Millisecond)
+			} else {
+				clk.Step(time.Second)
+				assert.False(t, c.memoryReleased.Load(), "memory released with ReleaseMemoryAfterSync false")
+			}
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
 }
