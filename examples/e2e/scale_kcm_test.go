@@ -59,9 +59,15 @@ const (
 	// replaces its old figures), and the merged set is written back after
 	// each run, so that sizes can be run one invocation at a time.
 	envScaleKCMResults = "LIFECYCLE_E2E_SCALE_KCM_RESULTS"
-	scaleKCMZones      = 4
-	scaleKCMLostZone   = "zone-3"
-	scaleKCMNS         = "scale"
+	// envScaleKCMOnly names the one controller to run
+	// ("kube-controller-manager" or "nodecontroller"); unset: both.
+	envScaleKCMOnly = "LIFECYCLE_E2E_SCALE_KCM_ONLY"
+	// envScaleKCMGOGC is the GOGC the node controller runs with (unset:
+	// the Go default, 100), to measure memory against GC CPU.
+	envScaleKCMGOGC  = "LIFECYCLE_E2E_SCALE_KCM_GOGC"
+	scaleKCMZones    = 4
+	scaleKCMLostZone = "zone-3"
+	scaleKCMNS       = "scale"
 )
 
 // scaleParams are a scenario's sizes and timings, the same for both
@@ -107,6 +113,8 @@ type scaleResult struct {
 	Nodes, Pods                int
 	CPUSteady, CPUOutage       time.Duration
 	RSSSteady, RSSPeak         int64
+	RSSSteadyMean              int64          // mean of the steady window's once-a-second RSS samples
+	HeapSteady                 int64          // live heap after the last GC of the steady minute (gctrace; 0: unknown)
 	Requests                   map[string]int // verb -> count
 	FirstUnknown, LastTaint    time.Duration  // from the lost zone's last renewal
 	LastDeletion               time.Duration
@@ -181,6 +189,13 @@ func TestScaleBesideKCM(t *testing.T) {
 			sizes = append(sizes, n)
 		}
 	}
+	sides := []string{"kube-controller-manager", "nodecontroller"}
+	if only := os.Getenv(envScaleKCMOnly); only != "" {
+		if !slices.Contains(sides, only) {
+			t.Fatalf("%s=%q: want one of %q", envScaleKCMOnly, only, sides)
+		}
+		sides = []string{only}
+	}
 	bins := binariesWithKCM(t)
 	ours := plainNodeControllerBinary(t)
 	resultsFile := os.Getenv(envScaleKCMResults)
@@ -193,13 +208,23 @@ func TestScaleBesideKCM(t *testing.T) {
 		}
 	}
 	for _, n := range sizes {
-		for _, side := range []string{"kube-controller-manager", "nodecontroller"} {
+		for _, side := range sides {
 			t.Run(fmt.Sprintf("%s/nodes=%d", side, n), func(t *testing.T) {
 				p := scaleKCMParams(n)
 				r := runScaleSide(t, p, bins, side, func(c *cluster.Cluster) (*cluster.Process, error) {
 					if side == "nodecontroller" {
-						args := append([]string{"-kubeconfig=" + c.Kubeconfig(), "-leader-elect=false", "-port=0"}, p.flags()...)
-						return c.StartProcess("nodecontroller", ours, args...)
+						// GODEBUG=gctrace=1 for this process only (the shell
+						// execs it, keeping its PID): the live heap in its log.
+						env := "GODEBUG=gctrace=1"
+						if g := os.Getenv(envScaleKCMGOGC); g != "" {
+							if _, err := strconv.Atoi(g); err != nil && g != "off" {
+								t.Fatalf("%s=%q: want a percentage or off", envScaleKCMGOGC, g)
+							}
+							env += " GOGC=" + g
+						}
+						args := append([]string{"-c", env + ` exec "$0" "$@"`, ours,
+							"-kubeconfig=" + c.Kubeconfig(), "-leader-elect=false", "-port=0"}, p.flags()...)
+						return c.StartProcess("nodecontroller", "/bin/sh", args...)
 					}
 					return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, p.flags()...)
 				})
@@ -350,12 +375,28 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(p.steady)
+	// RSS once a second through the steady window: where the Go heap is in
+	// its GC cycle moves the RSS at one instant by up to the GC headroom,
+	// so the mean is the steadier figure.
+	var rssSum, samples int64
+	for end := time.Now().Add(p.steady); time.Now().Before(end); {
+		time.Sleep(min(time.Second, time.Until(end)))
+		if _, rss, _, err := procStats(proc.PID()); err == nil {
+			rssSum, samples = rssSum+rss, samples+1
+		}
+	}
 	cpu1, rss, _, err := procStats(proc.PID())
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.CPUSteady, r.RSSSteady = cpu1-cpu0, rss
+	if samples > 0 {
+		r.RSSSteadyMean = rssSum / samples
+	}
+	if h, ok := lastLiveHeap(proc.LogPath()); ok {
+		r.HeapSteady = h
+	}
+	t.Logf("%s: RSS %s at the end of the steady window, %s on average over it; live heap %s after its last GC", name, mib(rss), mib(r.RSSSteadyMean), mib(r.HeapSteady))
 
 	// What the controller may not change: a sample of the lost zone's
 	// nodes and their pods, as the API holds them before the outage.
@@ -458,6 +499,38 @@ func TestNodeControllerWritesOnlyOwnedFields(t *testing.T) {
 		return c.StartProcess("nodecontroller", ours, args...)
 	})
 	t.Log(scaleTable([]scaleResult{r}))
+}
+
+// lastLiveHeap is the live heap the last gctrace line of a log reports
+// ("gc N @Ts P%: ..., A->B->C MB, ...": C, the heap marked live), with
+// false when the log has none (a process run without GODEBUG=gctrace=1).
+func lastLiveHeap(path string) (int64, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	var live int64
+	found := false
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "gc ") {
+			continue
+		}
+		for _, field := range strings.Split(line, ",") {
+			field = strings.TrimSpace(field)
+			mb, ok := strings.CutSuffix(field, " MB")
+			if !ok || strings.Count(mb, "->") != 2 {
+				continue
+			}
+			if n, err := strconv.ParseInt(mb[strings.LastIndex(mb, "->")+2:], 10, 64); err == nil {
+				live, found = n<<20, true
+			}
+		}
+	}
+	return live, found
 }
 
 // lastRenewal is the latest Lease renewal of the named nodes.
@@ -687,6 +760,14 @@ func scaleSlopes(rs []scaleResult) string {
 			d := float64(hi.Pods - lo.Pods)
 			fmt.Fprintf(&b, "%s: RSS slope %.2f KB per pod at steady state (%d -> %d pods), peak %.2f KB per pod\n", name,
 				float64(hi.RSSSteady-lo.RSSSteady)/d/1000, lo.Pods, hi.Pods, float64(hi.RSSPeak-lo.RSSPeak)/d/1000)
+			if lo.RSSSteadyMean > 0 && hi.RSSSteadyMean > 0 {
+				fmt.Fprintf(&b, "%s: mean RSS slope %.2f KB per pod over the steady window (%s -> %s)\n", name,
+					float64(hi.RSSSteadyMean-lo.RSSSteadyMean)/d/1000, mib(lo.RSSSteadyMean), mib(hi.RSSSteadyMean))
+			}
+			if lo.HeapSteady > 0 && hi.HeapSteady > 0 {
+				fmt.Fprintf(&b, "%s: live heap slope %.2f KB per pod at steady state (%s -> %s)\n", name,
+					float64(hi.HeapSteady-lo.HeapSteady)/d/1000, mib(lo.HeapSteady), mib(hi.HeapSteady))
+			}
 		}
 	}
 	return b.String()

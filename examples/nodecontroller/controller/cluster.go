@@ -25,24 +25,6 @@ import (
 	"github.com/kubelifecycle/lifecycle/nodehealth"
 )
 
-// nodeNameIndex is the pod indexer on spec.nodeName (upstream's
-// "spec.nodeName" index of the node lifecycle controller).
-const nodeNameIndex = "spec.nodeName"
-
-func indexByNodeName(obj any) ([]string, error) {
-	var node string
-	switch p := obj.(type) {
-	case *cachedPod:
-		node = p.nodeName
-	case *v1.Pod:
-		node = p.Spec.NodeName
-	}
-	if node == "" {
-		return nil, nil
-	}
-	return []string{node}, nil
-}
-
 // cluster implements monitor.Cluster with informer caches for the reads and
 // the clientset for the writes. It also counts failed writes per object, so
 // that the queue worker can retry the event whose handling failed.
@@ -51,6 +33,7 @@ type cluster struct {
 	nodes    corelisters.NodeLister
 	leases   coordlisters.LeaseNamespaceLister
 	podIndex cache.Indexer // *cachedPod objects (trim.go)
+	byNode   *podsByNode   // the pods of each node (podindex.go)
 	backoff  wait.Backoff
 	recorder record.EventRecorder // nil: no Events
 	live     liveCaches           // live.go: the Lease circuit breaker's reads
@@ -122,16 +105,16 @@ func (c *cluster) getPod(namespace, name string) (*v1.Pod, error) {
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
 }
 
-// ListPodsOnNode returns the cached pods bound to the node, through the
-// spec.nodeName index.
+// ListPodsOnNode returns the cached pods bound to the node (podsByNode
+// names them, the store holds them).
 func (c *cluster) ListPodsOnNode(name string) []*v1.Pod {
-	objs, err := c.podIndex.ByIndex(nodeNameIndex, name)
-	if err != nil || len(objs) == 0 {
+	keys := c.byNode.list(name)
+	if len(keys) == 0 {
 		return nil
 	}
-	pods := make([]*v1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if p := podOf(o); p != nil {
+	pods := make([]*v1.Pod, 0, len(keys))
+	for _, k := range keys {
+		if p, err := c.getPod(k.Namespace, k.Name); err == nil && p.Spec.NodeName == name {
 			pods = append(pods, p)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -44,12 +46,13 @@ type Controller struct {
 	nodes     cache.SharedIndexInformer
 	pods      cache.SharedIndexInformer
 
-	kick          chan struct{} // wakes the tainting loop early
-	evictKick     chan struct{} // wakes the eviction loop early
-	progress      atomic.Uint64 // taints written so far (and, in legacy mode, pods evicted)
-	evictProgress atomic.Uint64 // pods evicted so far (taint-based mode)
-	markQueue     workqueue.TypedRateLimitingInterface[item]
-	asyncMarking  atomic.Bool // Run's marking workers take the monitor passes' Ready=False writes
+	kick           chan struct{} // wakes the tainting loop early
+	evictKick      chan struct{} // wakes the eviction loop early
+	progress       atomic.Uint64 // taints written so far (and, in legacy mode, pods evicted)
+	evictProgress  atomic.Uint64 // pods evicted so far (taint-based mode)
+	markQueue      workqueue.TypedRateLimitingInterface[item]
+	asyncMarking   atomic.Bool // Run's marking workers take the monitor passes' Ready=False writes
+	memoryReleased atomic.Bool // Run has released the initial sync's memory (ReleaseMemoryAfterSync)
 
 	startOnce sync.Once
 	startErr  error
@@ -71,7 +74,7 @@ type Controller struct {
 // k8s.io/utils/clock/testing.FakeClock in tests: the monitor and tainting
 // loops and the workqueue's delays all follow it). It builds its own
 // informers (pods and nodes trimmed to what the controller reads, trim.go;
-// managed fields stripped; a pod index on spec.nodeName); it writes through
+// managed fields stripped; the pods of each node kept by name, podindex.go); it writes through
 // cfg.Clients (client for those left nil); nothing runs until Start or Run.
 func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Controller, error) {
 	if client == nil || clk == nil {
@@ -94,11 +97,13 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		informers.WithNamespace(cfg.LeaseNamespace))
 
 	nodes := nodeFactory.Core().V1().Nodes()
-	pods := podFactory.Core().V1().Pods()
+	// The pod informer without the factory's namespace index (a key per
+	// pod in a set per namespace, about 60 bytes per pod): pods are read
+	// by key and by node (podsByNode), never listed by namespace.
+	pods := podFactory.InformerFor(&v1.Pod{}, func(cl kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(cl, metav1.NamespaceAll, resync, cache.Indexers{}, nil)
+	})
 	leases := leaseFactory.Coordination().V1().Leases()
-	if err := pods.Informer().AddIndexers(cache.Indexers{nodeNameIndex: indexByNodeName}); err != nil {
-		return nil, fmt.Errorf("nodecontroller: %w", err)
-	}
 
 	c := &Controller{
 		cfg:    cfg,
@@ -108,7 +113,7 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 			workqueue.TypedRateLimitingQueueConfig[item]{Name: "nodelifecycle", Clock: clk}),
 		factories: []informers.SharedInformerFactory{nodeFactory, podFactory, leaseFactory},
 		nodes:     nodes.Informer(),
-		pods:      pods.Informer(),
+		pods:      pods,
 		kick:      make(chan struct{}, 1),
 		evictKick: make(chan struct{}, 1),
 	}
@@ -117,7 +122,8 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		clients:  cfg.Clients.withDefault(client),
 		nodes:    nodes.Lister(),
 		leases:   leases.Lister().Leases(cfg.LeaseNamespace),
-		podIndex: pods.Informer().GetIndexer(),
+		podIndex: pods.GetIndexer(),
+		byNode:   newPodsByNode(),
 		backoff:  cfg.ConflictBackoff,
 		recorder: cfg.Recorder,
 		failures: make(map[item]uint64),
@@ -140,21 +146,26 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		mon.SetNodeHealthObserver(cfg.OnNodeHealth)
 	}
 	c.mon = mon
-	if _, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	nodeReg, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onNode,
 		UpdateFunc: func(_, obj any) { c.onNode(obj) },
 		DeleteFunc: c.onNode,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, fmt.Errorf("nodecontroller: %w", err)
 	}
-	if _, err := c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onPod,
+	podReg, err := c.pods.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    c.onPodAdd,
 		UpdateFunc: c.onPodUpdate,
-		DeleteFunc: c.onPod,
-	}); err != nil {
+		DeleteFunc: c.onPodDelete,
+	})
+	if err != nil {
 		return nil, fmt.Errorf("nodecontroller: %w", err)
 	}
-	c.synced = []cache.InformerSynced{c.nodes.HasSynced, c.pods.HasSynced, leases.Informer().HasSynced}
+	// Synced once the caches are, and the handlers have queued the
+	// initial list.
+	c.synced = []cache.InformerSynced{c.nodes.HasSynced, c.pods.HasSynced, leases.Informer().HasSynced,
+		nodeReg.HasSynced, podReg.HasSynced}
 	return c, nil
 }
 
@@ -295,6 +306,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		})
 	}
+	if c.cfg.ReleaseMemoryAfterSync {
+		wg.Go(func() { c.releaseMemoryAfterSync(ctx) })
+	}
 	wg.Go(func() { c.monitorLoop(ctx) })
 	wg.Go(func() { c.taintLoop(ctx) })
 	wg.Go(func() { c.evictionLoop(ctx) })
@@ -313,6 +327,20 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	logger.Info("Shutting down controller")
 	return nil
+}
+
+// releaseMemoryAfterSync waits until the workers have taken every item of
+// the initial list (Start returns once the handlers have queued them all),
+// checking every 100ms of the controller's clock, then returns the unused
+// heap to the operating system, once (Config.ReleaseMemoryAfterSync).
+func (c *Controller) releaseMemoryAfterSync(ctx context.Context) {
+	for c.queue.Len() > 0 {
+		if !c.sleep(ctx, 100*time.Millisecond, nil) {
+			return
+		}
+	}
+	debug.FreeOSMemory()
+	c.memoryReleased.Store(true)
 }
 
 // MonitorPass runs one monitor pass at the clock's current time, then saves

@@ -9,7 +9,7 @@
 //
 // # Wiring
 //
-//	informers (Nodes [NodeSelector], Leases in kube-node-lease, Pods indexed by spec.nodeName)
+//	informers (Nodes [NodeSelector], Leases in kube-node-lease, Pods by spec.nodeName)
 //	   │ add/update/delete                          ▲ reads (monitor.Cluster)
 //	   ▼                                            │
 //	workqueue (typed, rate-limited) ──► workers ──► Monitor.NodeChanged/NodeDeleted/PodChanged/PodDeleted
@@ -23,7 +23,9 @@
 // The workqueue carries keys only (a node name, a pod's namespace/name); the
 // worker reads the object's current state from the cache, so a burst of
 // events for one object is handled once, and an object gone from the cache
-// is forwarded as a deletion. Pod updates are queued only when the node,
+// is forwarded as a deletion. The pods of the initial list are queued by
+// node (one key for the pods bound to it), not one key each: a workqueue's
+// sets keep the size they grew to. Pod updates are queued only when the node,
 // UID or tolerations changed (status updates, the controller's own
 // included, are not). When a write made while handling an event fails
 // (a NoSchedule condition taint, a pod's Ready=False), the key is requeued
@@ -44,7 +46,9 @@
 //
 // The informers trim pods and nodes to what the controller reads
 // (trim.go): a cached pod is a few hundred bytes instead of the whole
-// object. No write is built from what the trim dropped: every status write
+// object. The pods of each node are kept by name by the pod handlers
+// (podindex.go), not by an informer index, and the pod informer has no
+// namespace index: about 80 bytes per pod less. No write is built from what the trim dropped: every status write
 // is a patch of the conditions the controller changed.
 //
 // # Writes

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,11 +20,14 @@ type itemKind uint8
 const (
 	kindNode itemKind = 1 + iota
 	kindPod
+	kindNodePods
 )
 
-// item is a workqueue key: a node name, or a pod's namespace and name. The
-// worker reads the object's current state from the cache, so an item carries
-// no object and repeated events for one object are handled once.
+// item is a workqueue key: a node name, a pod's namespace and name, or
+// (kindNodePods) a node name standing for the pods the initial list found
+// on that node. The worker reads the objects' current state from the cache,
+// so an item carries no object and repeated events for one object are
+// handled once.
 type item struct {
 	kind      itemKind
 	namespace string
@@ -39,16 +43,48 @@ func (c *Controller) onNode(obj any) {
 	}
 }
 
-func (c *Controller) onPod(obj any) {
+// onPodAdd queues a pod the informer added. A pod of the initial list
+// that is bound to a node is queued as its node's kindNodePods item, so
+// that the initial sync queues one item per node instead of one per pod:
+// a workqueue's sets never shrink, and 30,000 pod keys queued at once
+// would stay allocated (about 160 bytes per pod) for the life of the
+// process. The pods are then handled by node, each as its own item would
+// be (handleNodePods).
+func (c *Controller) onPodAdd(obj any, isInInitialList bool) {
+	node, key, ok := podKey(obj)
+	if !ok {
+		return
+	}
+	c.cluster.byNode.add(node, key)
+	if isInInitialList && node != "" {
+		c.queue.Add(item{kind: kindNodePods, name: node})
+		return
+	}
+	c.queue.Add(item{kind: kindPod, namespace: key.Namespace, name: key.Name})
+}
+
+func (c *Controller) onPodDelete(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
+	node, key, ok := podKey(obj)
+	if !ok {
+		return
+	}
+	c.cluster.byNode.remove(node, key)
+	c.queue.Add(item{kind: kindPod, namespace: key.Namespace, name: key.Name})
+}
+
+// podKey returns the node and the namespace and name of a cached pod (a
+// *cachedPod, or a *v1.Pod).
+func podKey(obj any) (node string, key types.NamespacedName, ok bool) {
 	switch p := obj.(type) {
 	case *cachedPod:
-		c.queue.Add(item{kind: kindPod, namespace: p.namespace, name: p.name})
+		return p.nodeName, types.NamespacedName{Namespace: p.namespace, Name: p.name}, true
 	case *v1.Pod:
-		c.queue.Add(item{kind: kindPod, namespace: p.Namespace, name: p.Name})
+		return p.Spec.NodeName, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, true
 	}
+	return "", types.NamespacedName{}, false
 }
 
 // onPodUpdate queues a pod only when what the Monitor uses changed: its
@@ -56,15 +92,20 @@ func (c *Controller) onPod(obj any) {
 // including the controller's own Ready=False and DisruptionTarget writes,
 // are not queued.
 func (c *Controller) onPodUpdate(oldObj, obj any) {
-	old, ok1 := oldObj.(*cachedPod)
-	cur, ok2 := obj.(*cachedPod)
-	if !ok1 || !ok2 {
-		c.onPod(obj)
+	oldNode, _, _ := podKey(oldObj)
+	node, key, ok := podKey(obj)
+	if !ok {
 		return
 	}
-	if old.nodeName != cur.nodeName || old.uid != cur.uid ||
+	if oldNode != node {
+		c.cluster.byNode.remove(oldNode, key)
+		c.cluster.byNode.add(node, key)
+	}
+	old, ok1 := oldObj.(*cachedPod)
+	cur, ok2 := obj.(*cachedPod)
+	if !ok1 || !ok2 || old.nodeName != cur.nodeName || old.uid != cur.uid ||
 		!slices.EqualFunc(old.tolerations, cur.tolerations, tolerationEqual) {
-		c.onPod(cur)
+		c.queue.Add(item{kind: kindPod, namespace: key.Namespace, name: key.Name})
 	}
 }
 
@@ -141,7 +182,25 @@ func (c *Controller) handle(ctx context.Context, it item) bool {
 			return false
 		}
 		c.mon.PodChanged(ctx, now, pod)
+	case kindNodePods:
+		c.handleNodePods(ctx, now, it.name)
 	}
 	c.wake()
 	return c.cluster.failureCount(it) == before
+}
+
+// handleNodePods forwards every cached pod of the node to the Monitor, as
+// handle does one pod; a pod whose handling made a write fail is queued
+// again as its own item, with the workqueue's backoff, so that the node's
+// other pods are not handled twice. A pod gone from the cache is not
+// listed: its deletion event queues it.
+func (c *Controller) handleNodePods(ctx context.Context, now time.Time, node string) {
+	for _, pod := range c.cluster.ListPodsOnNode(node) {
+		pit := item{kind: kindPod, namespace: pod.Namespace, name: pod.Name}
+		before := c.cluster.failureCount(pit)
+		c.mon.PodChanged(ctx, now, pod)
+		if c.cluster.failureCount(pit) != before {
+			c.queue.AddRateLimited(pit)
+		}
+	}
 }

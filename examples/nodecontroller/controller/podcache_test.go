@@ -22,19 +22,20 @@ func TestCachedPodRoundTrip(t *testing.T) {
 	if key != "default/web-0" {
 		t.Errorf("key = %q, want default/web-0", key)
 	}
-	idx, err := indexByNodeName(cp)
-	must(t, err)
-	mustEqual(t, "node index", idx, []string{"node-a"})
+	node, nn, ok := podKey(cp)
+	mustEqual(t, "podKey", []any{node, nn, ok}, []any{"node-a", types.NamespacedName{Namespace: "default", Name: "web-0"}, true})
 	mustEqual(t, "owner references", cp.GetOwnerReferences(), []metav1.OwnerReference{p.OwnerReferences[1]})
 	if s := unsafe.Sizeof(cachedPod{}); s > 256 {
 		t.Errorf("cachedPod is %d bytes, want at most 256 (a v1.Pod struct is %d)", s, unsafe.Sizeof(v1.Pod{}))
 	}
 }
 
-// cachedBytesPerPod is the heap a store of n pods (keyed, with the node
-// index, as the pod informer's) holds per pod, with transform applied.
+// cachedBytesPerPod is the heap a store of n pods (keyed as the pod
+// informer's, with the controller's podsByNode) holds per pod, with
+// transform applied.
 func cachedBytesPerPod(n int, transform func(any) (any, error)) float64 {
-	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{nodeNameIndex: indexByNodeName})
+	store := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	byNode := newPodsByNode()
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -44,10 +45,13 @@ func cachedBytesPerPod(n int, transform func(any) (any, error)) float64 {
 		p.Spec.NodeName = fmt.Sprintf("node-%04d", i/30)
 		obj, _ := transform(p)
 		_ = store.Add(obj)
+		node, key, _ := podKey(obj)
+		byNode.add(node, key)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(store)
+	runtime.KeepAlive(byNode)
 	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 }
 
