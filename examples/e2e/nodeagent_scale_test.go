@@ -213,19 +213,7 @@ func TestNodeAgentScale(t *testing.T) {
 
 	// All nodes registered and Ready.
 	selector := ncSelectorKey + "=" + e.selector
-	cluster.Eventually(t, scaleWait, "500 nodes Ready", func(ctx context.Context) (bool, error) {
-		l, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return false, err
-		}
-		ready := 0
-		for i := range l.Items {
-			if readyStatus(&l.Items[i]) == v1.ConditionTrue {
-				ready++
-			}
-		}
-		return ready == scaleNodes, nil
-	})
+	waitNodesReady(t, cs, scaleWait, metav1.ListOptions{LabelSelector: selector}, scaleNodes)
 	t.Logf("agent process up, 500 nodes registered and Ready %s after start", time.Since(started).Round(time.Millisecond))
 
 	cfg := e.config()

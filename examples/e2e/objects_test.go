@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -78,4 +79,23 @@ func readyStatus(n *v1.Node) v1.ConditionStatus {
 		}
 	}
 	return ""
+}
+
+// waitNodesReady waits up to timeout until want of the nodes opts lists
+// are Ready.
+func waitNodesReady(t *testing.T, cs kubernetes.Interface, timeout time.Duration, opts metav1.ListOptions, want int) {
+	t.Helper()
+	cluster.Eventually(t, timeout, fmt.Sprintf("%d nodes Ready", want), func(ctx context.Context) (bool, error) {
+		l, err := cs.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return false, err
+		}
+		ready := 0
+		for i := range l.Items {
+			if readyStatus(&l.Items[i]) == v1.ConditionTrue {
+				ready++
+			}
+		}
+		return ready == want, nil
+	})
 }

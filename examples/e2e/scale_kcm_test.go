@@ -301,19 +301,7 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 	}
 	_, lostAgent := startGroup(live), startGroup(lost) // the live group runs until the test ends
 	wait := time.Duration(p.nodes/50+2) * time.Minute
-	cluster.Eventually(t, wait, fmt.Sprintf("%d nodes Ready", p.nodes), func(ctx context.Context) (bool, error) {
-		l, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			return false, err
-		}
-		ready := 0
-		for i := range l.Items {
-			if readyStatus(&l.Items[i]) == v1.ConditionTrue {
-				ready++
-			}
-		}
-		return ready == p.nodes, nil
-	})
+	waitNodesReady(t, cs, wait, metav1.ListOptions{ResourceVersion: "0"}, p.nodes)
 
 	// The pods, created in parallel (protobuf, as the kubelets' and the
 	// controllers' clients).

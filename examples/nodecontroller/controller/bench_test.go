@@ -111,13 +111,11 @@ func runUntilTainted(b *testing.B, client *fake.Clientset, nodes, pods int) (sto
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Logger{}))
-	done := make(chan error, 1)
+	ctx := klog.NewContext(context.Background(), klog.Logger{})
 	start := time.Now()
-	go func() { done <- c.Run(ctx) }()
+	stopRun := runInBackground(ctx, c)
 	stop = func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stopRun(); err != nil {
 			b.Errorf("Run() = %v", err)
 		}
 	}

@@ -545,3 +545,15 @@ func nodeReady(n *v1.Node) v1.ConditionStatus {
 }
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+// runInBackground runs c.Run(ctx) on a goroutine of its own. stop cancels
+// it and returns Run's error; calling it again returns the same error.
+func runInBackground(ctx context.Context, c *controller.Controller) (stop func() error) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	return sync.OnceValue(func() error {
+		cancel()
+		return <-done
+	})
+}

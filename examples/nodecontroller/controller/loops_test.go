@@ -80,13 +80,8 @@ func TestRunDutiesDoNotWaitForEachOther(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	stop := runInBackground(f.ctx, c)
+	defer func() { _ = stop() }()
 
 	// a is silent from the start, b from 30s: a goes Unknown at 55s (its
 	// pods' marking and bare's deletion hang), b about 30s later.

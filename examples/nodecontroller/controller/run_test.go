@@ -47,15 +47,12 @@ func TestRunOnFakeClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
+	stop := runInBackground(f.ctx, c)
 
 	deadline := time.Now().Add(15 * time.Second)
 	for f.pod("bare") != nil || !hasTaint(f.node("a"), v1.TaintNodeUnreachable, v1.TaintEffectNoExecute) {
 		if time.Now().After(deadline) {
-			cancel()
-			<-done
+			_ = stop()
 			t.Fatalf("at %v: node a taints %v, pod bare present %v; want tainted and deleted", f.at(), f.node("a").Spec.Taints, f.pod("bare") != nil)
 		}
 		if f.at() < 120*time.Second {
@@ -65,8 +62,7 @@ func TestRunOnFakeClock(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Errorf("Run() = %v, want nil", err)
 	}
 	if got := nodeReady(f.node("a")); got != v1.ConditionUnknown {
