@@ -66,7 +66,7 @@ func Compare(want, got Trace, opts Options) []Difference {
 	gm, gk := group(got.Writes)
 	keys := union(wk, gk)
 	for _, k := range keys {
-		ws, gs := wm[k], alignConcurrent(wm[k], gm[k], opts.Tolerance)
+		ws, gs := mergeReordered(wm[k], alignConcurrent(wm[k], gm[k], opts.Tolerance), opts.Tolerance)
 		for i := range max(len(ws), len(gs)) {
 			id := fmt.Sprintf("write %s #%d", k, i+1)
 			switch {
@@ -159,6 +159,65 @@ func alignConcurrent(want, got []Write, tolerance time.Duration) []Write {
 		}
 	}
 	return got
+}
+
+// mergeReordered handles what alignConcurrent cannot: concurrent writes
+// that landed in the other order, each sending what was not yet there.
+// Two workers patching one node's atomic taint list at the same moment (a
+// NoSchedule and a NoExecute taint) do that: the first patch sends its own
+// taint, the second sends both, so neither write of one side equals a
+// write of the other. Where want's and got's i-th writes differ and the
+// next n ≥ 2 writes on each side are concurrent (all within tolerance of
+// the run's first write) and add up to the same thing (the same changes,
+// later writes overriding earlier ones, and the same fields sent), each
+// run is replaced by one write at its first write's time, so the two
+// compare equal and every other difference is still reported.
+func mergeReordered(want, got []Write, tolerance time.Duration) ([]Write, []Write) {
+	for i := 0; i < min(len(want), len(got)); i++ {
+		if sameWrite(&want[i], &got[i]) {
+			continue
+		}
+		for n := 2; i+n <= len(want) && i+n <= len(got); n++ {
+			if !concurrent(want[i:i+n], tolerance) || !concurrent(got[i:i+n], tolerance) {
+				break
+			}
+			w, g := merged(want[i:i+n]), merged(got[i:i+n])
+			if sameWrite(&w, &g) {
+				want = slices.Replace(slices.Clone(want), i, i+n, w)
+				got = slices.Replace(slices.Clone(got), i, i+n, g)
+				break
+			}
+		}
+	}
+	return want, got
+}
+
+// concurrent reports whether every write of ws is within tolerance of the
+// first.
+func concurrent(ws []Write, tolerance time.Duration) bool {
+	for _, w := range ws[1:] {
+		if absDur(w.At-ws[0].At) > tolerance {
+			return false
+		}
+	}
+	return true
+}
+
+// merged is the writes ws as one: the first's verb, object, time and code;
+// the changes and their times of all, later ones overriding earlier ones;
+// the union of the fields they sent. It is Setup when any of them is.
+func merged(ws []Write) Write {
+	out := ws[0]
+	out.Changes, out.Times, out.Request = map[string]string{}, map[string]time.Duration{}, nil
+	for _, w := range ws {
+		maps.Copy(out.Changes, w.Changes)
+		maps.Copy(out.Times, w.Times)
+		out.Request = append(out.Request, w.Request...)
+		out.Setup = out.Setup || w.Setup
+	}
+	slices.Sort(out.Request)
+	out.Request = slices.Compact(out.Request)
+	return out
 }
 
 // sameWrite reports whether two writes changed the same fields to the same

@@ -3,6 +3,7 @@ package parity
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,6 +195,45 @@ func TestCompareConcurrentWrites(t *testing.T) {
 	far := Trace{Writes: []Write{at(ne, 5*time.Second), at(ns, 9*time.Second)}}
 	if d := Compare(up, far, opts); len(d) == 0 {
 		t.Errorf("Compare(the same writes 4 s apart in the other order) found no difference")
+	}
+}
+
+// The taint list is atomic: of two concurrent taint patches, the first
+// sends its own taint and the second sends both, so in the other order no
+// write of one side equals one of the other; the two runs still add up to
+// the same thing.
+func TestCompareConcurrentWritesOtherRequests(t *testing.T) {
+	nsKey, neKey := "spec.taints[u:NoSchedule].key", "spec.taints[u:NoExecute].key"
+	w := func(at time.Duration, change string, sent ...string) Write {
+		return Write{At: at, Verb: "patch", Object: "nodes//n1", Changes: map[string]string{change: `"u"`},
+			Request: append([]string{"metadata.resourceVersion"}, sent...)}
+	}
+	opts := Options{Tolerance: time.Second}
+	up := Trace{Writes: []Write{w(5*time.Second, nsKey, nsKey), w(5010*time.Millisecond, neKey, neKey, nsKey)}}
+	for _, tc := range []struct {
+		name string
+		ours []Write
+		want string // the ID of a difference Compare must report; "" for none
+	}{
+		{"same order", []Write{w(5*time.Second, nsKey, nsKey), w(5050*time.Millisecond, neKey, neKey, nsKey)}, ""},
+		{"other order", []Write{w(5*time.Second, neKey, neKey), w(5050*time.Millisecond, nsKey, neKey, nsKey)}, ""},
+		// The second patch sends only its own taint: the first one's is dropped.
+		{"other order, a taint lost", []Write{w(5*time.Second, neKey, neKey), w(5050*time.Millisecond, nsKey, nsKey)},
+			"write patch nodes//n1 #2 request"},
+		{"other order, 4 s apart", []Write{w(5*time.Second, neKey, neKey), w(9*time.Second, nsKey, neKey, nsKey)},
+			"write patch nodes//n1 #2 time"},
+		{"one write for two", []Write{w(5*time.Second, neKey, neKey, nsKey)}, "write patch nodes//n1 #2 missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Compare(up, Trace{Writes: tc.ours}, opts)
+			ids := make([]string, len(d))
+			for i := range d {
+				ids[i] = d[i].ID
+			}
+			if tc.want == "" && len(d) != 0 || tc.want != "" && !slices.Contains(ids, tc.want) {
+				t.Errorf("Compare = %v, want %q", d, tc.want)
+			}
+		})
 	}
 }
 
