@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubelifecycle/lifecycle/internal/uid"
 )
 
 // Reason says why a pod is evicted.
@@ -66,13 +68,14 @@ const (
 
 // podRec is what the Evictor keeps per pod: a fixed-size record of 112
 // bytes (a malloc size class; pinned by TestPodRecSize and
-// TestPodRecCompact), plus a slot of the pod index; the tolerations are
-// shared (tolSet). What only a pod with an eviction needs (its fire time,
-// queue links, attempts) is in its evState, which an idle pod, nearly
-// every pod, shares with every other idle pod of the Evictor.
+// TestPodRecCompact), plus a slot of the pod index; the UID is kept in its
+// 16 bytes (uid.go), the tolerations are shared (tolSet). What only a pod
+// with an eviction needs (its fire time, queue links, attempts) is in its
+// evState, which an idle pod, nearly every pod, shares with every other
+// idle pod of the Evictor.
 type podRec struct {
 	key      types.NamespacedName
-	uid      types.UID
+	uid      uid.Raw    // the pod's UID (uid.go)
 	node     *nodeState // the node the pod is bound to (attached to its list)
 	nodePrev *podRec    // neighbours in the node's pod list
 	nodeNext *podRec
@@ -135,9 +138,12 @@ type Evictor struct {
 	cfg   EvictorConfig
 	nodes map[string]*nodeState
 	pods  podIndex // by name
-	tols  tolTable // interned toleration lists
-	queue *fireQueue
-	last  time.Time // latest now seen
+	// otherUIDs are the UIDs of the records whose UID is not a canonical
+	// UUID (uid.go).
+	otherUIDs map[*podRec]types.UID
+	tols      tolTable // interned toleration lists
+	queue     *fireQueue
+	last      time.Time // latest now seen
 
 	// idle is the evState of every pod without an eviction; it stays
 	// zero (TestIdleEvStateStaysZero). free keeps evStates released by
@@ -230,7 +236,7 @@ func (e *Evictor) noteCancelled(rec *podRec) {
 		e.dropped++
 		return
 	}
-	e.cancelled = append(e.cancelled, Cancellation{Pod: rec.key, UID: rec.uid, Node: rec.node.name, At: rec.at})
+	e.cancelled = append(e.cancelled, Cancellation{Pod: rec.key, UID: e.uidOf(rec), Node: rec.node.name, At: rec.at})
 }
 
 // NewEvictor returns an empty Evictor with a copy of cfg, or an error
@@ -361,12 +367,13 @@ func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 		}
 		return
 	}
-	if rec != nil && rec.uid != pod.UID {
+	if rec != nil && !e.hasUID(rec, pod.UID) {
 		e.forget(rec)
 		rec = nil
 	}
 	if rec == nil {
-		rec = &podRec{key: key, uid: pod.UID, tols: e.tols.acquire(pod.Spec.Tolerations), start: e.podStart(now, pod), evState: &e.idle}
+		rec = &podRec{key: key, tols: e.tols.acquire(pod.Spec.Tolerations), start: e.podStart(now, pod), evState: &e.idle}
+		e.setUID(rec, pod.UID)
 		e.pods.put(rec)
 		e.attach(rec, nodeName)
 		e.evaluate(now, rec)
@@ -428,7 +435,7 @@ func (e *Evictor) Due(now time.Time) []Eviction {
 	for _, b := range bs {
 		for r := b.head; r != nil; r = detached(r) {
 			r.state = stHandedOut
-			out = append(out, Eviction{Pod: r.key, UID: r.uid, Node: r.node.name, At: r.at, Reason: r.reason, Attempt: int(r.attempts) + 1})
+			out = append(out, Eviction{Pod: r.key, UID: e.uidOf(r), Node: r.node.name, At: r.at, Reason: r.reason, Attempt: int(r.attempts) + 1})
 		}
 	}
 	e.queue.release()
@@ -505,7 +512,7 @@ func (e *Evictor) RetryEviction(now time.Time, x Eviction, after time.Duration) 
 // checkUID, the pod has uid), else nil.
 func (e *Evictor) handedOut(key types.NamespacedName, uid types.UID, checkUID bool) *podRec {
 	rec := e.pods.get(key)
-	if rec == nil || rec.state != stHandedOut || (checkUID && rec.uid != uid) {
+	if rec == nil || rec.state != stHandedOut || (checkUID && !e.hasUID(rec, uid)) {
 		return nil
 	}
 	return rec
@@ -660,6 +667,7 @@ func (e *Evictor) forget(rec *podRec) {
 	e.toIdle(rec) // a handed-out or done eviction's state is kept for reuse
 	e.detach(rec)
 	e.pods.remove(rec)
+	e.dropUID(rec)
 	e.tols.release(rec.tols)
 	rec.tols = nil
 }

@@ -101,7 +101,7 @@ func (e *Evictor) Explain(now time.Time, key types.NamespacedName) Explanation {
 	if rec == nil {
 		return Explanation{State: EvictionNotTracked, Pod: key}
 	}
-	x := Explanation{Pod: key, UID: rec.uid, Node: rec.node.name, Attempts: int(rec.attempts)}
+	x := Explanation{Pod: key, UID: e.uidOf(rec), Node: rec.node.name, Attempts: int(rec.attempts)}
 	v := e.judgeRec(rec)
 	if v.taint >= 0 {
 		t := copyTaint(rec.node.taints[v.taint].taint)

@@ -23,7 +23,7 @@ func memPods(n int) []*v1.Pod {
 	pods := make([]*v1.Pod, n)
 	for i := range pods {
 		pods[i] = &v1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%10), Name: fmt.Sprintf("pod-%d", i), UID: types.UID(fmt.Sprintf("uid-%d", i))},
+			ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%10), Name: fmt.Sprintf("pod-%d", i), UID: types.UID(fmt.Sprintf("6f1c2a34-8b9d-4e5f-a6b7-%012d", i))},
 			Spec: v1.PodSpec{
 				NodeName:    nodeName(i / 30),
 				Tolerations: WithDefaultTolerations(nil, DefaultTolerationSeconds, DefaultTolerationSeconds),

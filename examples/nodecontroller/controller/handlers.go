@@ -103,8 +103,8 @@ func (c *Controller) onPodUpdate(oldObj, obj any) {
 	}
 	old, ok1 := oldObj.(*cachedPod)
 	cur, ok2 := obj.(*cachedPod)
-	if !ok1 || !ok2 || old.nodeName != cur.nodeName || old.uid != cur.uid ||
-		!slices.EqualFunc(old.tolerations, cur.tolerations, tolerationEqual) {
+	if !ok1 || !ok2 || old.nodeName != cur.nodeName || !old.sameUID(cur) ||
+		!slices.EqualFunc(old.tolerationList(), cur.tolerationList(), tolerationEqual) {
 		c.queue.Add(item{kind: kindPod, namespace: key.Namespace, name: key.Name})
 	}
 }

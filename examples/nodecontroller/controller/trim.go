@@ -38,7 +38,7 @@ import (
 type trimmer struct {
 	mu          sync.Mutex
 	strs        map[string]string
-	tolerations map[string][]v1.Toleration
+	tolerations map[string]*[]v1.Toleration
 	key         strings.Builder
 }
 
@@ -48,7 +48,7 @@ type trimmer struct {
 const maxInterned = 1 << 16
 
 func newTrimmer() *trimmer {
-	return &trimmer{strs: make(map[string]string), tolerations: make(map[string][]v1.Toleration)}
+	return &trimmer{strs: make(map[string]string), tolerations: make(map[string]*[]v1.Toleration)}
 }
 
 // str returns the interned copy of s.
@@ -68,8 +68,9 @@ func (t *trimmer) str(s string) string {
 	return s
 }
 
-// tols returns an interned, shared copy of ts (callers never modify it).
-func (t *trimmer) tols(ts []v1.Toleration) []v1.Toleration {
+// tols returns an interned, shared copy of ts (callers never modify it);
+// nil when ts is empty.
+func (t *trimmer) tols(ts []v1.Toleration) *[]v1.Toleration {
 	if len(ts) == 0 {
 		return nil
 	}
@@ -97,9 +98,9 @@ func (t *trimmer) tols(ts []v1.Toleration) []v1.Toleration {
 		ts[i].DeepCopyInto(&cp[i])
 	}
 	if len(t.tolerations) < maxInterned {
-		t.tolerations[k] = cp
+		t.tolerations[k] = &cp
 	}
-	return cp
+	return &cp
 }
 
 // transform is the informers' TransformFunc: pods and nodes trimmed,
@@ -120,17 +121,19 @@ func (t *trimmer) transform(obj any) (any, error) {
 // pod returns the trimmed copy of p.
 func (t *trimmer) pod(p *v1.Pod) *cachedPod {
 	out := &cachedPod{
-		name:            p.Name,
-		namespace:       t.str(p.Namespace),
-		uid:             p.UID,
-		resourceVersion: p.ResourceVersion,
-		generation:      p.Generation,
-		created:         p.CreationTimestamp,
-		deleting:        p.DeletionTimestamp,
-		nodeName:        t.str(p.Spec.NodeName),
-		tolerations:     t.tols(p.Spec.Tolerations),
-		phase:           v1.PodPhase(t.str(string(p.Status.Phase))),
-		reason:          t.str(p.Status.Reason),
+		name:        p.Name,
+		namespace:   t.str(p.Namespace),
+		generation:  p.Generation,
+		deleting:    p.DeletionTimestamp,
+		nodeName:    t.str(p.Spec.NodeName),
+		tolerations: t.tols(p.Spec.Tolerations),
+	}
+	out.setUID(p.UID)
+	out.setRV(p.ResourceVersion)
+	out.setCreated(p.CreationTimestamp)
+	out.setPhase(p.Status.Phase)
+	if p.Status.Reason != "" {
+		out.extras().reason = t.str(p.Status.Reason)
 	}
 	if ref := metav1.GetControllerOfNoCopy(p); ref != nil {
 		out.owner = &metav1.OwnerReference{
@@ -138,25 +141,7 @@ func (t *trimmer) pod(p *v1.Pod) *cachedPod {
 			Controller: ref.Controller, BlockOwnerDeletion: ref.BlockOwnerDeletion,
 		}
 	}
-	n := 0
-	for i := range p.Status.Conditions {
-		if ownedPodCondition(p.Status.Conditions[i].Type) {
-			n++
-		}
-	}
-	if n > 0 {
-		out.conditions = make([]v1.PodCondition, 0, n)
-		for i := range p.Status.Conditions {
-			c := p.Status.Conditions[i]
-			if !ownedPodCondition(c.Type) {
-				continue
-			}
-			c.Type = v1.PodConditionType(t.str(string(c.Type)))
-			c.Status = v1.ConditionStatus(t.str(string(c.Status)))
-			c.Reason, c.Message = t.str(c.Reason), t.str(c.Message)
-			out.conditions = append(out.conditions, c)
-		}
-	}
+	out.setConditions(p.Status.Conditions, t.str)
 	return out
 }
 

@@ -402,7 +402,7 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 	}
 	c.ReserveStamped(pods)
 	// One template per zone and pod group, for every node; and the bytes of
-	// a node's pod UIDs ("uid-<node>-<group>-<i>"), but for the node names.
+	// a node's pod names ("<node>-<group>-<i>"), but for the node names.
 	tmpls := make([][]*v1.Pod, len(sc.Zones))
 	nameBytes := make([]int, len(sc.Zones))
 	for zi, gs := range groups {
@@ -413,7 +413,7 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 				Status:     v1.PodStatus{Phase: v1.PodRunning, Conditions: readyPod},
 			})
 			for j := range g.n {
-				nameBytes[zi] += len("uid-") + 1 + len(g.name) + 1 + len(strconv.Itoa(j))
+				nameBytes[zi] += 1 + len(g.name) + 1 + len(strconv.Itoa(j))
 			}
 		}
 	}
@@ -421,6 +421,7 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 		names strings.Builder
 		ends  []int
 		num   [20]byte
+		seq   uint64 // the pods' UIDs, in the order they are made (podUID)
 	)
 	for i, n := range s.nodes {
 		if err := s.spend(1 + s.podsPerNode[n.zone]); err != nil {
@@ -438,7 +439,6 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 		names.Grow(nameBytes[n.zone] + s.podsPerNode[n.zone]*len(n.name))
 		for _, g := range groups[n.zone] {
 			for j := range g.n {
-				names.WriteString("uid-")
 				names.WriteString(n.name)
 				names.WriteByte('-')
 				names.WriteString(g.name)
@@ -454,13 +454,27 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 				if k > 0 {
 					start = ends[k-1]
 				}
-				uid := all[start:ends[k]]
+				name := all[start:ends[k]]
 				k++
-				return uid[len("uid-"):], types.UID(uid)
+				seq++
+				return name, podUID(seq)
 			})
 		}
 	}
 	return c, nil
+}
+
+// podUID is the UID of the seq-th pod the simulation makes: a canonical
+// UUID, as an API server's, which the cluster and the Evictor keep in 16
+// bytes (a string UID would cost a pod another 36 to 48).
+func podUID(seq uint64) types.UID {
+	const hex = "0123456789abcdef"
+	b := []byte("00000000-0000-4000-8000-000000000000")
+	for i := len(b) - 1; i >= len(b)-12; i-- {
+		b[i] = hex[seq&15]
+		seq >>= 4
+	}
+	return types.UID(b)
 }
 
 // podGroupOf is a pod group as its pods carry it.

@@ -2,6 +2,7 @@ package monitortest
 
 import (
 	"context"
+	"encoding/binary"
 	"hash/maphash"
 	"reflect"
 	"slices"
@@ -9,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubelifecycle/lifecycle/internal/uid"
 )
 
 // stampRun is the pods of one AddStampedPods call: their template, node,
@@ -20,11 +23,48 @@ type stampRun struct {
 	rec    *nodeRec
 	blob   string  // each stamp's UID, then its name unless the UID ends with it
 	stamps []stamp // never reallocated
+	// The UIDs that are canonical UUIDs are not in blob: they are
+	// consecutive from base (seq), or raw's, per stamp (rawUIDs).
+	base uid.Raw
+	seq  bool
+	raw  []uid.Raw
+}
+
+// setRawUID records r as stamp i's UID: as base and an index while every
+// one so far is base plus its index (a simulator numbering its pods), else
+// in raw.
+func (run *stampRun) setRawUID(i int, r uid.Raw) {
+	if run.raw == nil {
+		if !run.seq { // the first
+			run.base, run.seq = r, true
+			binary.BigEndian.PutUint64(run.base[8:], binary.BigEndian.Uint64(r[8:])-uint64(i))
+			return
+		}
+		if r == run.nth(i) {
+			return
+		}
+		run.raw = make([]uid.Raw, len(run.stamps))
+		for j := range i {
+			if run.stamps[j].rawUID {
+				run.raw[j] = run.nth(j)
+			}
+		}
+		run.seq = false
+	}
+	run.raw[i] = r
+}
+
+// nth is base plus i, its last 8 bytes a big-endian counter.
+func (run *stampRun) nth(i int) uid.Raw {
+	r := run.base
+	binary.BigEndian.PutUint64(r[8:], binary.BigEndian.Uint64(r[8:])+uint64(i))
+	return r
 }
 
 // stamp is a pod stored as its template plus what differs: its name, its
 // UID and, once written, its status. A v1.Pod is about 1.2 KB; a stamp is
-// 20 bytes, its UID and name in its run's blob, and a 12-byte slot or two
+// 20 bytes, its name and UID in its run's blob (a canonical UUID in 16
+// bytes beside it, or none when the run's UUIDs are numbered), and a 12-byte slot or two
 // of the index. Reads hand out the pod materialized from its stamp; writes
 // replace the stamp's status, never a pod handed out.
 type stamp struct {
@@ -33,6 +73,7 @@ type stamp struct {
 	nameLen uint32
 	status  uint32 // 0: the template's; else rec.statuses[status-1]
 	gone    bool   // evicted, or replaced by AddPod
+	rawUID  bool   // the UID is run.raw[i], not in the blob
 }
 
 // stampRef is a stamp: a run and an index in it.
@@ -53,7 +94,17 @@ func (r stampRef) text() string {
 	return r.run.blob[start:r.s().end]
 }
 
-func (r stampRef) uid() types.UID { return types.UID(r.text()[:r.s().uidLen]) }
+// uid is the stamp's UID: from the blob, or formatted from its 16 bytes
+// (a new string: a UUID kept as a string would cost 36 bytes a pod).
+func (r stampRef) uid() types.UID {
+	if r.s().rawUID {
+		if r.run.seq {
+			return r.run.nth(r.i).UID()
+		}
+		return r.run.raw[r.i].UID()
+	}
+	return types.UID(r.text()[:r.s().uidLen])
+}
 
 func (r stampRef) name() string {
 	t := r.text()
@@ -273,12 +324,18 @@ func (c *Cluster) AddStampedPods(ctx context.Context, node string, tmpl *v1.Pod,
 	}
 	run.rec = rec
 	for i := range run.stamps {
-		name, uid := name(i)
-		blob.WriteString(string(uid))
-		if !strings.HasSuffix(string(uid), name) {
+		name, id := name(i)
+		if r, ok := uid.Parse(id); ok {
+			run.setRawUID(i, r)
+			blob.WriteString(name)
+			run.stamps[i] = stamp{end: uint32(blob.Len()), nameLen: uint32(len(name)), rawUID: true}
+			continue
+		}
+		blob.WriteString(string(id))
+		if !strings.HasSuffix(string(id), name) {
 			blob.WriteString(name)
 		}
-		run.stamps[i] = stamp{end: uint32(blob.Len()), uidLen: uint32(len(uid)), nameLen: uint32(len(name))}
+		run.stamps[i] = stamp{end: uint32(blob.Len()), uidLen: uint32(len(id)), nameLen: uint32(len(name))}
 	}
 	run.blob = blob.String()
 	id := len(c.stamped.runs)

@@ -290,3 +290,35 @@ func TestStampIndexModel(t *testing.T) {
 		t.Errorf("%d pods listed on the nodes, want %d", listed, len(model))
 	}
 }
+
+// TestStampedPodUIDs: every UID a stamped pod is given reads back as
+// given, whether canonical UUIDs numbered one after the other (kept as a
+// base), canonical ones out of order (16 bytes each), or any other string.
+func TestStampedPodUIDs(t *testing.T) {
+	ctx := context.Background()
+	uuid := func(n int) types.UID { return types.UID(fmt.Sprintf("6f1c2a34-8b9d-4e5f-a6b7-%012x", n)) }
+	for _, tc := range []struct {
+		name string
+		uids []types.UID
+	}{
+		{"numbered", []types.UID{uuid(7), uuid(8), uuid(9), uuid(10)}},
+		{"carry", []types.UID{"6f1c2a34-8b9d-4e5f-ffff-fffffffffffe", "6f1c2a34-8b9d-4e5f-ffff-ffffffffffff", "6f1c2a34-8b9d-4e5f-0000-000000000000"}},
+		{"out of order", []types.UID{uuid(7), uuid(8), uuid(3), uuid(9)}},
+		{"mixed", []types.UID{uuid(1), "uid-b", uuid(3), "", "6F1C2A34-8B9D-4E5F-A6B7-000000000005", uuid(5)}},
+		{"others", []types.UID{"uid-a", "uid-b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := monitortest.New(epoch)
+			c.AddNode(ctx, node("n0", "z", epoch), monitortest.NewLease("n0", epoch))
+			c.AddStampedPods(ctx, "n0", pod("", "", epoch), len(tc.uids), func(i int) (string, types.UID) {
+				return fmt.Sprintf("p%d", i), tc.uids[i]
+			})
+			for i, want := range tc.uids {
+				p := c.Pod(types.NamespacedName{Namespace: "default", Name: fmt.Sprintf("p%d", i)})
+				if p == nil || p.UID != want {
+					t.Errorf("pod p%d: %v, want UID %q", i, p, want)
+				}
+			}
+		})
+	}
+}
