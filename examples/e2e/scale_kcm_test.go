@@ -63,7 +63,8 @@ const (
 	// ("kube-controller-manager" or "nodecontroller"); unset: both.
 	envScaleKCMOnly = "LIFECYCLE_E2E_SCALE_KCM_ONLY"
 	// envScaleKCMGOGC is the GOGC the node controller runs with (unset:
-	// the Go default, 100), to measure memory against GC CPU.
+	// the binary's own default, 25: examples/nodecontroller/gogc.go), to
+	// measure memory against GC CPU.
 	envScaleKCMGOGC  = "LIFECYCLE_E2E_SCALE_KCM_GOGC"
 	scaleKCMZones    = 4
 	scaleKCMLostZone = "zone-3"
