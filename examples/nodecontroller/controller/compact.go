@@ -11,8 +11,9 @@ import (
 // The compact encodings of a cached pod's fields (podcache.go). Each one
 // round-trips exactly what it accepts and reports false for anything else,
 // which the pod then keeps as decoded (podExtra): the API server's values
-// (lowercase UUIDs: internal/uid; decimal resourceVersions, whole-second times in the
-// local zone) are compact, an odd value costs only its own bytes.
+// (lowercase UUIDs, internal/uid; decimal resourceVersions; whole-second
+// times in the local zone) are compact, an odd value costs only its own
+// bytes.
 
 // parseRV encodes a resourceVersion that is a decimal number without
 // leading zeros, as etcd's revisions are, plus one (0 is the empty one).
@@ -20,8 +21,8 @@ func parseRV(s string) (uint64, bool) {
 	if s == "" {
 		return 0, true
 	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || v == math.MaxUint64 || strconv.FormatUint(v, 10) != s {
+	v, err := strconv.ParseUint(s, 10, 64) // no sign, no underscores in base 10
+	if err != nil || v == math.MaxUint64 || len(s) > 1 && s[0] == '0' {
 		return 0, false
 	}
 	return v + 1, true

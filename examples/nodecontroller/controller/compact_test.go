@@ -144,3 +144,19 @@ func FuzzCachedPodExact(f *testing.F) {
 		}
 	})
 }
+
+func TestParseRV(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		ok bool
+	}{{"", true}, {"0", true}, {"7", true}, {"1234567", true}, {"18446744073709551614", true},
+		{"18446744073709551615", false}, {"007", false}, {"00", false}, {"+7", false}, {"-7", false}, {"1_000", false}, {"7a", false}, {" 7", false}} {
+		v, ok := parseRV(tc.in)
+		if ok != tc.ok || ok && formatRV(v) != tc.in {
+			t.Errorf("parseRV(%q) = %d, %v; formats back to %q", tc.in, v, ok, formatRV(v))
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { parseRV("123456789") }); n != 0 {
+		t.Errorf("parseRV allocates %v times, want 0", n)
+	}
+}
