@@ -68,7 +68,9 @@ func newBenchCluster(tb testing.TB, cfg monitor.Config, nodes, zones, podsPerNod
 		}
 		c.AddNode(ctx, n, monitortest.NewLease(name, benchEpoch))
 		c.AddStampedPods(ctx, name, tmpl, podsPerNode, func(j int) (string, types.UID) {
-			return fmt.Sprintf("%s-pod-%02d", name, j), types.UID(fmt.Sprintf("uid-%s-%02d", name, j))
+			// UIDs as an API server writes them (UUIDs), numbered: the
+			// cluster and the Evictor keep each in 16 bytes or none.
+			return fmt.Sprintf("%s-pod-%02d", name, j), types.UID(fmt.Sprintf("6f1c2a34-8b9d-4e5f-a6b7-%012x", i*podsPerNode+j))
 		})
 	}
 	c.clusterBytes = liveHeap() - before
