@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor/monitortest"
+	"github.com/kubelifecycle/lifecycle/internal/uid"
 	"github.com/kubelifecycle/lifecycle/nodehealth"
 	"github.com/kubelifecycle/lifecycle/taints"
 	"github.com/kubelifecycle/lifecycle/zonestate"
@@ -468,13 +470,13 @@ func (s *sim) build(epoch time.Time) (*monitortest.Cluster, error) {
 // UUID, as an API server's, which the cluster and the Evictor keep in 16
 // bytes (a string UID would cost a pod another 36 to 48).
 func podUID(seq uint64) types.UID {
-	const hex = "0123456789abcdef"
-	b := []byte("00000000-0000-4000-8000-000000000000")
-	for i := len(b) - 1; i >= len(b)-12; i-- {
-		b[i] = hex[seq&15]
-		seq >>= 4
-	}
-	return types.UID(b)
+	// 00000000-0000-4000-8000-<seq in 12 hex digits>: a version-4 UUID's
+	// fixed bits, the pod's number in the last 6 bytes.
+	r := uid.Raw{6: 0x40, 8: 0x80}
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], seq)
+	copy(r[10:], n[2:])
+	return r.UID()
 }
 
 // podGroupOf is a pod group as its pods carry it.
