@@ -64,6 +64,22 @@ type Config struct {
 	// cancellations wait for the next of those). 0, the default, reports
 	// none, so simulations keep their timelines.
 	CancelledEvictions int
+
+	// LeaseEvents is the caller's promise that it forwards every change of
+	// a cached Lease to LeaseChanged (the Lease informer's add, update and
+	// delete events), as it forwards Node changes to NodeChanged. MonitorPass
+	// then skips the health evaluation of a node that its last evaluation
+	// found Ready with nothing to do (no taint, not queued, no write, no
+	// pods to mark) while its Node object and Lease stay unchanged and its
+	// Deadline has not passed: upstream's tryUpdateNodeHealth would find no
+	// new heartbeat and change nothing either, so every decision is the
+	// same; only the work goes (a simulation of 65,000 nodes evaluates each
+	// renewal once instead of every node at every pass). Taint-based mode
+	// only, and not while a node clock is set (SetNodeClock). A caller that
+	// changes the health Tracker's records itself (Health().Restore,
+	// Forget, ResetProbes) does so before the first pass. False, the
+	// default, evaluates every node at every pass.
+	LeaseEvents bool
 }
 
 // DefaultConfig returns the Kubernetes v1.36 controller defaults.

@@ -67,6 +67,9 @@ type Monitor struct {
 	nodeNow func() time.Time
 	// healthHook is SetNodeHealthObserver's observer (monitorMu), or nil.
 	healthHook func(node string, took time.Duration)
+	// quietGen (monitorMu) ends every node's quiet state when it moves
+	// (quiet.go).
+	quietGen uint64
 
 	mu      sync.Mutex
 	nodes   map[string]*nodeState
@@ -111,6 +114,15 @@ type nodeState struct {
 	// lookup by name (nodehealth.Tracker.ObserveHandle); only the
 	// Tracker reads and writes it, under its own lock.
 	health nodehealth.Handle
+
+	// Config.LeaseEvents (quiet.go): leaseChanged is set by LeaseChanged
+	// and cleared before an evaluation reads the Lease; quiet (pass) says
+	// the last evaluation, at quietGen, found nothing to do until quietUntil.
+	leaseChanged  atomic.Bool
+	quiet         bool
+	quietNotReady bool // counted not ready (stale and Unknown), with no deadline
+	quietGen      uint64
+	quietUntil    time.Time
 }
 
 // mode is what the two eviction modes do differently. New picks one:
@@ -241,6 +253,10 @@ type nodeResult struct {
 	markPods bool
 	edge     time.Time
 	state    *nodeState
+	// settled: the mode's decision did nothing (no write, nothing staged
+	// or removed) and does nothing again while its inputs stay the same
+	// (quiet.go).
+	settled bool
 }
 
 // MonitorPass is one run of upstream monitorNodeHealth
@@ -339,10 +355,17 @@ func (m *Monitor) listNodes() []*v1.Node {
 // own instant.
 func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i int, node *v1.Node, r *nodeResult) {
 	s := m.state(pass, i, node)
+	if m.stillQuiet(now, s) {
+		*r = nodeResult{zone: s.zone, notReady: s.quietNotReady, counted: !s.excluded, state: s, settled: true}
+		return
+	}
 	if m.nodeNow != nil {
 		if t := m.nodeNow(); t.After(now) {
 			now = t // this node's instant (upstream reads the clock per node)
 		}
+	}
+	if m.cfg.LeaseEvents {
+		s.leaseChanged.Store(false) // before the read: a change after it sets it again
 	}
 	res, err := m.health.ObserveHandle(now, &s.health, node, m.cluster.GetLease(node.Name))
 	if err != nil {
@@ -376,6 +399,7 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i
 	}
 	m.mode.decide(ctx, now, node, s, res, r)
 	r.markPods, r.edge = res.MarkPodsNotReady, res.PodsNotReadyEdge
+	m.noteQuiet(s, node, res, r)
 }
 
 // observedHealth reports a node's health update, started at start, to the
@@ -411,6 +435,7 @@ func (m *Monitor) state(pass uint64, i int, node *v1.Node) *nodeState {
 	s.seen = pass
 	if s.from != node {
 		s.from = node
+		s.quiet = false
 		s.tainted = len(node.Spec.Taints) > 0
 		_, s.excluded = node.Labels[LabelExcludeDisruption]
 		if region, zoneName := zonestate.KeyLabels(node); s.zone == nil || region != s.region || zoneName != s.zoneName {
@@ -540,6 +565,11 @@ func (m *Monitor) applyZoneDecision(ctx context.Context, now time.Time, d zonest
 			m.emitFn(Event{At: now, Kind: KindZoneState, Zone: zd.Key, State: zd.State, QPS: zd.QPS, Detail: fmt.Sprintf(
 				"%v -> %v (%d of %d not ready, rate %g nodes/s)", zd.Previous, zd.State, zd.NotReady, zd.Size, zd.QPS)})
 		}
+	}
+	if d.EnteredFullDisruption || d.ExitedFullDisruption || zoneStateChanged(d) {
+		// Every node is cleaned, or gets a fresh grace period, or its
+		// zone queue may have been emptied or stopped: evaluate all.
+		m.quietGen++
 	}
 	if d.EnteredFullDisruption {
 		m.emitFn(Event{At: now, Kind: KindDisruptionMode, Entered: true, Detail: "entered full disruption: no Ready node in any zone, evictions stop"})

@@ -31,14 +31,18 @@ func (t taintMode) decide(ctx context.Context, now time.Time, node *v1.Node, s *
 	if s.tainted {
 		current = node.Spec.Taints
 	}
+	wrote := false
 	if m.evictPaused.Load() && hasHealthTaint(current) {
 		// Left by a failed full-disruption cleanup (upstream tries
 		// markNodeAsReachable once, on entering): removed again, so that
 		// no pod is evicted while the cluster is in full disruption.
 		_, _ = m.writeTaints(ctx, now, node.Name, taints.RemoveHealthTaints)
+		wrote = true
 	}
 	action, taint := taints.DecideNoExecute(res.CurrentReady, current)
 	switch action {
+	case taints.NoExecuteNone:
+		r.settled = !wrote
 	case taints.NoExecuteQueue:
 		state := evictionqueue.KeyAbsent
 		if q, ok := m.queue(s.zone.key); ok {
@@ -53,7 +57,11 @@ func (t taintMode) decide(ctx context.Context, now time.Time, node *v1.Node, s *
 			// condition yet. Queue it again, as upstream does.
 			if !hasTaint(current, taint) {
 				r.enqueue, r.requeue = true, true
+			} else {
+				r.settled = !wrote
 			}
+		default: // waiting: it leaves the queue only as the node changes (tainted, deleted, re-created)
+			r.settled = !wrote
 		}
 		// A node already waiting keeps its place. Unlike upstream, which
 		// removes and re-adds it on every pass and so reshuffles the order
@@ -72,6 +80,7 @@ func (t taintMode) decide(ctx context.Context, now time.Time, node *v1.Node, s *
 			return taints.SwapHealthTaint(n, taint, now)
 		})
 	case taints.NoExecuteRemove:
+		r.settled = !wrote && !hasHealthTaint(current) && !s.queued
 		if hasHealthTaint(current) {
 			_, _ = m.writeTaints(ctx, now, node.Name, taints.RemoveHealthTaints)
 		}

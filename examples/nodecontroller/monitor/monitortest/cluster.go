@@ -53,6 +53,21 @@ type Receiver interface {
 	PodDeleted(key types.NamespacedName)
 }
 
+// LeaseReceiver is a Receiver that also takes the Lease informer's
+// events: *monitor.Monitor's LeaseChanged (see monitor.Config.LeaseEvents).
+// The Cluster forwards every change of a stored Lease to it.
+type LeaseReceiver interface {
+	LeaseChanged(name string)
+}
+
+// leaseChanged forwards a Lease change to r when it takes them. Called
+// without c.mu.
+func leaseChanged(r Receiver, name string) {
+	if lr, ok := r.(LeaseReceiver); ok {
+		lr.LeaseChanged(name)
+	}
+}
+
 // ErrInjected is the error of a write failed by FailTaintWrites or
 // FailEvictions.
 var ErrInjected = errors.New("monitortest: injected API error")
@@ -232,6 +247,7 @@ func (c *Cluster) AddNode(ctx context.Context, node *v1.Node, lease *coordinatio
 	c.mu.Unlock()
 	if recv != nil {
 		recv.NodeChanged(ctx, now, node)
+		leaseChanged(recv, node.Name)
 	}
 }
 
@@ -726,9 +742,9 @@ func NewLease(node string, renew time.Time) *coordinationv1.Lease {
 // A node without a Lease gets one. It reports whether the node exists.
 func (c *Cluster) RenewLease(name string, now time.Time) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	rec := c.lookup(name)
 	if rec == nil || rec.node == nil {
+		c.mu.Unlock()
 		return false
 	}
 	switch l := rec.lease; {
@@ -739,7 +755,28 @@ func (c *Cluster) RenewLease(name string, now time.Time) bool {
 	default:
 		l.Spec.RenewTime.Time = now
 	}
+	recv := c.recv
+	c.mu.Unlock()
+	leaseChanged(recv, name)
 	return true
+}
+
+// leasesChanged forwards a change of every node's Lease: a Lease cache
+// that caught up at once (LeaseStall).
+func (c *Cluster) leasesChanged() {
+	c.mu.Lock()
+	recv := c.recv
+	names := make([]string, 0, len(c.nodes))
+	for _, rec := range c.nodes {
+		names = append(names, rec.name)
+	}
+	c.mu.Unlock()
+	if _, ok := recv.(LeaseReceiver); !ok {
+		return
+	}
+	for _, name := range names {
+		leaseChanged(recv, name)
+	}
 }
 
 // The kubelet's Ready condition reasons and messages.

@@ -48,8 +48,8 @@ func NewLeaseStall(c *Cluster) *LeaseStall { return &LeaseStall{Cluster: c} }
 // changes nothing.
 func (s *LeaseStall) Stall() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.stalled {
+		s.mu.Unlock()
 		return
 	}
 	s.stalled = true
@@ -66,6 +66,8 @@ func (s *LeaseStall) Stall() {
 		}
 	}
 	s.Cluster.mu.Unlock()
+	s.mu.Unlock()
+	s.Cluster.leasesChanged() // the cache's objects are the frozen copies now
 }
 
 // Resume lets the Lease cache catch up at once.
@@ -74,6 +76,7 @@ func (s *LeaseStall) Resume() {
 	s.stalled, s.frozen = false, nil
 	s.stalledFast.Store(false)
 	s.mu.Unlock()
+	s.Cluster.leasesChanged()
 }
 
 // Stalled reports whether the Lease cache is stalled.
