@@ -68,24 +68,42 @@ func (s *sim) indexEvents() {
 	s.evTimes = x
 }
 
-// nextLease returns when kubelet i, renewing at t, renews next: after
-// spacing while no event concerns it until a renewal interval after that,
-// else after one interval.
-func (s *sim) nextLease(i int, t time.Duration) time.Duration {
-	every := s.sc.Kubelet.LeaseRenewInterval.D()
-	if s.space <= every {
-		return t + every
-	}
+// nextEvent returns the instant of the first event at or after t that
+// concerns kubelet i (never: none). t never goes back for one kubelet.
+func (s *sim) nextEvent(i int, t time.Duration) time.Duration {
 	x := &s.evTimes
 	k := x.next[i]
 	for k < x.start[i+1] && x.at[k] < t {
 		k++
 	}
 	x.next[i] = k
-	if k < x.start[i+1] && x.at[k] < t+s.space+every {
+	if k < x.start[i+1] {
+		return x.at[k]
+	}
+	return never
+}
+
+// nextLease returns when kubelet i, renewing at t, renews next: after
+// spacing while no event concerns it until a renewal interval after that,
+// else after one interval.
+func (s *sim) nextLease(i int, t time.Duration) time.Duration {
+	every := s.sc.Kubelet.LeaseRenewInterval.D()
+	if s.space <= every || s.nextEvent(i, t) < t+s.space+every {
 		return t + every
 	}
 	return t + s.space
+}
+
+// skipStatus reports whether kubelet i's status post at t can be left
+// out: renewals are spaced (so they alone keep the node fresh), and the
+// post is not its last before an event concerns it (the next one, a status
+// interval later, comes first). A post of a running kubelet changes its
+// node's Ready heartbeat and nothing else; the heartbeat decides nothing
+// while Lease renewals keep the node fresh, and the last post before an
+// event, which leaves the heartbeat an Unknown write keeps, is made.
+func (s *sim) skipStatus(i int, t time.Duration) bool {
+	every := s.sc.Kubelet.LeaseRenewInterval.D()
+	return s.space > every && s.nextEvent(i, t) >= t+s.sc.Kubelet.StatusUpdateInterval.D()
 }
 
 // hasLeaseWatchEvents reports whether the scenario stalls the controller's

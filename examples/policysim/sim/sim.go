@@ -345,6 +345,9 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 	// and the template's tolerations, so the millions of pods sent by
 	// the initial sync and status writes need not be new objects each.
 	s.c.ReuseEventPods(!opt.plain)
+	// One worker (MonitorConfig), and the summary is done with a node's
+	// pods before it lists the next: a list's pods may be reused.
+	s.c.ReuseListedPods(!opt.plain)
 	s.c.BeforeEvict(s.onEvict)
 	for zi, z := range sc.Zones {
 		s.zoneOfKey[zonestate.Key(newNode(NodeName(z.Name, 0, z.Nodes), &sc.Zones[zi], Epoch, Epoch))] = z.Name
@@ -745,7 +748,9 @@ func (s *sim) heartbeats(t time.Duration) error {
 			s.c.RenewLease(name, s.now())
 			s.cal.add(s.nextLease(int(e.node), t), e)
 		case beatStatus:
-			s.c.PostNodeStatus(s.ctx, name, k.ready, s.now())
+			if !s.skipStatus(int(e.node), t) {
+				s.c.PostNodeStatus(s.ctx, name, k.ready, s.now())
+			}
 			s.cal.add(t+s.sc.Kubelet.StatusUpdateInterval.D(), e)
 		case beatPods:
 			if k.ready == v1.ConditionTrue {

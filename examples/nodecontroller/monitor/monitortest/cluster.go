@@ -94,6 +94,11 @@ type Cluster struct {
 	// events of stamped pods are materialized in when it is on.
 	reuse   bool
 	podBufs sync.Pool
+	// reuseList is ReuseListedPods; listVals and listPtrs are the buffers
+	// ListPodsOnNode hands out then.
+	reuseList bool
+	listVals  []v1.Pod
+	listPtrs  []*v1.Pod
 
 	// list is ListNodes' answer, kept between calls: a node write
 	// replaces its element, copying the slice first when it was handed out
@@ -460,14 +465,19 @@ func (c *Cluster) GetLease(name string) *coordinationv1.Lease {
 
 // ListPodsOnNode returns the node's pods in the order they were added
 // (shared, never modified later). It does not allocate, unless the node
-// has stamped pods (AddStampedPods), which it materializes.
+// has stamped pods (AddStampedPods), which it materializes (with
+// ReuseListedPods, into buffers the next call reuses).
 func (c *Cluster) ListPodsOnNode(name string) []*v1.Pod {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if rec := c.lookup(name); rec != nil {
-		return rec.podsView()
+	rec := c.lookup(name)
+	switch {
+	case rec == nil:
+		return nil
+	case c.reuseList:
+		return c.listedPods(rec)
 	}
-	return nil
+	return rec.podsView()
 }
 
 // Pod returns the pod, or nil.

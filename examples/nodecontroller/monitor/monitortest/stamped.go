@@ -447,6 +447,20 @@ func (c *Cluster) ReuseEventPods(on bool) {
 	c.mu.Unlock()
 }
 
+// ReuseListedPods (on) makes ListPodsOnNode materialize a node's stamped
+// pods into one buffer that the next ListPodsOnNode call reuses, instead
+// of new objects each call: a simulated outage lists the pods of thousands
+// of nodes to mark them not ready, each list garbage at once. Only for
+// callers done with a list (and its pods) before they list again: a
+// Monitor with Config.Workers = 1 is one (it reads a node's pods to mark
+// or delete them and keeps none), one with more workers is not. Off by
+// default.
+func (c *Cluster) ReuseListedPods(on bool) {
+	c.mu.Lock()
+	c.reuseList = on
+	c.mu.Unlock()
+}
+
 // eventPods materializes stamps for the events they cause: into a buffer
 // from the pool with ReuseEventPods, else into a new one. Give it back
 // with doneEventPods once the events are sent. c.mu must be held.
@@ -492,6 +506,19 @@ func (rec *nodeRec) podsView() []*v1.Pod {
 	out := make([]*v1.Pod, len(rec.pods), len(rec.pods)+rec.live)
 	copy(out, rec.pods)
 	return pointers(out, rec.appendStampedValues(make([]v1.Pod, 0, rec.live)))
+}
+
+// listedPods is podsView into the cluster's list buffers
+// (ReuseListedPods). c.mu must be held.
+func (c *Cluster) listedPods(rec *nodeRec) []*v1.Pod {
+	if rec.live == 0 {
+		rec.shared = true
+		return rec.pods
+	}
+	clear(c.listVals) // drop the last list's names and statuses
+	c.listVals = rec.appendStampedValues(c.listVals[:0])
+	c.listPtrs = pointers(append(c.listPtrs[:0], rec.pods...), c.listVals)
+	return c.listPtrs
 }
 
 // setStampsReady makes every live stamped pod of rec that is not Ready
