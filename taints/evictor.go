@@ -403,6 +403,24 @@ func (e *Evictor) SetPod(now time.Time, pod *v1.Pod) {
 	e.evaluate(now, rec)
 }
 
+// MaxReserve bounds Reserve: a larger count reserves this many pods, and
+// the index grows as usual beyond it.
+const MaxReserve = 1 << 24
+
+// Reserve makes room for n pods (at most MaxReserve) in the Evictor's pod
+// index, so that a first sync of n pods does not grow it step by step: each
+// step reads every record again to rehash it, at millions of pods a cache
+// miss each. It decides nothing and allocates O(n) at once; n <= 0 does
+// nothing.
+func (e *Evictor) Reserve(n int) {
+	if n <= 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pods.reserve(min(n, MaxReserve))
+}
+
 // DeletePod forgets the pod (a pod delete event): a scheduled eviction is
 // cancelled, and an eviction handed out is forgotten (a later Done or Retry
 // for key is a no-op). O(1), O(log B) when it empties a fire-time bucket.

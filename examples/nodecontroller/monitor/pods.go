@@ -43,6 +43,16 @@ func (m *Monitor) PodDeleted(key types.NamespacedName) {
 	m.evictor.DeletePod(key)
 }
 
+// ReservePods tells the Monitor that about n pods are about to be
+// forwarded (an informer's initial list): the Evictor makes room for them
+// at once instead of growing step by step (taints.Evictor.Reserve). It
+// decides nothing.
+func (m *Monitor) ReservePods(n int) {
+	if m.mode.feedsEvictor() {
+		m.evictor.Reserve(n)
+	}
+}
+
 // markPodsNotReady is upstream MarkPodsNotReady for one node. It reports
 // whether every pod was handled, so the edge can be acknowledged.
 func (m *Monitor) markPodsNotReady(ctx context.Context, now time.Time, node string) bool {

@@ -334,14 +334,19 @@ func (c *Cluster) Sync(ctx context.Context) {
 	nodes := make([]*v1.Node, 0, len(c.nodes))
 	pods := make([][]*v1.Pod, 0, len(c.nodes))
 	recs := slices.Clone(c.nodes)
+	count := 0
 	for _, rec := range c.nodes {
 		if rec.node != nil {
 			nodes = append(nodes, rec.node)
 		}
 		rec.shared = true
 		pods = append(pods, rec.pods)
+		count += len(rec.pods) + rec.live
 	}
 	c.mu.Unlock()
+	if r, ok := recv.(interface{ ReservePods(n int) }); ok {
+		r.ReservePods(count) // *monitor.Monitor: its Evictor makes room at once
+	}
 	sent := 0
 	ended := func() bool {
 		sent++
