@@ -33,40 +33,59 @@ import (
 // changes nothing and sets the exact one), never late.
 //
 // The instant carries the monotonic reading of the now it was derived from.
-// O(1); it allocates nothing. Keeping it costs O(log n) per evaluation whose
-// Deadline changed.
+// It allocates nothing. It costs O(log n) for each node whose deadline moved
+// later since it was last the earliest (see schedule), O(1) otherwise.
 func (t *Tracker) NextDeadline() (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e := t.due.Peek()
-	if e == nil {
-		return time.Time{}, false
+	for {
+		e := t.due.Peek()
+		if e == nil {
+			return time.Time{}, false
+		}
+		rec := e.Value.rec
+		if !e.Value.at.Before(rec.deadline) {
+			return rec.deadline.Add(time.Nanosecond), true
+		}
+		e.Value.at = rec.deadline // moved later since: settle it now
+		t.due.Fix(e)
 	}
-	return e.Value.Add(time.Nanosecond), true
+}
+
+// dueKey is a record's entry in the deadline heap: at, the key, is at most
+// the record's deadline.
+type dueKey struct {
+	at  time.Time
+	rec *record
 }
 
 // newDue returns the empty deadline heap of a Tracker.
-func newDue() *heap.Heap[time.Time] {
-	return heap.New(func(a, b *time.Time) bool { return a.Before(*b) })
+func newDue() *heap.Heap[dueKey] {
+	return heap.New(func(a, b *dueKey) bool { return a.at.Before(b.at) })
 }
 
 // schedule records rec's deadline after an evaluation: a stale record
 // leaves the heap (it changes nothing more until a new signal), any other
-// one is in it at deadline. It allocates nothing.
-// Called with t.mu held.
+// one is in it. A deadline that moves earlier is the heap's key at once; one
+// that moves later (a fresh heartbeat: nearly every evaluation that changes
+// anything) leaves the key where it was, a lower bound that NextDeadline
+// settles when it reaches the top. So a heartbeat costs O(1) instead of a
+// walk down the heap, whose every level is a cache miss at 100,000 nodes.
+// It allocates nothing. Called with t.mu held.
 func (t *Tracker) schedule(rec *record, deadline time.Time, stale bool) {
 	if stale {
 		t.unschedule(rec)
 		return
 	}
+	rec.deadline = deadline
 	if rec.due.InHeap() {
-		if !rec.due.Value.Equal(deadline) {
-			rec.due.Value = deadline
+		if deadline.Before(rec.due.Value.at) {
+			rec.due.Value.at = deadline
 			t.due.Fix(&rec.due)
 		}
 		return
 	}
-	rec.due.Value = deadline
+	rec.due.Value = dueKey{at: deadline, rec: rec}
 	t.due.PushElem(&rec.due)
 }
 

@@ -121,7 +121,7 @@ type Tracker struct {
 
 	// due holds the deadlines of the records not stale at their last
 	// evaluation (NextDeadline).
-	due   *heap.Heap[time.Time]
+	due   *heap.Heap[dueKey]
 	holds [numCaches]Hold // confirm.go: active holds by Cache-1; zero Cache = none
 }
 
@@ -139,9 +139,11 @@ type record struct {
 
 	// leaseOnly: timed by ObserveLease, a heartbeat that is not a kubelet's.
 	leaseOnly bool
-	// due is the record's deadline in Tracker.due, kept in the record so
-	// that rescheduling it reads no other memory.
-	due heap.Elem[time.Time]
+	// due is the record's entry in Tracker.due, kept in the record so
+	// that rescheduling it reads no other memory; deadline is the
+	// record's deadline, which the entry's key never exceeds (deadline.go).
+	due      heap.Elem[dueKey]
+	deadline time.Time
 
 	// synthetic is the observed Ready condition handed out while the node
 	// has none. Once published it is never modified (a new one replaces it),
