@@ -62,7 +62,9 @@ type Monitor struct {
 	lastList   []*v1.Node // the last pass's list, in name order
 	results    []nodeResult
 	zoneCounts map[string]zonestate.ZoneHealth
-	byPos      []*nodeState // the state of the node at each position of the last pass's list
+	// byPos is the state of the node at each position of the last pass's
+	// list. Only MonitorPass writes it, under mu (LeaseChanged reads it).
+	byPos []*nodeState
 	// nodeNow is SetNodeClock's clock (MonitorPass's, monitorMu), or nil.
 	nodeNow func() time.Time
 	// healthHook is SetNodeHealthObserver's observer (monitorMu), or nil.
@@ -73,6 +75,10 @@ type Monitor struct {
 
 	mu      sync.Mutex
 	nodes   map[string]*nodeState
+	// leaseAt is where LeaseChanged last found a node in byPos: a cluster
+	// renews Leases in name order, so the next one is usually the next
+	// position, found without hashing its name.
+	leaseAt int
 	zoneMap map[string]*zone
 	pass    uint64 // MonitorPass count, stamps nodeState.seen
 	// lastZones is the last zone decision's zones (AppendZones).
@@ -119,6 +125,7 @@ type nodeState struct {
 	// and cleared before an evaluation reads the Lease; quiet (pass) says
 	// the last evaluation, at quietGen, found nothing to do until quietUntil.
 	leaseChanged  atomic.Bool
+	pos           int // guarded by mu: the node's position in byPos when it was put there
 	quiet         bool
 	quietNotReady bool // counted not ready (stale and Unknown), with no deadline
 	quietGen      uint64
@@ -291,7 +298,9 @@ func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 	results := m.results
 	clear(results)
 	if len(m.byPos) != len(nodes) {
+		m.mu.Lock() // LeaseChanged reads byPos under mu
 		m.byPos = slices.Grow(m.byPos[:0], len(nodes))[:len(nodes)]
+		m.mu.Unlock()
 	}
 	if m.cfg.Workers == 1 { // no closure for the goroutines to share: no allocation
 		for i, node := range nodes {
@@ -430,7 +439,7 @@ func (m *Monitor) state(pass uint64, i int, node *v1.Node) *nodeState {
 			s = &nodeState{name: node.Name}
 			m.nodes[node.Name] = s
 		}
-		m.byPos[i] = s
+		m.byPos[i], s.pos = s, i
 	}
 	s.seen = pass
 	if s.from != node {

@@ -33,11 +33,27 @@ func (m *Monitor) LeaseChanged(name string) {
 		return
 	}
 	m.mu.Lock()
-	s := m.nodes[name]
+	s := m.leaseState(name)
 	m.mu.Unlock()
 	if s != nil {
 		s.leaseChanged.Store(true)
 	}
+}
+
+// leaseState returns the state of the node named name, or nil, trying the
+// position after the last one found before the map. m.mu must be held.
+func (m *Monitor) leaseState(name string) *nodeState {
+	if i := m.leaseAt + 1; i < len(m.byPos) {
+		if s := m.byPos[i]; s != nil && s.name == name && !s.deleted.Load() {
+			m.leaseAt = i
+			return s
+		}
+	}
+	s := m.nodes[name]
+	if s != nil && s.pos < len(m.byPos) && m.byPos[s.pos] == s {
+		m.leaseAt = s.pos
+	}
+	return s
 }
 
 // stillQuiet reports whether the node's last evaluation holds at now, so
