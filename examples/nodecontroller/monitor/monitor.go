@@ -73,8 +73,8 @@ type Monitor struct {
 	// (quiet.go).
 	quietGen uint64
 
-	mu      sync.Mutex
-	nodes   map[string]*nodeState
+	mu    sync.Mutex
+	nodes map[string]*nodeState
 	// leaseAt is where LeaseChanged last found a node in byPos: a cluster
 	// renews Leases in name order, so the next one is usually the next
 	// position, found without hashing its name.
