@@ -77,7 +77,9 @@ func (t *Tracker) schedule(rec *record, deadline time.Time, stale bool) {
 		t.unschedule(rec)
 		return
 	}
-	rec.deadline = deadline
+	if !rec.deadline.Equal(deadline) {
+		rec.deadline = deadline // not written when unchanged: a steady pass dirties no record
+	}
 	if rec.due.InHeap() {
 		if deadline.Before(rec.due.Value.at) {
 			rec.due.Value.at = deadline

@@ -28,7 +28,8 @@ const LabelExcludeDisruption = "node.kubernetes.io/exclude-disruption"
 //
 // The caller runs MonitorPass every Config.MonitorPeriod and TaintPass and
 // EvictionPass every Config.TaintPeriod, and forwards informer events to
-// NodeChanged, NodeDeleted, PodChanged and PodDeleted. A Monitor is safe for
+// NodeChanged, NodeDeleted, PodChanged and PodDeleted (with
+// Config.LeaseEvents, the Lease informer's to LeaseChanged too). A Monitor is safe for
 // concurrent use: passes of one kind are serialized, a TaintPass never runs
 // while a MonitorPass applies its zone decision (one in flight could taint a
 // node after the pass entered full disruption and cleaned it), and every
@@ -69,9 +70,11 @@ type Monitor struct {
 	nodeNow func() time.Time
 	// healthHook is SetNodeHealthObserver's observer (monitorMu), or nil.
 	healthHook func(node string, took time.Duration)
-	// quietGen (monitorMu) ends every node's quiet state when it moves
-	// (quiet.go).
-	quietGen uint64
+	// quiet is, by position in the pass's list, the quiet state of the
+	// node there (Config.LeaseEvents, quiet.go); quietGen ends every
+	// node's when it moves. Both belong to MonitorPass (monitorMu).
+	quiet    []quietState
+	quietGen uint32
 
 	mu    sync.Mutex
 	nodes map[string]*nodeState
@@ -101,10 +104,14 @@ type zone struct {
 type nodeState struct {
 	name    string
 	deleted atomic.Bool // NodeDeleted dropped it (a byPos entry must not revive it)
-	zone    *zone
-	ready   v1.ConditionStatus // Ready status after the last pass; "" before the first
-	legacy  legacyStatus
-	seen    uint64 // pass: the last pass that listed the node
+	// leaseChanged: LeaseChanged since the node's last evaluation
+	// (Config.LeaseEvents, quiet.go).
+	leaseChanged atomic.Bool
+	zone         *zone
+	ready        v1.ConditionStatus // Ready status after the last pass; "" before the first
+	legacy       legacyStatus
+	pos          int32  // mu: the node's position in byPos when it was put there
+	seen         uint64 // pass: the last pass that listed the node
 
 	from     *v1.Node // pass: the object zone and excluded were computed from
 	region   string   // its region and zone label values
@@ -120,16 +127,6 @@ type nodeState struct {
 	// lookup by name (nodehealth.Tracker.ObserveHandle); only the
 	// Tracker reads and writes it, under its own lock.
 	health nodehealth.Handle
-
-	// Config.LeaseEvents (quiet.go): leaseChanged is set by LeaseChanged
-	// and cleared before an evaluation reads the Lease; quiet (pass) says
-	// the last evaluation, at quietGen, found nothing to do until quietUntil.
-	leaseChanged  atomic.Bool
-	pos           int // guarded by mu: the node's position in byPos when it was put there
-	quiet         bool
-	quietNotReady bool // counted not ready (stale and Unknown), with no deadline
-	quietGen      uint64
-	quietUntil    time.Time
 }
 
 // mode is what the two eviction modes do differently. New picks one:
@@ -258,12 +255,12 @@ type nodeResult struct {
 	// decision, outside the tainting exclusion; edge is the flip they are
 	// marked for.
 	markPods bool
-	edge     time.Time
-	state    *nodeState
 	// settled: the mode's decision did nothing (no write, nothing staged
 	// or removed) and does nothing again while its inputs stay the same
 	// (quiet.go).
 	settled bool
+	edge    time.Time
+	state   *nodeState
 }
 
 // MonitorPass is one run of upstream monitorNodeHealth
@@ -301,6 +298,9 @@ func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 		m.mu.Lock() // LeaseChanged reads byPos under mu
 		m.byPos = slices.Grow(m.byPos[:0], len(nodes))[:len(nodes)]
 		m.mu.Unlock()
+	}
+	if m.cfg.LeaseEvents && len(m.quiet) != len(nodes) {
+		m.quiet = slices.Grow(m.quiet[:0], len(nodes))[:len(nodes)]
 	}
 	if m.cfg.Workers == 1 { // no closure for the goroutines to share: no allocation
 		for i, node := range nodes {
@@ -364,8 +364,8 @@ func (m *Monitor) listNodes() []*v1.Node {
 // own instant.
 func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i int, node *v1.Node, r *nodeResult) {
 	s := m.state(pass, i, node)
-	if m.stillQuiet(now, s) {
-		*r = nodeResult{zone: s.zone, notReady: s.quietNotReady, counted: !s.excluded, state: s, settled: true}
+	if m.cfg.LeaseEvents && m.stillQuiet(now, i, s, node) {
+		*r = nodeResult{zone: s.zone, notReady: m.quiet[i].notReady, counted: !s.excluded, state: s, settled: true}
 		return
 	}
 	if m.nodeNow != nil {
@@ -408,7 +408,7 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i
 	}
 	m.mode.decide(ctx, now, node, s, res, r)
 	r.markPods, r.edge = res.MarkPodsNotReady, res.PodsNotReadyEdge
-	m.noteQuiet(s, node, res, r)
+	m.noteQuiet(i, s, node, res, r)
 }
 
 // observedHealth reports a node's health update, started at start, to the
@@ -439,12 +439,11 @@ func (m *Monitor) state(pass uint64, i int, node *v1.Node) *nodeState {
 			s = &nodeState{name: node.Name}
 			m.nodes[node.Name] = s
 		}
-		m.byPos[i], s.pos = s, i
+		m.byPos[i], s.pos = s, int32(i)
 	}
 	s.seen = pass
 	if s.from != node {
 		s.from = node
-		s.quiet = false
 		s.tainted = len(node.Spec.Taints) > 0
 		_, s.excluded = node.Labels[LabelExcludeDisruption]
 		if region, zoneName := zonestate.KeyLabels(node); s.zone == nil || region != s.region || zoneName != s.zoneName {

@@ -18,8 +18,8 @@ import (
 // the same heartbeat, the same Ready condition and the same queue entry, and
 // change nothing, so the pass counts the node as it did last time. Two kinds
 // of node qualify: Ready and fresh, with no health taint and not queued;
-// and stale, already Unknown, waiting in its zone queue or tainted, with no
-// live read to make (Config.Health.Confirmation off, or nothing asked) and
+// and stale, already Unknown, waiting in its zone queue or tainted, counted
+// in its zone, with no live read to make (Config.Health.Confirmation off, or nothing asked) and
 // its pods marked. At 65,000 nodes whose kubelets renew every 10s, most of
 // a simulated hour's evaluations are of such nodes.
 
@@ -50,42 +50,56 @@ func (m *Monitor) leaseState(name string) *nodeState {
 		}
 	}
 	s := m.nodes[name]
-	if s != nil && s.pos < len(m.byPos) && m.byPos[s.pos] == s {
-		m.leaseAt = s.pos
+	if s != nil && int(s.pos) < len(m.byPos) && m.byPos[s.pos] == s {
+		m.leaseAt = int(s.pos)
 	}
 	return s
 }
 
-// stillQuiet reports whether the node's last evaluation holds at now, so
-// that the pass counts it as then without evaluating it. state() has ended
-// the quiet state if the Node object changed.
-func (m *Monitor) stillQuiet(now time.Time, s *nodeState) bool {
-	if !s.quiet {
-		return false
-	}
-	if s.quietGen == m.quietGen && m.nodeNow == nil && !s.leaseChanged.Load() && (s.quietNotReady || !now.After(s.quietUntil)) {
+// quietState is what a node's last evaluation found, kept by the node's
+// position in the pass's list (Monitor.quiet): a pass reads them in
+// order, so a quiet node costs no more than its nodeState.
+type quietState struct {
+	s        *nodeState // the node it was found for (none: zero)
+	from     *v1.Node   // the object it was evaluated on
+	until    time.Time  // its Deadline (Ready and fresh)
+	gen      uint32     // Monitor.quietGen then
+	notReady bool       // stale and Unknown: counted not ready, no deadline
+}
+
+// stillQuiet reports whether the last evaluation of the node at position i
+// holds at now, so that the pass counts it as then without evaluating it.
+// If not, the node's quiet state ends: only a full evaluation that finds
+// nothing to do (noteQuiet) starts one again.
+func (m *Monitor) stillQuiet(now time.Time, i int, s *nodeState, node *v1.Node) bool {
+	q := &m.quiet[i]
+	if q.s == s && q.from == node && q.gen == m.quietGen && m.nodeNow == nil &&
+		!s.leaseChanged.Load() && (q.notReady || !now.After(q.until)) {
 		return true
 	}
-	s.quiet = false
+	if q.s != nil {
+		*q = quietState{}
+	}
 	return false
 }
 
-// noteQuiet records, after a full evaluation, whether the node is quiet
-// (see above).
-func (m *Monitor) noteQuiet(s *nodeState, node *v1.Node, res nodehealth.Result, r *nodeResult) {
-	if !m.cfg.LeaseEvents || m.nodeNow != nil || !r.settled || s.from != node ||
-		res.Held || res.StatusUpdate != nil || res.Confirm != 0 || res.MarkPodsNotReady || r.markPods || r.enqueue || res.CurrentReady == nil {
+// noteQuiet records, after a full evaluation of the node at position i,
+// whether it is quiet (see above).
+func (m *Monitor) noteQuiet(i int, s *nodeState, node *v1.Node, res nodehealth.Result, r *nodeResult) {
+	if !m.cfg.LeaseEvents || m.nodeNow != nil || !r.settled || s.from != node || res.Held || res.StatusUpdate != nil || res.Confirm != 0 ||
+		res.MarkPodsNotReady || r.markPods || r.enqueue || res.CurrentReady == nil {
 		return
 	}
 	switch status := res.CurrentReady.Status; {
 	case status == v1.ConditionTrue && !res.Stale:
-		s.quietNotReady, s.quietUntil = false, res.Deadline
-	case status == v1.ConditionUnknown && res.Stale:
-		s.quietNotReady = true // stale stays stale until a new heartbeat
-	default:
-		return
+		m.quiet[i] = quietState{s: s, from: node, until: res.Deadline, gen: m.quietGen}
+	case status == v1.ConditionUnknown && res.Stale && !s.excluded:
+		// Counted, so its zone has a decision at every pass and its queue,
+		// holding the node's entry, is never dropped as idle (a zone of
+		// excluded nodes only has no decision: zonestate.Queues drops its
+		// queue once idle, and the next evaluation queues the node again).
+		m.quiet[i] = quietState{s: s, from: node, gen: m.quietGen, notReady: true} // stale stays stale until a new heartbeat
 	}
-	s.quiet, s.quietGen = true, m.quietGen
 }
 
 // zoneStateChanged reports whether a zone decision changed any zone's
