@@ -8,19 +8,19 @@ import (
 
 // podIndex finds a pod's record by name: an open-addressing hash table of
 // record pointers with linear probing and backward-shift deletion. Beside
-// each slot it keeps 32 bits of its record's hash (tags), so a probe reads
-// a record only when the bits match: a lookup of a pod not in the index
+// each slot it keeps 16 bits of its record's hash (tags), so a probe reads
+// a record only when the bits match (1 in 32,768 probes of another record): a lookup of a pod not in the index
 // (every pod of an initial sync) reads no record at all, and at millions of
-// pods each record read is a cache miss. It costs 12 bytes per slot (the
-// key lives in the record), 14 to 27 bytes per pod at its load factor of
-// 1/4 to 1/2 (3/4 before growing), against about 90 for a Go map keyed by
+// pods each record read is a cache miss. It costs 10 bytes per slot (the
+// key lives in the record), 13 to 27 bytes per pod between growths (load
+// factor 3/8 to 3/4), against about 90 for a Go map keyed by
 // types.NamespacedName. Hashes are seeded per Evictor (hash/maphash), so
 // names chosen to collide cannot be prepared in advance. Operations are
 // O(1) expected; growth doubles the table. Not safe for concurrent use; the
 // Evictor's mutex guards it.
 type podIndex struct {
 	slots []*podRec // len is 0 or a power of two; nil is empty
-	tags  []uint32  // tag(hash) of slots[i]'s record; 0 for an empty slot
+	tags  []uint16  // tag(hash) of slots[i]'s record; 0 for an empty slot
 	n     int
 	seed  maphash.Seed
 }
@@ -34,8 +34,8 @@ func (x *podIndex) hash(k types.NamespacedName) uint64 {
 	return (h ^ maphash.String(x.seed, k.Name)*0x9E3779B97F4A7C15) * 0xBF58476D1CE4E5B9
 }
 
-// tag is the high half of a hash (the low bits pick the slot), never 0.
-func tag(h uint64) uint32 { return uint32(h>>32) | 1 }
+// tag is the top 16 bits of a hash (the low bits pick the slot), never 0.
+func tag(h uint64) uint16 { return uint16(h>>48) | 1 }
 
 // get returns k's record, or nil.
 func (x *podIndex) get(k types.NamespacedName) *podRec {
@@ -120,7 +120,7 @@ func (x *podIndex) remove(r *podRec) {
 
 func (x *podIndex) resize(size int) {
 	old := x.slots
-	x.slots, x.tags = make([]*podRec, size), make([]uint32, size)
+	x.slots, x.tags = make([]*podRec, size), make([]uint16, size)
 	for _, r := range old {
 		if r != nil {
 			x.insert(r)
