@@ -9,9 +9,10 @@ import (
 // podIndex finds a pod's record by name: an open-addressing hash table of
 // record pointers with linear probing and backward-shift deletion. Beside
 // each slot it keeps 16 bits of its record's hash (tags), so a probe reads
-// a record only when the bits match (1 in 32,768 probes of another record): a lookup of a pod not in the index
-// (every pod of an initial sync) reads no record at all, and at millions of
-// pods each record read is a cache miss. It costs 10 bytes per slot (the
+// a record only when the bits match (1 in 32,768 probes of another
+// record): a lookup of a pod not in the index (every pod of an initial
+// sync) reads no record at all, and at millions of pods each record read
+// is a cache miss. It costs 10 bytes per slot (the
 // key lives in the record), 13 to 27 bytes per pod between growths (load
 // factor 3/8 to 3/4), against about 90 for a Go map keyed by
 // types.NamespacedName. Hashes are seeded per Evictor (hash/maphash), so
