@@ -128,9 +128,12 @@ type Tracker struct {
 // record is the per-node state (upstream nodeHealthData, minus the full
 // status copy: only the Ready condition is ever compared).
 type record struct {
-	name         string    // the node name (the key in Tracker.nodes)
-	gone         bool      // dropped by Forget or replaced by Restore: a Handle to it is stale
-	probe        time.Time // controller clock: last fresh signal
+	name  string    // the node name (the key in Tracker.nodes)
+	gone  bool      // dropped by Forget or replaced by Restore: a Handle to it is stale
+	probe time.Time // controller clock: last fresh signal
+	// deadline is the record's deadline after its last evaluation, which
+	// its entry in Tracker.due never exceeds (deadline.go).
+	deadline     time.Time
 	transition   time.Time // controller clock: last Ready transition seen
 	ready        savedReady
 	lease        savedLease
@@ -140,10 +143,8 @@ type record struct {
 	// leaseOnly: timed by ObserveLease, a heartbeat that is not a kubelet's.
 	leaseOnly bool
 	// due is the record's entry in Tracker.due, kept in the record so
-	// that rescheduling it reads no other memory; deadline is the
-	// record's deadline, which the entry's key never exceeds (deadline.go).
-	due      heap.Elem[dueKey]
-	deadline time.Time
+	// that rescheduling it reads no other memory.
+	due heap.Elem[dueKey]
 
 	// synthetic is the observed Ready condition handed out while the node
 	// has none. Once published it is never modified (a new one replaces it),

@@ -408,7 +408,9 @@ func (m *Monitor) observeNode(ctx context.Context, now time.Time, pass uint64, i
 	}
 	m.mode.decide(ctx, now, node, s, res, r)
 	r.markPods, r.edge = res.MarkPodsNotReady, res.PodsNotReadyEdge
-	m.noteQuiet(i, s, node, res, r)
+	if m.cfg.LeaseEvents {
+		m.noteQuiet(i, s, node, &res, r)
+	}
 }
 
 // observedHealth reports a node's health update, started at start, to the
