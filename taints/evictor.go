@@ -411,7 +411,7 @@ const MaxReserve = 1 << 24
 // index, so that a first sync of n pods does not grow it step by step: each
 // step reads every record again to rehash it, at millions of pods a cache
 // miss each. It decides nothing and allocates O(n) at once; n <= 0 does
-// nothing.
+// nothing. Removals may shrink the index again (below 1/8 full).
 func (e *Evictor) Reserve(n int) {
 	if n <= 0 {
 		return

@@ -68,17 +68,20 @@ type Config struct {
 	// LeaseEvents is the caller's promise that it forwards every change of
 	// a cached Lease to LeaseChanged (the Lease informer's add, update and
 	// delete events), as it forwards Node changes to NodeChanged. MonitorPass
-	// then skips the health evaluation of a node that its last evaluation
-	// found Ready with nothing to do (no taint, not queued, no write, no
-	// pods to mark) while its Node object and Lease stay unchanged and its
-	// Deadline has not passed: upstream's tryUpdateNodeHealth would find no
-	// new heartbeat and change nothing either, so every decision is the
-	// same; only the work goes (a simulation of 65,000 nodes evaluates each
-	// renewal once instead of every node at every pass). Taint-based mode
-	// only, and not while a node clock is set (SetNodeClock). A caller that
-	// changes the health Tracker's records itself (Health().Restore,
-	// Forget, ResetProbes) does so before the first pass. False, the
-	// default, evaluates every node at every pass.
+	// then skips the health evaluation of a node its last evaluation found
+	// quiet: Ready and fresh with nothing to do (no health taint, not
+	// queued, no write, no pods to mark) until its Deadline; or stale,
+	// already Unknown, counted in its zone, waiting in its zone queue or
+	// tainted, its pods marked, with no live read to make. It is evaluated
+	// again once its Node object or Lease changes, its Deadline passes or a
+	// zone's state changes: until then upstream's tryUpdateNodeHealth would
+	// find no new heartbeat and change nothing either, so every decision is
+	// the same (quiet.go); only the work goes (a simulation of 65,000
+	// nodes evaluates a node when its Lease is renewed, not at every
+	// pass). Taint-based mode only, and not while a node clock is set
+	// (SetNodeClock). A caller that changes the health Tracker's records
+	// itself (Health().Restore, Forget, ResetProbes) does so before the
+	// first pass. False, the default, evaluates every node at every pass.
 	LeaseEvents bool
 }
 

@@ -2,6 +2,7 @@ package monitor_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor/monitortest"
+	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
 // shuffledCluster lists its nodes in the order order gives, as an
@@ -63,5 +65,44 @@ func TestPassInNameOrder(t *testing.T) {
 		if !slices.Equal(unknown, names) {
 			t.Errorf("order %d: nodes went Unknown in the order %v, want %v", k, unknown, names)
 		}
+	}
+}
+
+// TestPositionsShiftWithWorkers: with several workers, nodes deleted and
+// added between passes (every later node's position shifts) while others
+// post new status objects; run under -race, no worker reads a node's state
+// while another updates it.
+func TestPositionsShiftWithWorkers(t *testing.T) {
+	ctx := context.Background()
+	now := testutil.Epoch
+	c := monitortest.New(now)
+	cfg := testConfig()
+	cfg.Workers = 4
+	m, err := monitor.New(cfg, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Attach(m)
+	name := func(i int) string { return fmt.Sprintf("n%03d", i) }
+	for i := range 60 {
+		c.AddNode(ctx, monitortest.NewNode(name(i), "zone-a", now), monitortest.NewLease(name(i), now))
+	}
+	for pass := range 40 {
+		now = now.Add(cfg.MonitorPeriod)
+		c.SetNow(now)
+		gone := name(pass % 60)
+		c.DeleteNode(gone)
+		for i := range 60 {
+			if n := name(i); n != gone && i%3 == pass%3 {
+				c.PostNodeStatus(ctx, n, v1.ConditionTrue, now)
+				c.RenewLease(n, now)
+			}
+		}
+		m.MonitorPass(ctx, now)
+		c.AddNode(ctx, monitortest.NewNode(gone, "zone-a", now), monitortest.NewLease(gone, now))
+		m.MonitorPass(ctx, now)
+	}
+	if got := m.Stats().Nodes; got != 60 {
+		t.Errorf("Stats().Nodes = %d, want 60", got)
 	}
 }

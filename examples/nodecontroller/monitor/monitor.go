@@ -113,8 +113,12 @@ type nodeState struct {
 	pos          int32  // mu: the node's position in byPos when it was put there
 	seen         uint64 // pass: the last pass that listed the node
 
-	from     *v1.Node // pass: the object zone and excluded were computed from
-	region   string   // its region and zone label values
+	// from is the object zone and excluded were computed from (pass;
+	// atomic: with several workers, a worker's look at a state another
+	// worker is updating, after the list's positions shifted, is a race
+	// otherwise, although the look then fails either way).
+	from     atomic.Pointer[v1.Node]
+	region   string // its region and zone label values
 	zoneName string
 	excluded bool // LabelExcludeDisruption is set
 	// tainted: from has taints (pass). The mode reads a node's taints
@@ -428,7 +432,7 @@ func (m *Monitor) observedHealth(node string, start time.Time) {
 // finds each state without a map lookup, and a node whose object did not
 // change since takes no lock either.
 func (m *Monitor) state(pass uint64, i int, node *v1.Node) *nodeState {
-	if s := m.byPos[i]; s != nil && s.from == node && !s.deleted.Load() {
+	if s := m.byPos[i]; s != nil && s.from.Load() == node && !s.deleted.Load() {
 		s.seen = pass // the same object: same name, zone and labels
 		return s
 	}
@@ -444,8 +448,8 @@ func (m *Monitor) state(pass uint64, i int, node *v1.Node) *nodeState {
 		m.byPos[i], s.pos = s, int32(i)
 	}
 	s.seen = pass
-	if s.from != node {
-		s.from = node
+	if s.from.Load() != node {
+		s.from.Store(node)
 		s.tainted = len(node.Spec.Taints) > 0
 		_, s.excluded = node.Labels[LabelExcludeDisruption]
 		if region, zoneName := zonestate.KeyLabels(node); s.zone == nil || region != s.region || zoneName != s.zoneName {

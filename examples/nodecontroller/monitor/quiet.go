@@ -86,7 +86,7 @@ func (m *Monitor) stillQuiet(now time.Time, i int, s *nodeState, node *v1.Node) 
 // noteQuiet records, after a full evaluation of the node at position i,
 // whether it is quiet (see above). Config.LeaseEvents only.
 func (m *Monitor) noteQuiet(i int, s *nodeState, node *v1.Node, res *nodehealth.Result, r *nodeResult) {
-	if m.nodeNow != nil || !r.settled || s.from != node || res.Held || res.StatusUpdate != nil || res.Confirm != 0 ||
+	if m.nodeNow != nil || !r.settled || s.from.Load() != node || res.Held || res.StatusUpdate != nil || res.Confirm != 0 ||
 		res.MarkPodsNotReady || r.markPods || r.enqueue || res.CurrentReady == nil {
 		return
 	}

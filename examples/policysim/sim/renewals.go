@@ -35,16 +35,16 @@ func (s *sim) spacing() time.Duration {
 // eventTimes indexes the instants of the scenario events that concern each
 // kubelet, for nextLease.
 type eventTimes struct {
-	start []int32         // node i's instants are at[start[i]:start[i+1]], sorted
+	start []int           // node i's instants are at[start[i]:start[i+1]], sorted
 	at    []time.Duration //
-	next  []int32         // per node, the first of its instants not yet past
+	next  []int           // per node, the first of its instants not yet past
 }
 
 // indexEvents builds s.evTimes from the scenario's events (in time order).
 func (s *sim) indexEvents() {
 	n := len(s.nodes)
-	x := eventTimes{start: make([]int32, n+1), next: make([]int32, n)}
-	count := make([]int32, n)
+	x := eventTimes{start: make([]int, n+1), next: make([]int, n)}
+	count := make([]int, n)
 	targets := make([][]int, len(s.events))
 	for i := range s.events {
 		targets[i] = s.targets(&s.events[i])
@@ -58,7 +58,7 @@ func (s *sim) indexEvents() {
 	}
 	x.at = make([]time.Duration, x.start[n])
 	fill := x.next
-	fill = append([]int32(nil), fill...)
+	fill = append([]int(nil), fill...)
 	for i := range s.events {
 		for _, j := range targets[i] {
 			x.at[fill[j]] = s.events[i].At.D()

@@ -236,7 +236,8 @@ type Entry struct {
 type Result struct {
 	Scenario *Scenario
 	Options  Options
-	Config   monitor.Config
+	// Config is the scenario's Monitor configuration (MonitorConfig).
+	Config monitor.Config
 	// Entries is the timeline: one Entry per thing that happened (each pod
 	// evicted, each node gone Unknown, each kubelet stopped), in time order
 	// and, within an instant, in the order it happened. It is not grouped:
@@ -268,7 +269,11 @@ type NodeInfo struct{ Name, Zone string }
 
 // MonitorConfig returns the Monitor configuration a scenario runs with:
 // the scenario's policy on top of monitor.DefaultConfig, one worker (a
-// deterministic pass), and the options' eviction mode.
+// deterministic pass), and the options' eviction mode. RunOptions runs the
+// Monitor with two changes that decide the same (see the README's
+// Shortcuts): Config.LeaseEvents, and without lease-watch events no
+// confirmation (Health.Confirmation: the live reads would find what the
+// cache holds).
 func MonitorConfig(sc *Scenario, opt Options) monitor.Config {
 	p := sc.Policy
 	cfg := monitor.DefaultConfig()
@@ -370,7 +375,7 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 		return nil, err
 	}
 
-	res := &Result{Scenario: sc, Options: opt, Config: cfg, Entries: s.entries,
+	res := &Result{Scenario: sc, Options: opt, Config: MonitorConfig(sc, opt), Entries: s.entries,
 		MonitorPasses: s.monitorPasses, TaintPasses: s.taintPasses, End: s.t, sim: s}
 	res.Nodes = make([]NodeInfo, len(s.nodes))
 	for i, n := range s.nodes {
@@ -666,6 +671,10 @@ func (s *sim) loop() error {
 		}
 		t = min(t, nextTick)
 		if t > end {
+			// The run ends at its duration, whether or not anything
+			// happened at that instant (Result.End, the pending work).
+			s.t = end
+			s.c.SetNow(s.now())
 			return nil
 		}
 		if err := s.stopped(); err != nil {

@@ -305,3 +305,37 @@ func report(t *testing.T, res *Result, format string) string {
 	}
 	return b.String()
 }
+
+// TestEndIsDuration: a run ends at its duration even when nothing happens
+// at that instant (no pass, no heartbeat: a 7s monitor period over 10m),
+// so its End and its pending projection are the same with the shortcuts,
+// which leave out heartbeats, as without them.
+func TestEndIsDuration(t *testing.T) {
+	sc, err := LoadScenario("end.yaml", []byte(`
+name: end
+duration: 10m
+policy: {nodeMonitorPeriod: 7s}
+kubelet: {leaseRenewInterval: 10s, statusUpdateInterval: 7m}
+zones: [{name: a, nodes: 2, podsPerNode: 1}, {name: b, nodes: 2, podsPerNode: 1}]
+events:
+  - {at: 1m, action: not-ready, zone: b}
+  - {at: 5m, action: zone-dark, zone: a}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, timeout := range []time.Duration{0, 2 * time.Minute} {
+		fast := mustRun(t, sc, Options{PodEvictionTimeout: timeout})
+		plain := mustRun(t, sc, Options{PodEvictionTimeout: timeout, plain: true})
+		for _, res := range []*Result{fast, plain} {
+			if res.End != 10*time.Minute {
+				t.Errorf("timeout %v: End = %v, want the duration 10m", timeout, res.End)
+			}
+		}
+		for _, format := range []string{"text", "json"} {
+			if f, p := report(t, fast, format), report(t, plain, format); f != p {
+				t.Errorf("timeout %v: the %s reports differ:\n%s\nwithout the shortcuts:\n%s", timeout, format, f, p)
+			}
+		}
+	}
+}

@@ -6,13 +6,17 @@
 // (indexed by node). Writes apply at once (the cache has read-your-writes)
 // and are forwarded to the attached Receiver (a *monitor.Monitor) as the
 // informer events they cause: NodeChanged for node status and taint writes,
-// PodChanged for pod status writes, PodDeleted for evictions. Leases have no
-// informer event in the Monitor's API; it reads them on every pass.
+// PodChanged for pod status writes, PodDeleted for evictions, and
+// LeaseChanged for a Lease change to a Receiver that takes it
+// (LeaseReceiver: a Monitor with monitor.Config.LeaseEvents; otherwise the
+// Monitor reads the Leases on every pass).
 //
-// Objects handed out by reads are never modified afterwards, with one
-// exception: RenewLease moves the stored Lease's renew time in place, as the
-// cheapest model of a kubelet renewing every 10 seconds. Call it between
-// passes, never while a MonitorPass runs.
+// Objects handed out by reads are never modified afterwards, with two
+// exceptions: RenewLease moves the stored Lease's renew time in place, as
+// the cheapest model of a kubelet renewing every 10 seconds (call it
+// between passes, never while a MonitorPass runs); and with
+// ReuseListedPods, the next ListPodsOnNode call reuses the pods a list
+// handed out.
 //
 // Objects to fill it with come from NewNode, NewLease and NewPod (plain
 // objects; any others do). A large cluster's pods, stamped from a few
@@ -469,7 +473,8 @@ func (c *Cluster) GetLease(name string) *coordinationv1.Lease {
 }
 
 // ListPodsOnNode returns the node's pods in the order they were added
-// (shared, never modified later). It does not allocate, unless the node
+// (shared, never modified later; with ReuseListedPods, until the next
+// call). It does not allocate, unless the node
 // has stamped pods (AddStampedPods), which it materializes (with
 // ReuseListedPods, into buffers the next call reuses).
 func (c *Cluster) ListPodsOnNode(name string) []*v1.Pod {

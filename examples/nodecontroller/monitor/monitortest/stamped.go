@@ -439,8 +439,9 @@ func pointers(dst []*v1.Pod, pods []v1.Pod) []*v1.Pod {
 // what it copies (strings and the template's shared slices may be kept:
 // they are never modified). *monitor.Monitor is one: its Evictor keeps
 // the pod's key, UID, node name and tolerations, and its writes carry the
-// pod's key. Reads (Pod, ListPodsOnNode) and the BeforeEvict hook always
-// hand out objects of their own. Off by default.
+// pod's key. Pod and the BeforeEvict hook always hand out objects of
+// their own, and so does ListPodsOnNode unless ReuseListedPods is on. Off
+// by default.
 func (c *Cluster) ReuseEventPods(on bool) {
 	c.mu.Lock()
 	c.reuse = on
@@ -450,11 +451,14 @@ func (c *Cluster) ReuseEventPods(on bool) {
 // ReuseListedPods (on) makes ListPodsOnNode materialize a node's stamped
 // pods into one buffer that the next ListPodsOnNode call reuses, instead
 // of new objects each call: a simulated outage lists the pods of thousands
-// of nodes to mark them not ready, each list garbage at once. Only for
-// callers done with a list (and its pods) before they list again: a
-// Monitor with Config.Workers = 1 is one (it reads a node's pods to mark
-// or delete them and keeps none), one with more workers is not. Off by
-// default.
+// of nodes to mark them not ready, each list garbage at once. Only when
+// every caller of the Cluster is done with a list (and its pods) before
+// anyone lists again: one goroutine that runs every pass and every read,
+// with a Monitor of one worker (Config.Workers = 1: it reads a node's pods
+// to mark or delete them and keeps none), as policysim does. A Monitor
+// with more workers, or passes run from several goroutines (a TaintPass
+// that deletes a node's pods in legacy mode while a MonitorPass marks
+// another's), would share the buffers. Off by default.
 func (c *Cluster) ReuseListedPods(on bool) {
 	c.mu.Lock()
 	c.reuseList = on
