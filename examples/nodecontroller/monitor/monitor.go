@@ -295,9 +295,11 @@ func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 
 	m.syncCaches()
 	nodes := m.listNodes()
+	// Every pass leaves the results it used zero (below), and Grow's new
+	// elements are zero: at 100,000 nodes another clear here would cost a
+	// few nanoseconds a node.
 	m.results = slices.Grow(m.results[:0], len(nodes))[:len(nodes)]
 	results := m.results
-	clear(results)
 	if len(m.byPos) != len(nodes) {
 		m.mu.Lock() // LeaseChanged reads byPos under mu
 		m.byPos = slices.Grow(m.byPos[:0], len(nodes))[:len(nodes)]

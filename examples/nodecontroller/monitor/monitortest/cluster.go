@@ -399,9 +399,11 @@ func notFound(resource, name string) error {
 
 // lookup finds a node's record by name. A monitor pass reads the nodes in
 // name order, so the record after the last one found is tried before the
-// map. c.mu must be held.
+// map, then that one (the same node read again). The next one comes first:
+// a try that fails compares the names' bytes, at 100,000 nodes a cache
+// miss, and a pass reads each node once. c.mu must be held.
 func (c *Cluster) lookup(name string) *nodeRec {
-	for _, i := range [2]int{c.cursor, c.cursor + 1} {
+	for _, i := range [2]int{c.cursor + 1, c.cursor} {
 		if i < len(c.nodes) && c.nodes[i].name == name {
 			c.cursor = i
 			return c.nodes[i]
