@@ -29,8 +29,8 @@ const LabelExcludeDisruption = "node.kubernetes.io/exclude-disruption"
 // The caller runs MonitorPass every Config.MonitorPeriod and TaintPass and
 // EvictionPass every Config.TaintPeriod, and forwards informer events to
 // NodeChanged, NodeDeleted, PodChanged and PodDeleted (with
-// Config.LeaseEvents, the Lease informer's to LeaseChanged too). A Monitor is safe for
-// concurrent use: passes of one kind are serialized, a TaintPass never runs
+// Config.LeaseEvents, the Lease informer's to LeaseChanged too). A Monitor
+// is safe for concurrent use: passes of one kind are serialized, a TaintPass never runs
 // while a MonitorPass applies its zone decision (one in flight could taint a
 // node after the pass entered full disruption and cleaned it), and every
 // other method may run while a pass is in progress. It never holds its state

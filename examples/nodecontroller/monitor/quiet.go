@@ -19,9 +19,10 @@ import (
 // change nothing, so the pass counts the node as it did last time. Two kinds
 // of node qualify: Ready and fresh, with no health taint and not queued;
 // and stale, already Unknown, waiting in its zone queue or tainted, counted
-// in its zone, with no live read to make (Config.Health.Confirmation off, or nothing asked) and
-// its pods marked. At 65,000 nodes whose kubelets renew every 10s, most of
-// a simulated hour's evaluations are of such nodes.
+// in its zone, with no live read to make (Config.Health.Confirmation off,
+// or nothing asked) and its pods marked. At 65,000 nodes whose kubelets
+// renew every 10s, most of a simulated hour's evaluations are of such
+// nodes.
 
 // LeaseChanged is the Lease informer's add, update or delete event for the
 // node's Lease (kube-node-lease/<name>), with Config.LeaseEvents: the next
@@ -86,8 +87,10 @@ func (m *Monitor) stillQuiet(now time.Time, i int, s *nodeState, node *v1.Node) 
 // noteQuiet records, after a full evaluation of the node at position i,
 // whether it is quiet (see above). Config.LeaseEvents only.
 func (m *Monitor) noteQuiet(i int, s *nodeState, node *v1.Node, res *nodehealth.Result, r *nodeResult) {
-	if m.nodeNow != nil || !r.settled || s.from.Load() != node || res.Held || res.StatusUpdate != nil || res.Confirm != 0 ||
-		res.MarkPodsNotReady || r.markPods || r.enqueue || res.CurrentReady == nil {
+	// observeNode comes here only with an evaluation that was not held and
+	// was confirmed, on node (state() set s.from to it); settled implies
+	// nothing staged for the queue.
+	if m.nodeNow != nil || !r.settled || res.StatusUpdate != nil || res.Confirm != 0 || res.MarkPodsNotReady || res.CurrentReady == nil {
 		return
 	}
 	switch status := res.CurrentReady.Status; {

@@ -1,6 +1,9 @@
 package sim
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Spaced Lease renewals. A kubelet that keeps running renews its Lease
 // every leaseRenewInterval, and the Monitor (Config.LeaseEvents) evaluates
@@ -35,9 +38,10 @@ func (s *sim) spacing() time.Duration {
 // eventTimes indexes the instants of the scenario events that concern each
 // kubelet, for nextLease.
 type eventTimes struct {
-	start []int           // node i's instants are at[start[i]:start[i+1]], sorted
-	at    []time.Duration //
-	next  []int           // per node, the first of its instants not yet past
+	// Node i's instants are at[start[i]:start[i+1]], sorted; next[i] is
+	// the first of them not yet past.
+	start, next []int
+	at          []time.Duration
 }
 
 // indexEvents builds s.evTimes from the scenario's events (in time order).
@@ -57,8 +61,7 @@ func (s *sim) indexEvents() {
 		x.next[i] = x.start[i]
 	}
 	x.at = make([]time.Duration, x.start[n])
-	fill := x.next
-	fill = append([]int(nil), fill...)
+	fill := slices.Clone(x.next)
 	for i := range s.events {
 		for _, j := range targets[i] {
 			x.at[fill[j]] = s.events[i].At.D()

@@ -787,17 +787,17 @@ func (c *Cluster) RenewLease(name string, now time.Time) bool {
 // that caught up at once (LeaseStall).
 func (c *Cluster) leasesChanged() {
 	c.mu.Lock()
-	recv := c.recv
-	names := make([]string, 0, len(c.nodes))
-	for _, rec := range c.nodes {
-		names = append(names, rec.name)
+	lr, ok := c.recv.(LeaseReceiver)
+	var names []string
+	if ok {
+		names = make([]string, 0, len(c.nodes))
+		for _, rec := range c.nodes {
+			names = append(names, rec.name)
+		}
 	}
 	c.mu.Unlock()
-	if _, ok := recv.(LeaseReceiver); !ok {
-		return
-	}
 	for _, name := range names {
-		leaseChanged(recv, name)
+		lr.LeaseChanged(name)
 	}
 }
 
