@@ -7,10 +7,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// DefaultTolerationSeconds is the kube-apiserver default for
+// DefaultTolerationTime is the kube-apiserver default for
 // --default-not-ready-toleration-seconds and
-// --default-unreachable-toleration-seconds.
-const DefaultTolerationSeconds = 300 * time.Second
+// --default-unreachable-toleration-seconds: 300 seconds.
+const DefaultTolerationTime = 300 * time.Second
+
+// DefaultTolerationSeconds is DefaultTolerationTime under its first name.
+//
+// Deprecated: use DefaultTolerationTime; a time.Duration's name does not
+// carry a unit. Kept for compatibility; to be removed in v1.0.0.
+//
+//lint:ignore ST1011 the deprecated name is kept as it was released.
+const DefaultTolerationSeconds = DefaultTolerationTime
 
 // WithDefaultTolerations returns a copy of tol with the DefaultTolerationSeconds
 // admission plugin's tolerations appended (upstream

@@ -32,7 +32,7 @@ func TestWithDefaultTolerations(t *testing.T) {
 	}
 	for _, tt := range tests {
 		before := renderTols(tt.tol)
-		got := WithDefaultTolerations(tt.tol, DefaultTolerationSeconds, 300*time.Second)
+		got := WithDefaultTolerations(tt.tol, DefaultTolerationTime, 300*time.Second)
 		if r := renderTols(got); r != tt.want {
 			t.Errorf("%s: WithDefaultTolerations(%s) = %q, want %q", tt.name, before, r, tt.want)
 		}
@@ -60,5 +60,13 @@ func TestDisruptionTargetCondition(t *testing.T) {
 	if c.Type != v1.DisruptionTarget || c.Status != v1.ConditionTrue || c.Reason != "DeletionByTaintManager" ||
 		c.Message != "Taint manager: deleting due to NoExecute taint" || !c.LastTransitionTime.Time.Equal(now) {
 		t.Errorf("DisruptionTargetCondition(+5m) = %+v", c)
+	}
+}
+
+// TestDefaultTolerationSecondsDeprecated: the deprecated first name keeps
+// working with the same value.
+func TestDefaultTolerationSecondsDeprecated(t *testing.T) {
+	if DefaultTolerationSeconds != DefaultTolerationTime || DefaultTolerationTime != 300*time.Second {
+		t.Fatalf("DefaultTolerationSeconds = %v, DefaultTolerationTime = %v, want both 5m0s", DefaultTolerationSeconds, DefaultTolerationTime)
 	}
 }

@@ -22,7 +22,7 @@ func benchEvictor(b *testing.B, nodes, perNode int) (*Evictor, [][]*v1.Pod) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defaults := WithDefaultTolerations(nil, DefaultTolerationSeconds, DefaultTolerationSeconds)
+	defaults := WithDefaultTolerations(nil, DefaultTolerationTime, DefaultTolerationTime)
 	pods := make([][]*v1.Pod, nodes)
 	for n := range nodes {
 		node := fmt.Sprintf("node-%d", n)

@@ -558,7 +558,7 @@ func TestEvictorSteadyStateAllocatesNothing(t *testing.T) {
 	pods := make([]*v1.Pod, 30)
 	for i := range pods {
 		pods[i] = testutil.WithTolerations(testutil.Pod("ns", "p"+string(rune('a'+i)), "n1"),
-			WithDefaultTolerations(nil, DefaultTolerationSeconds, DefaultTolerationSeconds)...)
+			WithDefaultTolerations(nil, DefaultTolerationTime, DefaultTolerationTime)...)
 		e.SetPod(now, pods[i])
 	}
 	node := testutil.WithTaints(testutil.Node("n1", now), ns("a"), added(ne(unreachable), 0), ne("x"), ne(unreachable))

@@ -25,7 +25,7 @@ func Example() {
 	web := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-web"},
 		Spec: v1.PodSpec{NodeName: "node-1",
-			Tolerations: taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)},
+			Tolerations: taints.WithDefaultTolerations(nil, taints.DefaultTolerationTime, taints.DefaultTolerationTime)},
 	}
 	agent := &v1.Pod{ // a DaemonSet-like pod
 		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "agent", UID: "uid-agent"},
@@ -200,7 +200,7 @@ func ExampleMatchingTolerations() {
 
 func ExampleWithDefaultTolerations() {
 	tol := []v1.Toleration{{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}}
-	for _, t := range taints.WithDefaultTolerations(tol, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds) {
+	for _, t := range taints.WithDefaultTolerations(tol, taints.DefaultTolerationTime, taints.DefaultTolerationTime) {
 		s := "forever"
 		if t.TolerationSeconds != nil {
 			s = fmt.Sprint(*t.TolerationSeconds, "s")
@@ -264,7 +264,7 @@ func ExampleEvictorConfig_useTaintTimeAdded() {
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "uid-web", CreationTimestamp: metav1.Time{Time: t0}},
 		Spec: v1.PodSpec{NodeName: "node-1",
-			Tolerations: taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)},
+			Tolerations: taints.WithDefaultTolerations(nil, taints.DefaultTolerationTime, taints.DefaultTolerationTime)},
 	}
 	restart := tainted.Add(4 * time.Minute) // our controller restarts, 4 minutes into the 5
 

@@ -26,7 +26,7 @@ func memPods(n int) []*v1.Pod {
 			ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i%10), Name: fmt.Sprintf("pod-%d", i), UID: types.UID(fmt.Sprintf("6f1c2a34-8b9d-4e5f-a6b7-%012d", i))},
 			Spec: v1.PodSpec{
 				NodeName:    nodeName(i / 30),
-				Tolerations: WithDefaultTolerations(nil, DefaultTolerationSeconds, DefaultTolerationSeconds),
+				Tolerations: WithDefaultTolerations(nil, DefaultTolerationTime, DefaultTolerationTime),
 			},
 		}
 	}
@@ -83,7 +83,7 @@ func TestTolerationSetsShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	defaults := func() []v1.Toleration {
-		return WithDefaultTolerations(nil, DefaultTolerationSeconds, DefaultTolerationSeconds)
+		return WithDefaultTolerations(nil, DefaultTolerationTime, DefaultTolerationTime)
 	}
 	for i := range 100 {
 		p := pod(fmt.Sprintf("p%d", i), nodeName(i%3), defaults()...)

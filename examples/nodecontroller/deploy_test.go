@@ -308,14 +308,10 @@ func exercise(t *testing.T, o *options) []access {
 			acc.resource += "/" + sub
 		}
 		switch a := a.(type) {
-		case k8stesting.GetAction:
+		case k8stesting.GetAction: // every action with a name: gets, patches and deletes
 			acc.name = a.GetName()
 		case k8stesting.UpdateAction:
 			acc.name = nameOf(a.GetObject())
-		case k8stesting.PatchAction:
-			acc.name = a.GetName()
-		case k8stesting.DeleteAction:
-			acc.name = a.GetName()
 		}
 		mu.Lock()
 		got = append(got, acc)

@@ -121,7 +121,7 @@ func (c Config) validate() error {
 			c.ConcurrentNodeLifecycleSyncs, MaxConcurrentNodeLifecycleSyncs))
 	}
 	if c.Resync < 0 {
-		errs = append(errs, fmt.Errorf("Resync = %v must be non-negative", c.Resync))
+		errs = append(errs, fmt.Errorf("resync period Resync = %v must be non-negative", c.Resync))
 	}
 	if c.Policy.UninitializedNodeDelay < 0 { // the controller's own check, in both modes
 		errs = append(errs, fmt.Errorf("Policy.UninitializedNodeDelay = %v must be non-negative", c.Policy.UninitializedNodeDelay))

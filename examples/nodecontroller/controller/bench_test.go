@@ -81,7 +81,7 @@ func staleCluster(n, podsPerNode int) []k8sruntime.Object {
 		for j := range podsPerNode {
 			p := testutil.Pod("default", fmt.Sprintf("pod-%05d-%02d", i, j), name)
 			p.UID = types.UID(p.Name)
-			p.Spec.Tolerations = taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)
+			p.Spec.Tolerations = taints.WithDefaultTolerations(nil, taints.DefaultTolerationTime, taints.DefaultTolerationTime)
 			objs = append(objs, p)
 		}
 	}

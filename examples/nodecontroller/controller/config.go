@@ -203,13 +203,13 @@ func (c Config) Validate() error {
 func (c Config) validate() error {
 	var errs []error
 	if c.Resync < 0 {
-		errs = append(errs, fmt.Errorf("Resync = %v must be non-negative", c.Resync))
+		errs = append(errs, fmt.Errorf("resync period Resync = %v must be non-negative", c.Resync))
 	}
 	if c.SnapshotPeriod < 0 {
 		errs = append(errs, fmt.Errorf("SnapshotPeriod = %v must be non-negative", c.SnapshotPeriod))
 	}
 	if c.Workers < 0 || c.Workers > MaxWorkers {
-		errs = append(errs, fmt.Errorf("Workers = %d must be in [0, %d] (MaxWorkers)", c.Workers, MaxWorkers))
+		errs = append(errs, fmt.Errorf("worker count Workers = %d must be in [0, %d] (MaxWorkers)", c.Workers, MaxWorkers))
 	}
 	if c.ConflictBackoff.Steps < 0 || c.ConflictBackoff.Duration < 0 || c.ConflictBackoff.Jitter < 0 || c.ConflictBackoff.Factor < 0 {
 		errs = append(errs, fmt.Errorf("ConflictBackoff = %+v must not be negative", c.ConflictBackoff))

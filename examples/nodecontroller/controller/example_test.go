@@ -20,7 +20,7 @@ func ExampleConfig_Validate() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// nodecontroller: invalid config: Workers = 1000000 must be in [0, 1000] (MaxWorkers)
+	// nodecontroller: invalid config: worker count Workers = 1000000 must be in [0, 1000] (MaxWorkers)
 	// nodecontroller: invalid config: Monitor: monitor: invalid config: MonitorPeriod = -5s must be positive
-	// monitor: invalid config: Zones: zonestate: invalid policy: UnhealthyZoneThreshold = 7, want a fraction in [0, 1]
+	// monitor: invalid config: zone policy Zones: zonestate: invalid policy: UnhealthyZoneThreshold = 7, want a fraction in [0, 1]
 }

@@ -515,7 +515,7 @@ func lease(node string) *coordinationv1.Lease {
 func pod(name, node string, withDefaults bool, tol ...v1.Toleration) *v1.Pod {
 	p := testutil.WithTolerations(testutil.Pod("default", name, node), tol...)
 	if withDefaults {
-		p.Spec.Tolerations = taints.WithDefaultTolerations(p.Spec.Tolerations, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)
+		p.Spec.Tolerations = taints.WithDefaultTolerations(p.Spec.Tolerations, taints.DefaultTolerationTime, taints.DefaultTolerationTime)
 	}
 	p.UID = types.UID("uid-" + name)
 	p.CreationTimestamp = metav1.NewTime(testutil.Epoch)

@@ -115,7 +115,7 @@ var podsGVR = v1.SchemeGroupVersion.WithResource("pods")
 func syncTestPod(name, node string) *v1.Pod {
 	p := testutil.Pod("default", name, node)
 	p.UID = types.UID("uid-" + name)
-	p.Spec.Tolerations = taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)
+	p.Spec.Tolerations = taints.WithDefaultTolerations(nil, taints.DefaultTolerationTime, taints.DefaultTolerationTime)
 	return p
 }
 

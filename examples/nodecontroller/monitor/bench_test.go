@@ -85,7 +85,7 @@ func benchPod(node string, j int) *v1.Pod {
 	past := metav1.NewTime(benchEpoch.Add(-time.Hour))
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("%s-pod-%02d", node, j), UID: types.UID(fmt.Sprintf("uid-%s-%02d", node, j)), CreationTimestamp: past},
-		Spec:       v1.PodSpec{NodeName: node, Tolerations: taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)},
+		Spec:       v1.PodSpec{NodeName: node, Tolerations: taints.WithDefaultTolerations(nil, taints.DefaultTolerationTime, taints.DefaultTolerationTime)},
 		Status: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
 			{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: past},
 		}},

@@ -80,7 +80,7 @@ func (c *testCluster) addPod(name, node string, now time.Time, withDefaults bool
 func newPod(name, node string, now time.Time, withDefaults bool, tol ...v1.Toleration) *v1.Pod {
 	p := testutil.WithTolerations(testutil.Pod("default", name, node), tol...)
 	if withDefaults {
-		p.Spec.Tolerations = taints.WithDefaultTolerations(p.Spec.Tolerations, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)
+		p.Spec.Tolerations = taints.WithDefaultTolerations(p.Spec.Tolerations, taints.DefaultTolerationTime, taints.DefaultTolerationTime)
 	}
 	p.CreationTimestamp = metav1.NewTime(now)
 	return p

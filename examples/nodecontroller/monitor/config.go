@@ -124,13 +124,13 @@ func (c Config) Validate() error {
 	err := c.validate()
 	var errs []error
 	if _, err := nodehealth.NewTracker(c.Health); err != nil {
-		errs = append(errs, fmt.Errorf("Health: %w", err))
+		errs = append(errs, fmt.Errorf("node health config Health: %w", err))
 	}
 	if _, err := zonestate.NewTracker(c.Zones); err != nil {
-		errs = append(errs, fmt.Errorf("Zones: %w", err))
+		errs = append(errs, fmt.Errorf("zone policy Zones: %w", err))
 	}
 	if _, err := taints.NewEvictor(c.Evictor); err != nil {
-		errs = append(errs, fmt.Errorf("Evictor: %w", err))
+		errs = append(errs, fmt.Errorf("evictor config Evictor: %w", err))
 	}
 	if cerr := errors.Join(errs...); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("%w: %w", ErrInvalidConfig, cerr))
@@ -160,7 +160,7 @@ func (c Config) validate() error {
 		errs = append(errs, fmt.Errorf("CancelledEvictions = %d must be in [0, %d]", c.CancelledEvictions, taints.MaxCancellationsLimit))
 	}
 	if c.Workers < 1 || c.Workers > MaxWorkers {
-		errs = append(errs, fmt.Errorf("Workers = %d must be in [1, %d] (MaxWorkers)", c.Workers, MaxWorkers))
+		errs = append(errs, fmt.Errorf("worker count Workers = %d must be in [1, %d] (MaxWorkers)", c.Workers, MaxWorkers))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

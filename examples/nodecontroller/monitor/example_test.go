@@ -63,7 +63,7 @@ func Example() {
 	}
 	// What admission adds to every pod: 300s NoExecute tolerations of
 	// not-ready and unreachable.
-	cluster.AddPod(ctx, pod("web", taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)))
+	cluster.AddPod(ctx, pod("web", taints.WithDefaultTolerations(nil, taints.DefaultTolerationTime, taints.DefaultTolerationTime)))
 	cluster.AddPod(ctx, pod("batch", nil)) // no tolerations
 
 	for now := start; now.Sub(start) <= 6*time.Minute; now = now.Add(cfg.TaintPeriod) {

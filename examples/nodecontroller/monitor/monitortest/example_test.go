@@ -22,7 +22,7 @@ func Example() {
 	for _, name := range []string{"a", "b"} {
 		c.AddNode(ctx, monitortest.NewNode(name, "zone-1", epoch), monitortest.NewLease(name, epoch))
 		c.AddPod(ctx, monitortest.NewPod("default", "web-"+name, name, epoch,
-			taints.WithDefaultTolerations(nil, taints.DefaultTolerationSeconds, taints.DefaultTolerationSeconds)...))
+			taints.WithDefaultTolerations(nil, taints.DefaultTolerationTime, taints.DefaultTolerationTime)...))
 	}
 	cfg := monitor.DefaultConfig()
 	cfg.Workers = 1
