@@ -498,7 +498,7 @@ func TestExplanationString(t *testing.T) {
 		{"c", 0, nil, "pod default/c on node n1: not evicted: every NoExecute taint is tolerated forever; taint node.kubernetes.io/unreachable:NoExecute tolerated forever by Exists *:NoExecute"},
 		{"d", 0, nil, "pod default/d on node n2: not evicted: the node has no NoExecute taint"},
 		{"zz", 0, nil, "pod default/zz: not tracked"},
-		{"b", 1, func(now time.Time) { e.Due(now) }, "pod default/b on node n1: handed out for deletion (due 2026-01-01T00:00:00Z, NotTolerated), waiting for Done or Retry; taint node.kubernetes.io/unreachable:NoExecute is not tolerated"},
+		{"b", 1, func(now time.Time) { e.Due(now) }, "pod default/b on node n1: being deleted (due 2026-01-01T00:00:00Z, NotTolerated); taint node.kubernetes.io/unreachable:NoExecute is not tolerated"},
 		{"b", 2, func(now time.Time) { e.Retry(now, key("b"), time.Minute) }, "pod default/b on node n1: deletion failed 1 time(s), retry at 2026-01-01T00:01:02Z; taint node.kubernetes.io/unreachable:NoExecute is not tolerated"},
 		{"b", 62, func(now time.Time) { e.Due(now); e.Done(key("b")) }, "pod default/b on node n1: evicted (NotTolerated), waiting for the pod to go away; taint node.kubernetes.io/unreachable:NoExecute is not tolerated"},
 	}

@@ -160,7 +160,7 @@ func (x Explanation) String() string {
 	case EvictionDue:
 		b.WriteString("due since " + stamp(x.At) + " (" + x.Reason.String() + ")")
 	case EvictionHandedOut:
-		b.WriteString("handed out for deletion (due " + stamp(x.At) + ", " + x.Reason.String() + "), waiting for Done or Retry")
+		b.WriteString("being deleted (due " + stamp(x.At) + ", " + x.Reason.String() + ")")
 	case EvictionRetrying:
 		b.WriteString("deletion failed " + strconv.Itoa(x.Attempts) + " time(s), retry at " + stamp(x.At))
 	case EvictionDone:
