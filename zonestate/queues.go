@@ -123,7 +123,7 @@ func NewQueues[Q RateQueue](newQueue func(now time.Time, zone string, qps float6
 // whose constructor failed gets no queue, and the next Apply that lists it,
 // or Ensure, tries again; a failed SetRate is tried again by the next
 // Apply) and returns every error joined, each naming its zone. It makes one
-// pass over d and the set: O(Z log Z) for Z zones, plus O(Z) per zone it
+// pass over d and the set: O(Z) for Z zones, plus O(Z) per zone it
 // creates (sorted key slice); in the steady state (no zone created, no rate
 // changed) it allocates nothing.
 func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
@@ -147,7 +147,8 @@ func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 		s.put(z.Key, q, z.QPS)
 	}
 
-	sorted := slices.IsSortedFunc(d.Zones, func(a, b ZoneDecision) int { return strings.Compare(a.Key, b.Key) })
+	sorted := sortedZones(d.Zones)
+	next := 0                  // with sorted zones: the first one not before e.zone
 	for _, e := range s.list { // sorted, so errors come in zone order
 		if d.EnteredFullDisruption {
 			e.q.Clear()
@@ -159,8 +160,15 @@ func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 			continue
 		}
 		qps := d.UndecidedQPS
-		if z, ok := decided(d.Zones, e.zone, sorted); ok {
-			qps = z.QPS
+		if sorted { // a Tracker's are: one merge of two sorted lists
+			for next < len(d.Zones) && d.Zones[next].Key < e.zone {
+				next++
+			}
+			if next < len(d.Zones) && d.Zones[next].Key == e.zone {
+				qps = d.Zones[next].QPS
+			}
+		} else if i := slices.IndexFunc(d.Zones, func(z ZoneDecision) bool { return z.Key == e.zone }); i >= 0 {
+			qps = d.Zones[i].QPS
 		}
 		if s.rate[e.zone] == qps {
 			continue
@@ -174,22 +182,14 @@ func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 	return errors.Join(errs...)
 }
 
-// decided returns the decision for zone in zones, sorted by Key when
-// sorted is set (a Tracker's always are).
-func decided(zones []ZoneDecision, zone string, sorted bool) (ZoneDecision, bool) {
-	if sorted {
-		i, ok := slices.BinarySearchFunc(zones, zone, func(z ZoneDecision, k string) int { return strings.Compare(z.Key, k) })
-		if ok {
-			return zones[i], true
-		}
-		return ZoneDecision{}, false
-	}
-	for _, z := range zones {
-		if z.Key == zone {
-			return z, true
+// sortedZones reports whether zones are sorted by Key, each once.
+func sortedZones(zones []ZoneDecision) bool {
+	for i := 1; i < len(zones); i++ {
+		if zones[i-1].Key >= zones[i].Key {
+			return false
 		}
 	}
-	return ZoneDecision{}, false
+	return true
 }
 
 // Ensure returns the zone's queue, creating it at qps (through the
