@@ -564,3 +564,26 @@ func TestQueuesCallQueuesUnlocked(t *testing.T) {
 		t.Errorf("Zones() = %q, want [a b c]", got)
 	}
 }
+
+// TestQueuesApplyUnsortedDecision: a Decision built by hand need not be
+// sorted; each queue still gets its own zone's rate, and the others
+// UndecidedQPS.
+func TestQueuesApplyUnsortedDecision(t *testing.T) {
+	s, _ := fakeSet(t, nil)
+	d := Decision{Zones: []ZoneDecision{{Key: "c", QPS: 0.01}, {Key: "a", QPS: 0}, {Key: "b", QPS: 0.1}}, UndecidedQPS: 0.1}
+	if err := s.Apply(epoch, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ensure(epoch, "x", 0.01); err != nil {
+		t.Fatal(err)
+	}
+	d.Zones[0].QPS, d.Zones[2].QPS = 0.1, 0.01
+	if err := s.Apply(epoch, d); err != nil {
+		t.Fatal(err)
+	}
+	for zone, want := range map[string]float64{"a": 0, "b": 0.01, "c": 0.1, "x": 0.1} {
+		if q := mustGet(t, s, zone); q.qps != want {
+			t.Errorf("zone %s: rate %v, want %v", zone, q.qps, want)
+		}
+	}
+}
