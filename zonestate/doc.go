@@ -99,9 +99,10 @@
 //	// zone_health = 100*(Size-NotReady)/Size, unhealthy_nodes_in_zone).
 //
 // The tainting loop then queues each unhealthy node in its zone's queue
-// (queues.Ensure(now, zone, qps) for a zone without a decision, such as one
-// of excluded nodes only), sleeps until queues.NextDeadline() and calls Try
-// on each queue (queues.Each visits them in zone order). Queues works with
+// (queues.Ensure(now, zone, policy.EvictionQPS) for a zone without a
+// decision, such as one of excluded nodes only), sleeps until
+// queues.NextDeadline() and calls Try on each queue (queues.Each visits
+// them in zone order). Queues works with
 // any queue that has SetRate, Clear, NextDeadline and Len, such as
 // *evictionqueue.Queue; see ExampleQueues.
 //
@@ -112,15 +113,21 @@
 // # Removed zones
 //
 // A zone absent from an Update (all its nodes excluded, deleted, or failed
-// to update this pass) is forgotten and listed in Decision.Removed. We
-// recommend keeping the zone's tainting queue while it holds nodes (Queues
-// does): upstream creates a new queue when such a zone reappears, which
-// discards the pending nodes and the limiter state, and with permanently
-// excluded nodes that happens every pass (found reading
-// addPodEvictorForNewZone and handleDisruption in
-// pkg/controller/nodelifecycle/node_lifecycle_controller.go, v1.37.2; no
-// upstream issue). A zone that comes back starts from StateInitial with
-// RateChanged set, so a kept queue gets the current rate.
+// to update this pass) is forgotten and listed in Decision.Removed. A zone
+// that comes back starts from StateInitial with RateChanged set. Keep the
+// zone's tainting queue meanwhile (Queues does, for good) and run it at
+// Decision.UndecidedQPS, the rate upstream's queue for such a zone runs
+// at: its nodes waiting there keep their place, and a node it tainted
+// stays known to it, so the node is not queued again and spends no token.
+// Upstream deletes the zone's state in handleDisruption, and on the next
+// pass addPodEvictorForNewZone replaces the zone's queue with a new one
+// (found reading pkg/controller/nodelifecycle/node_lifecycle_controller.go,
+// v1.37.2; no upstream issue): the waiting nodes and the limiter state are
+// lost, and with permanently excluded nodes this happens on every pass
+// (when handleDisruption's loop reaches the zone), each tainted Unknown or
+// NotReady node is queued again and spends the new queue's token to write
+// its taint again with a new TimeAdded, and node_collector_evictions_total
+// counts it again.
 //
 // # Time and concurrency
 //
@@ -157,6 +164,13 @@
 //     zone with a Ready node appears during the mode we report the exit
 //     (upstream takes its normal path: no fresh grace periods, and the old
 //     Full zones keep rate 0 because their state did not change).
+//   - Zones without a decision (see Removed zones above): unlike
+//     upstream, their queues are kept, with their pending and done
+//     nodes and their limiter, and stopped in full disruption mode like
+//     every other (Decision.UndecidedQPS is 0 then). Upstream creates the
+//     queue anew, running at evictionLimiterQPS, on the pass after
+//     handleDisruption deleted the zone, so the zone's nodes are tainted
+//     during the mode.
 //   - A zone listed with an empty condition slice counts as absent (upstream
 //     never builds one), so a zone of excluded nodes cannot keep the cluster
 //     out of full disruption mode. An Update with no zones at all only

@@ -252,7 +252,8 @@ func Example() {
 			}
 		}
 		for _, k := range d.Removed {
-			fmt.Printf("  %s has no counted node: keep its queue for when it comes back\n", show(k))
+			queues[k] = d.UndecidedQPS // SetRate on the zone's queue, kept with what it holds
+			fmt.Printf("  %s has no counted node: keep its queue, tainting rate %v\n", show(k), queues[k])
 		}
 	}
 
@@ -287,7 +288,7 @@ func Example() {
 	// pass 3: zone b goes dark
 	//   eu/b is FullDisruption: tainting rate 0.1
 	// pass 4: zone b is deleted
-	//   eu/b has no counted node: keep its queue for when it comes back
+	//   eu/b has no counted node: keep its queue, tainting rate 0.1
 }
 
 // Queues keeps one evictionqueue per zone in step with the Tracker: Apply
@@ -394,9 +395,11 @@ func ExampleTracker_UpdateCounts() {
 	//   entered=false exited=false in=false
 }
 
-// A zone that disappears from a pass keeps its queue while nodes wait in it
-// (upstream would replace it with an empty queue when the zone comes back);
-// once empty, the queue is dropped.
+// A zone without a decision keeps its queue: here zone b's nodes are all
+// labelled node.kubernetes.io/exclude-disruption from the second pass on, so
+// b is Removed and then never decided. The node b1 the queue tainted stays
+// known to it (Add refuses it: it is not queued again), b2 keeps its place,
+// and the queue runs at the Decision's UndecidedQPS.
 func ExampleQueues_removedZone() {
 	tr, _ := zonestate.NewTracker(zonestate.DefaultPolicy())
 	qs, _ := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
@@ -404,21 +407,28 @@ func ExampleQueues_removedZone() {
 	})
 	a, b := "eu:\x00:a", "eu:\x00:b"
 	now := epoch
+	taint := func(it evictionqueue.Item[string]) (bool, time.Duration) {
+		fmt.Printf("  +%v taint %s\n", now.Sub(epoch), it.Key)
+		return true, 0
+	}
 	_ = qs.Apply(now, tr.Update(map[string][]*v1.NodeCondition{a: statuses(T), b: statuses(T, U)}))
 	qb, _ := qs.Get(b)
 	qb.Add(now, "b1", "")
 	qb.Add(now, "b2", "")
-	qb.Try(now, func(evictionqueue.Item[string]) (bool, time.Duration) { return true, 0 }) // b1 tainted, b2 waits
+	qb.Try(now, taint) // b1 tainted, b2 waits for a token
 
-	// Zone b's nodes all fail their health update this pass: b is Removed.
-	_ = qs.Apply(now, tr.Update(map[string][]*v1.NodeCondition{a: statuses(T)}))
-	fmt.Println("zones:", len(qs.Zones()), "queued:", qs.Len())
-
-	now = now.Add(10 * time.Second)
-	qb.Try(now, func(evictionqueue.Item[string]) (bool, time.Duration) { return true, 0 }) // b2 tainted
-	_ = qs.Apply(now, tr.Update(map[string][]*v1.NodeCondition{a: statuses(T)}))
-	fmt.Println("zones:", len(qs.Zones()), "queued:", qs.Len())
+	for range 3 { // passes 5s apart; b has no counted node
+		now = now.Add(5 * time.Second)
+		d := tr.Update(map[string][]*v1.NodeCondition{a: statuses(T)})
+		_ = qs.Apply(now, d)
+		fmt.Printf("+%v: removed %q, %d zones, b at rate %v, b1 queued again: %v\n",
+			now.Sub(epoch), d.Removed, len(qs.Zones()), qb.Rate(), qb.Add(now, "b1", ""))
+		qb.Try(now, taint)
+	}
 	// Output:
-	// zones: 2 queued: 1
-	// zones: 1 queued: 0
+	//   +0s taint b1
+	// +5s: removed ["eu:\x00:b"], 2 zones, b at rate 0.1, b1 queued again: false
+	// +10s: removed [], 2 zones, b at rate 0.1, b1 queued again: false
+	//   +10s taint b2
+	// +15s: removed [], 2 zones, b at rate 0.1, b1 queued again: false
 }

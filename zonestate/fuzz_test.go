@@ -126,7 +126,7 @@ func FuzzUpdateSequence(f *testing.F) {
 				zones[k] = c
 			}
 			got, want := tr.Update(zones), m.update(zones)
-			if !decisionEqual(got, want) {
+			if !decisionEqual(got, want) || got.UndecidedQPS != want.UndecidedQPS {
 				t.Fatalf("step %d: Update(%s) =\n\t%s\nwant (model)\n\t%s", step, fmtZones(zones), fmtDecision(got), fmtDecision(want))
 			}
 			if err := checkInvariants(got); err != nil {

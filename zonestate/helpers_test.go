@@ -82,12 +82,14 @@ func fmtDecision(d Decision) string {
 		fmt.Fprintf(&b, "{%q size=%d notReady=%d %v->%v qps=%v changed=%v}",
 			z.Key, z.Size, z.NotReady, z.Previous, z.State, z.QPS, z.RateChanged)
 	}
-	fmt.Fprintf(&b, "] Removed:%q Entered:%v Exited:%v In:%v}",
-		d.Removed, d.EnteredFullDisruption, d.ExitedFullDisruption, d.InFullDisruption)
+	fmt.Fprintf(&b, "] Removed:%q Entered:%v Exited:%v In:%v Undecided:%v}",
+		d.Removed, d.EnteredFullDisruption, d.ExitedFullDisruption, d.InFullDisruption, d.UndecidedQPS)
 	return b.String()
 }
 
 // decisionEqual compares decisions, treating nil and empty slices alike.
+// It leaves out UndecidedQPS, which the step tables do not spell out; the
+// model comparisons and checkInvariants check it.
 func decisionEqual(a, b Decision) bool {
 	return slices.Equal(a.Zones, b.Zones) && slices.Equal(a.Removed, b.Removed) &&
 		a.EnteredFullDisruption == b.EnteredFullDisruption &&

@@ -40,6 +40,15 @@ func (m *model) rateFor(s State, size int, mode bool) float64 {
 	}
 }
 
+// undecidedRate is the rate of a zone without a decision: EvictionQPS,
+// and 0 in full disruption mode.
+func (m *model) undecidedRate() float64 {
+	if m.mode {
+		return 0
+	}
+	return m.p.EvictionQPS
+}
+
 func (m *model) update(zones map[string][]*v1.NodeCondition) Decision {
 	var d Decision
 	var present []string
@@ -61,6 +70,7 @@ func (m *model) update(zones map[string][]*v1.NodeCondition) Decision {
 	}
 	if len(present) == 0 {
 		d.InFullDisruption = m.mode
+		d.UndecidedQPS = m.undecidedRate()
 		return d
 	}
 	everyFull, someNew := true, false
@@ -78,6 +88,7 @@ func (m *model) update(zones map[string][]*v1.NodeCondition) Decision {
 	d.ExitedFullDisruption = m.mode && !everyFull
 	d.InFullDisruption = everyFull
 	m.mode = everyFull
+	d.UndecidedQPS = m.undecidedRate()
 	for i := range d.Zones {
 		z := &d.Zones[i]
 		z.QPS = m.rateFor(z.State, z.Size, everyFull)
@@ -139,7 +150,7 @@ func TestTrackerModel(t *testing.T) {
 		for i := range 25 {
 			zones := randomZones(rng)
 			got, want := tr.Update(zones), m.update(zones)
-			if !decisionEqual(got, want) {
+			if !decisionEqual(got, want) || got.UndecidedQPS != want.UndecidedQPS {
 				t.Fatalf("sequence %d step %d: Update(%s) =\n\t%s\nwant (model)\n\t%s",
 					seq, i, fmtZones(zones), fmtDecision(got), fmtDecision(want))
 			}

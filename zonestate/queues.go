@@ -28,12 +28,9 @@ type RateQueue interface {
 // the pending items plus those handed out by a Try whose callback has not
 // returned, whose retry would land back in the queue.
 //
-// Queues drops the queue of a removed zone only when it is idle: when
-// Unfinished() == 0 for a queue that has the method, when Len() == 0 for
-// one that has not. Len leaves out an item in flight, so with a queue that
-// lacks Unfinished the caller must not run Try on a removed zone's queue
-// concurrently with Apply (serialize them, for example by calling both
-// from one loop), or a retry may land in a queue the set no longer holds.
+// Deprecated: Queues used it to drop the queue of a zone without a
+// decision once idle. It keeps every queue now, so nothing in this package
+// calls Unfinished; the interface stays for callers that name it.
 type UnfinishedCounter interface {
 	Unfinished() int
 }
@@ -43,23 +40,30 @@ type UnfinishedCounter interface {
 var ErrNoConstructor = errors.New("zonestate: NewQueues needs a queue constructor")
 
 // Queues is the caller's set of per-zone tainting queues, kept in step with
-// the Tracker's Decisions: Apply creates, re-rates, clears, stops and drops
-// queues exactly as the Decision documents, and NextDeadline is the earliest
+// the Tracker's Decisions: Apply creates, re-rates, clears and stops queues
+// exactly as the Decision documents, and NextDeadline is the earliest
 // deadline over every zone. It replaces the loop every caller of Tracker
 // otherwise writes (see the package documentation).
+//
+// A queue, once created, stays in the set, whether its zone has a decision
+// or not: a zone without a decision (its nodes all excluded from disruption
+// counting, or none counted this pass) keeps its pending nodes, its limiter
+// and the nodes its queue remembers as done, and runs at the Decision's
+// UndecidedQPS (see Apply for upstream). The set grows with the zone keys
+// it has met, as upstream's map of zone tainters does.
 //
 // Zones are visited in sorted key order (Each, Zones, Apply), so what a
 // caller derives from the set is reproducible.
 //
 // The zero Queues is not usable; call NewQueues. A Queues is safe for
 // concurrent use: Apply and Ensure are serialized by one mutex, held while
-// they call the constructor and the queues' SetRate, Clear, Len and
-// Unfinished; a second mutex guards the zone map and is held only to read
-// or replace it, never while the constructor or a queue's method runs. The constructor
-// and the queues' methods may therefore call Get, Each, Zones,
-// NextDeadline and Len, but not Apply or Ensure; Each's callback may call
-// anything. A queue used from several goroutines must itself be safe for
-// concurrent use (*evictionqueue.Queue is).
+// they call the constructor and the queues' SetRate and Clear; a second
+// mutex guards the zone map and is held only to read or replace it, never
+// while the constructor or a queue's method runs. The constructor and the
+// queues' methods may therefore call Get, Each, Zones, NextDeadline and
+// Len, but not Apply or Ensure; Each's callback may call anything. A queue
+// used from several goroutines must itself be safe for concurrent use
+// (*evictionqueue.Queue is).
 type Queues[Q RateQueue] struct {
 	applyMu  sync.Mutex // serializes Apply and Ensure
 	newQueue func(now time.Time, zone string, qps float64) (Q, error)
@@ -67,12 +71,11 @@ type Queues[Q RateQueue] struct {
 
 	// mu guards queues and list against readers. Only Apply and Ensure
 	// change the set, each holding applyMu and then mu for the change, so
-	// code holding applyMu may read queues, rate and absent without mu.
+	// code holding applyMu may read queues and rate without mu.
 	mu     sync.Mutex
 	queues map[string]Q
-	list   []zoneQueue[Q]      // the queues sorted by zone; replaced, never modified, on a change
-	rate   map[string]float64  // each queue's rate outside full disruption mode; applyMu
-	absent map[string]struct{} // zones with a queue but no decision in the last Apply; applyMu
+	list   []zoneQueue[Q]     // the queues sorted by zone; replaced, never modified, on a change
+	rate   map[string]float64 // the rate each queue was last given (created with, or set); applyMu
 }
 
 // NewQueues returns an empty set whose queues newQueue creates: it is called
@@ -92,7 +95,6 @@ func NewQueues[Q RateQueue](newQueue func(now time.Time, zone string, qps float6
 		newQueue: newQueue,
 		queues:   make(map[string]Q),
 		rate:     make(map[string]float64),
-		absent:   make(map[string]struct{}),
 	}, nil
 }
 
@@ -104,30 +106,26 @@ func NewQueues[Q RateQueue](newQueue func(now time.Time, zone string, qps float6
 //   - on d.EnteredFullDisruption every queue of the set, whether its zone
 //     is in d.Zones or not, is cleared and stopped (SetRate 0), as upstream
 //     handleDisruption does when it enters full disruption mode;
-//   - otherwise a zone whose RateChanged is set, and every zone of d.Zones
-//     on d.ExitedFullDisruption, gets SetRate(now, QPS);
-//   - the queue of a zone in d.Removed is dropped when it is idle: empty,
-//     and with no item in flight in a Try (see UnfinishedCounter). One
-//     that still holds items, or one in flight, keeps running at its last rate (upstream keeps
-//     the old queue too, until the zone comes back) and is dropped by the
-//     first later Apply that finds it idle while its zone is still absent,
-//     so no queued node is lost and queues of zones gone for good do not
-//     accumulate. If the zone comes back first, its queue is reused and gets
-//     the zone's rate (its first decision has RateChanged set); unlike
-//     upstream, which replaces the queue and loses its items and limiter;
-//   - on d.ExitedFullDisruption a queue whose zone has no decision gets
-//     back the rate it had before the mode (or the rate Ensure was asked
-//     for).
+//   - otherwise every queue runs at its zone's QPS, or at d.UndecidedQPS
+//     when its zone is not in d.Zones: SetRate(now, rate) is called for a
+//     queue last given another rate (by its constructor, or a SetRate from
+//     the set), so a steady decision calls no queue at all.
 //
-// A queue created by Ensure for a zone that has no decision counts as
-// absent in the same way.
+// No queue is ever dropped. The queue of a zone in d.Removed keeps what it
+// holds (pending nodes, and the nodes its queue remembers as done) and runs
+// at d.UndecidedQPS; if the zone comes back, its queue gets the zone's
+// rate. Unlike upstream: there, handleDisruption deletes such a zone's
+// state and the next pass's addPodEvictorForNewZone creates a new queue for
+// it, so the pending nodes and the limiter are lost, and a node already
+// tainted is queued again and spends the new queue's token.
 //
 // Apply continues after an error from the constructor or SetRate (a zone
 // whose constructor failed gets no queue, and the next Apply that lists it,
-// or Ensure, tries again) and returns every error joined, each naming its
-// zone. It makes one pass over d and the set: O(Z) for Z zones, plus O(Z)
-// per zone it creates or drops (sorted key slice); in the steady state (no
-// zone created, dropped, stopped or restarted) it allocates nothing.
+// or Ensure, tries again; a failed SetRate is tried again by the next
+// Apply) and returns every error joined, each naming its zone. It makes one
+// pass over d and the set: O(Z) for Z zones, plus O(Z) per zone it
+// creates (sorted key slice); in the steady state (no zone created, no rate
+// changed) it allocates nothing.
 func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
@@ -138,97 +136,86 @@ func (s *Queues[Q]) Apply(now time.Time, d Decision) error {
 	}
 	s.full = d.InFullDisruption
 	for _, z := range d.Zones {
-		q, ok := s.Get(z.Key)
-		if !ok {
-			nq, err := s.newQueue(now, z.Key, z.QPS)
-			if err != nil {
-				fail(z.Key, "create queue", err)
-				continue
-			}
-			s.put(z.Key, nq, z.QPS, !d.InFullDisruption)
+		if _, ok := s.queues[z.Key]; ok {
 			continue
 		}
-		delete(s.absent, z.Key)
-		if !d.InFullDisruption {
-			s.rate[z.Key] = z.QPS
+		q, err := s.newQueue(now, z.Key, z.QPS)
+		if err != nil {
+			fail(z.Key, "create queue", err)
+			continue
 		}
-		if !d.EnteredFullDisruption && (z.RateChanged || d.ExitedFullDisruption) {
-			if err := q.SetRate(now, z.QPS); err != nil {
-				fail(z.Key, "set rate", err)
-			}
-		}
+		s.put(z.Key, q, z.QPS)
 	}
 
-	for _, k := range d.Removed {
-		if _, ok := s.queues[k]; ok {
-			s.absent[k] = struct{}{}
-		}
-	}
-	switch {
-	case d.EnteredFullDisruption:
-		for _, e := range s.list { // sorted, so errors come in zone order
+	sorted := sortedZones(d.Zones)
+	next := 0                  // with sorted zones: the first one not before e.zone
+	for _, e := range s.list { // sorted, so errors come in zone order
+		if d.EnteredFullDisruption {
 			e.q.Clear()
 			if err := e.q.SetRate(now, 0); err != nil {
 				fail(e.zone, "stop", err)
+				continue
 			}
+			s.rate[e.zone] = 0
+			continue
 		}
-	case d.ExitedFullDisruption:
-		for _, e := range s.list {
-			if _, ok := s.absent[e.zone]; ok {
-				if r, known := s.rate[e.zone]; known {
-					if err := e.q.SetRate(now, r); err != nil {
-						fail(e.zone, "set rate", err)
-					}
-				}
+		qps := d.UndecidedQPS
+		if sorted { // a Tracker's are: one merge of two sorted lists
+			for next < len(d.Zones) && d.Zones[next].Key < e.zone {
+				next++
 			}
+			if next < len(d.Zones) && d.Zones[next].Key == e.zone {
+				qps = d.Zones[next].QPS
+			}
+		} else if i := slices.IndexFunc(d.Zones, func(z ZoneDecision) bool { return z.Key == e.zone }); i >= 0 {
+			qps = d.Zones[i].QPS
 		}
-	}
-
-	for k := range s.absent {
-		if idle(s.queues[k]) {
-			s.mu.Lock()
-			s.drop(k)
-			s.mu.Unlock()
+		if s.rate[e.zone] == qps {
+			continue
 		}
+		if err := e.q.SetRate(now, qps); err != nil {
+			fail(e.zone, "set rate", err)
+			continue
+		}
+		s.rate[e.zone] = qps
 	}
 	return errors.Join(errs...)
 }
 
-// idle reports whether q has no work left: nothing pending and, when it can
-// tell (UnfinishedCounter), nothing in flight either.
-func idle[Q RateQueue](q Q) bool {
-	if u, ok := any(q).(UnfinishedCounter); ok {
-		return u.Unfinished() == 0
+// sortedZones reports whether zones are sorted by Key, each once.
+func sortedZones(zones []ZoneDecision) bool {
+	for i := 1; i < len(zones); i++ {
+		if zones[i-1].Key >= zones[i].Key {
+			return false
+		}
 	}
-	return q.Len() == 0
+	return true
 }
 
 // Ensure returns the zone's queue, creating it at qps (through the
 // constructor) when the set has none, for a caller that must queue a node
 // in a zone before, or without, a decision for it (upstream creates a zone's
-// queue when it first meets one of its nodes). A queue Ensure creates for a
-// zone without a decision in the last Apply is dropped by a later Apply once
-// it is idle and the zone still has no decision. While the last Apply was
-// in full disruption mode the queue is created stopped (qps 0) and gets qps
-// when an Apply exits the mode, so nothing is tainted during the mode. The
-// constructor's error is returned wrapped.
+// queue when it first meets one of its nodes, at evictionLimiterQPS: pass
+// Policy.EvictionQPS). While the last Apply was in full disruption mode the
+// queue is created stopped (qps 0), so nothing is tainted during the mode.
+// From the next Apply on, the queue runs at its zone's QPS or, while its
+// zone has no decision, at the Decision's UndecidedQPS. An existing queue
+// is returned as it is. The constructor's error is returned wrapped.
 func (s *Queues[Q]) Ensure(now time.Time, zone string, qps float64) (Q, error) {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	if q, ok := s.Get(zone); ok {
 		return q, nil
 	}
-	initial := qps
 	if s.full {
-		initial = 0
+		qps = 0
 	}
-	q, err := s.newQueue(now, zone, initial)
+	q, err := s.newQueue(now, zone, qps)
 	if err != nil {
 		var zero Q
 		return zero, fmt.Errorf("zonestate: zone %q: create queue: %w", zone, err)
 	}
-	s.put(zone, q, qps, true)
-	s.absent[zone] = struct{}{}
+	s.put(zone, q, qps)
 	return q, nil
 }
 
@@ -310,13 +297,10 @@ func find[Q RateQueue](list []zoneQueue[Q], zone string) (int, bool) {
 	return slices.BinarySearchFunc(list, zone, func(e zoneQueue[Q], z string) int { return strings.Compare(e.zone, z) })
 }
 
-// put adds the zone's queue (the set has none), and its rate outside full
-// disruption mode when setRate. Called with s.applyMu held and s.mu not
-// held.
-func (s *Queues[Q]) put(zone string, q Q, rate float64, setRate bool) {
-	if setRate {
-		s.rate[zone] = rate
-	}
+// put adds the zone's queue (the set has none), created at rate. Called
+// with s.applyMu held and s.mu not held.
+func (s *Queues[Q]) put(zone string, q Q, rate float64) {
+	s.rate[zone] = rate
 	i, _ := find(s.list, zone)
 	list := make([]zoneQueue[Q], 0, len(s.list)+1) // a new slice: readers may hold the old one
 	list = append(append(append(list, s.list[:i]...), zoneQueue[Q]{zone: zone, q: q}), s.list[i:]...)
@@ -324,14 +308,4 @@ func (s *Queues[Q]) put(zone string, q Q, rate float64, setRate bool) {
 	defer s.mu.Unlock()
 	s.queues[zone] = q
 	s.list = list
-}
-
-// drop forgets the zone's queue. Called with s.applyMu and s.mu held.
-func (s *Queues[Q]) drop(zone string) {
-	delete(s.queues, zone)
-	delete(s.rate, zone)
-	delete(s.absent, zone)
-	if i, found := find(s.list, zone); found {
-		s.list = slices.Concat(s.list[:i], s.list[i+1:]) // a new slice: readers may hold the old one
-	}
 }

@@ -169,9 +169,10 @@ func TestQueuesApplyFollowsDecisions(t *testing.T) {
 	}
 }
 
-// TestQueuesRemovedZones: an empty queue of a removed zone is dropped at
-// once; one with items is kept until it is empty, and reused (re-rated) if
-// the zone comes back first.
+// TestQueuesRemovedZones: the queue of a removed zone is kept, empty or
+// not, runs at the Decision's UndecidedQPS (a zone stopped by its state
+// runs again: upstream's new queue for it runs at evictionLimiterQPS), and
+// is reused, with the zone's rate, if the zone comes back.
 func TestQueuesRemovedZones(t *testing.T) {
 	tr, _ := NewTracker(DefaultPolicy())
 	s, created := fakeSet(t, nil)
@@ -181,35 +182,34 @@ func TestQueuesRemovedZones(t *testing.T) {
 			t.Fatalf("Apply = %v", err)
 		}
 	}
-	apply(zonesT{"a": conds("T"), "b": conds("T"), "c": conds("T")})
-	b, c := mustGet(t, s, "b"), mustGet(t, s, "c")
-	c.items = 2
-
-	apply(zonesT{"a": conds("T")})
-	if _, ok := s.Get("b"); ok {
-		t.Fatal("empty queue of removed zone b kept, want dropped")
-	}
-	if _, ok := s.Get("c"); !ok {
-		t.Fatal("queue of removed zone c with 2 items dropped, want kept (no item lost)")
-	}
-	_ = b
-
-	apply(zonesT{"a": conds("T")})
-	if _, ok := s.Get("c"); !ok {
-		t.Fatal("absent zone c with items dropped, want kept")
-	}
-	c.items = 0
-	apply(zonesT{"a": conds("T")})
-	if _, ok := s.Get("c"); ok {
-		t.Fatal("absent zone c, now empty, kept; want dropped")
+	apply(zonesT{"a": conds("T"), "b": conds("T"), "c": conds("T"), "d": conds("TUUU")}) // d partial, small: rate 0
+	b, c, dq := mustGet(t, s, "b"), mustGet(t, s, "c"), mustGet(t, s, "d")
+	c.items, dq.items = 2, 1
+	for _, q := range []*fakeQueue{b, c, dq} {
+		q.calls()
 	}
 
-	// A zone that comes back while its queue is kept reuses it.
-	apply(zonesT{"a": conds("T"), "d": conds("TTTT")})
-	dq := mustGet(t, s, "d")
-	dq.items = 1
-	dq.calls()
-	apply(zonesT{"a": conds("T")})
+	for pass := range 3 {
+		apply(zonesT{"a": conds("T")})
+		for _, q := range []*fakeQueue{b, c, dq} {
+			if got := mustGet(t, s, q.zone); got != q {
+				t.Fatalf("pass %d: removed zone %s has another queue, want its own kept", pass, q.zone)
+			}
+		}
+		want := map[*fakeQueue]string{b: "", c: "", dq: "rate 0.1"}
+		if pass > 0 {
+			want[dq] = ""
+		}
+		for q, w := range want {
+			if got := q.calls(); got != w {
+				t.Fatalf("pass %d: removed zone %s: calls %q, want %q", pass, q.zone, got, w)
+			}
+		}
+	}
+	if c.items != 2 || dq.items != 1 {
+		t.Fatalf("removed zones' items: c %d, d %d; want 2, 1 (kept)", c.items, dq.items)
+	}
+
 	apply(zonesT{"a": conds("T"), "d": conds("TUUU")}) // back, partial: rate 0
 	if got := mustGet(t, s, "d"); got != dq {
 		t.Fatal("zone d came back with a new queue, want its kept queue")
@@ -217,18 +217,17 @@ func TestQueuesRemovedZones(t *testing.T) {
 	if got := dq.calls(); got != "rate 0" {
 		t.Fatalf("zone d came back: calls %q, want \"rate 0\"", got)
 	}
-	dq.items = 0
-	apply(zonesT{"a": conds("T"), "d": conds("TUUU")})
-	if _, ok := s.Get("d"); !ok {
-		t.Fatal("zone d with a decision dropped when empty, want kept")
+	if got := s.Zones(); !slices.Equal(got, []string{"a", "b", "c", "d"}) {
+		t.Fatalf("Zones() = %q, want [a b c d] (no queue dropped)", got)
 	}
-	if got, want := strings.Join(*created, " "), "a@0.1 b@0.1 c@0.1 d@0.1"; got != want {
+	if got, want := strings.Join(*created, " "), "a@0.1 b@0.1 c@0.1 d@0"; got != want {
 		t.Fatalf("created %q, want %q", got, want)
 	}
 }
 
 // TestQueuesEnsure: Ensure creates once; a queue without a decision is
-// cleared and stopped on entering full disruption and then dropped.
+// cleared and stopped on entering full disruption, kept, and runs at
+// UndecidedQPS again on exit.
 func TestQueuesEnsure(t *testing.T) {
 	tr, _ := NewTracker(DefaultPolicy())
 	s, created := fakeSet(t, nil)
@@ -243,8 +242,8 @@ func TestQueuesEnsure(t *testing.T) {
 	if err := s.Apply(epoch, tr.Update(zonesT{"a": conds("T")})); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := s.Get("x"); !ok {
-		t.Fatal("ensured queue with an item dropped")
+	if got := x.calls(); got != "" {
+		t.Fatalf("ensured at UndecidedQPS: calls %q, want none", got)
 	}
 	if err := s.Apply(epoch, tr.Update(zonesT{"a": conds("U")})); err != nil {
 		t.Fatal(err)
@@ -252,8 +251,14 @@ func TestQueuesEnsure(t *testing.T) {
 	if got := x.calls(); got != "clear,rate 0" {
 		t.Fatalf("entering full disruption: ensured queue calls %q, want clear,rate 0", got)
 	}
-	if _, ok := s.Get("x"); ok {
-		t.Fatal("cleared queue without a decision kept, want dropped")
+	if got := mustGet(t, s, "x"); got != x {
+		t.Fatal("cleared queue without a decision replaced, want kept")
+	}
+	if err := s.Apply(epoch, tr.Update(zonesT{"a": conds("T")})); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.calls(); got != "rate 0.1" {
+		t.Fatalf("exiting full disruption: ensured queue calls %q, want rate 0.1", got)
 	}
 	if got, want := strings.Join(*created, " "), "x@0.1 a@0.1"; got != want {
 		t.Fatalf("created %q, want %q", got, want)
@@ -293,6 +298,16 @@ func TestQueuesApplyErrors(t *testing.T) {
 	}
 	if q := mustGet(t, s, "c"); q.qps != 0 {
 		t.Fatalf("zone c rate %v after a failed stop of zone a, want 0", q.qps)
+	}
+	// A failed SetRate is tried again by the next Apply.
+	a := mustGet(t, s, "a")
+	a.rateErr = nil
+	a.calls()
+	if err := s.Apply(epoch, tr.Update(zonesT{"a": conds("U"), "b": conds("U"), "c": conds("U")})); err != nil {
+		t.Fatalf("Apply after the failure = %v", err)
+	}
+	if got := a.calls(); got != "rate 0" || a.qps != 0 {
+		t.Fatalf("zone a after a failed stop: calls %q, rate %v; want rate 0 again", got, a.qps)
 	}
 }
 
@@ -374,16 +389,16 @@ func TestQueuesSteadyApplyAllocs(t *testing.T) {
 
 // TestQueuesInvariants drives a Tracker and a Queues with random passes,
 // random pending items and occasional Ensure calls, and checks after every
-// Apply: each decided zone has a queue at its QPS; in full disruption mode
-// every queue is stopped and empty; a queue of an undecided zone is kept
-// only while it holds items (or was ensured since the last Apply); Zones is
-// sorted.
+// Apply: each decided zone has a queue at its QPS; every other queue runs
+// at UndecidedQPS; in full disruption mode every queue is stopped, and on
+// entering it every queue is empty; no queue is ever dropped or replaced;
+// Zones is sorted.
 func TestQueuesInvariants(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 9))
 	for seq := range 200 {
 		tr, _ := NewTracker(DefaultPolicy())
 		s, _ := fakeSet(t, nil)
-		ensured := map[string]float64{} // zones created by Ensure, and their rate
+		seen := map[string]*fakeQueue{} // every queue the set has held
 		for step := range 30 {
 			d := tr.Update(randomZones(rng))
 			if err := s.Apply(epoch, d); err != nil {
@@ -393,10 +408,12 @@ func TestQueuesInvariants(t *testing.T) {
 				t.Helper()
 				t.Fatalf("sequence %d step %d: %s (decision %s)", seq, step, fmt.Sprintf(format, args...), fmtDecision(d))
 			}
+			if want := map[bool]float64{false: 0.1, true: 0}[d.InFullDisruption]; d.UndecidedQPS != want {
+				fail("UndecidedQPS = %v, want %v", d.UndecidedQPS, want)
+			}
 			decided := map[string]bool{}
 			for _, z := range d.Zones {
 				decided[z.Key] = true
-				delete(ensured, z.Key) // decided: its own rate from now on
 				q, ok := s.Get(z.Key)
 				if !ok {
 					fail("zone %q decided but has no queue", z.Key)
@@ -406,27 +423,25 @@ func TestQueuesInvariants(t *testing.T) {
 				}
 			}
 			zones := s.Zones()
-			for k := range ensured {
-				if _, ok := s.Get(k); !ok {
-					delete(ensured, k) // dropped
-				}
-			}
 			if !slices.IsSorted(zones) {
 				fail("Zones() = %q, not sorted", zones)
 			}
+			for k, q := range seen {
+				if got, ok := s.Get(k); !ok || got != q {
+					fail("queue of zone %q dropped or replaced", k)
+				}
+			}
 			for _, k := range zones {
 				q, _ := s.Get(k)
+				seen[k] = q
 				if d.InFullDisruption && q.qps != 0 {
 					fail("full disruption: zone %q rate %v, want stopped", k, q.qps)
 				}
 				if d.EnteredFullDisruption && q.items != 0 {
 					fail("entered full disruption: zone %q has %d items, want empty", k, q.items)
 				}
-				if !decided[k] && q.items == 0 {
-					fail("undecided zone %q kept with no items", k)
-				}
-				if !decided[k] && !d.InFullDisruption && q.qps != ensured[k] && ensured[k] != 0 {
-					fail("undecided zone %q ensured at %v runs at %v outside full disruption", k, ensured[k], q.qps)
+				if !decided[k] && q.qps != d.UndecidedQPS {
+					fail("undecided zone %q runs at %v, want UndecidedQPS %v", k, q.qps, d.UndecidedQPS)
 				}
 			}
 			// Random work between passes.
@@ -442,11 +457,8 @@ func TestQueuesInvariants(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !had {
-					ensured[k] = 0.5
-					if d.InFullDisruption && q.qps != 0 {
-						fail("Ensure during full disruption created zone %q at %v, want stopped", k, q.qps)
-					}
+				if !had && d.InFullDisruption && q.qps != 0 {
+					fail("Ensure during full disruption created zone %q at %v, want stopped", k, q.qps)
 				}
 				q.items = rng.IntN(2)
 			}
@@ -455,9 +467,9 @@ func TestQueuesInvariants(t *testing.T) {
 }
 
 // TestQueuesEnsureDuringFullDisruption: a queue ensured while the cluster
-// is in full disruption mode starts stopped and gets its rate on exit; a
-// removed zone's queue that got items during the mode gets its old rate
-// back on exit.
+// is in full disruption mode starts stopped; on exit it runs at
+// UndecidedQPS, and so does a removed zone's queue that got items during
+// the mode.
 func TestQueuesEnsureDuringFullDisruption(t *testing.T) {
 	tr, _ := NewTracker(DefaultPolicy())
 	s, _ := fakeSet(t, nil)
@@ -477,12 +489,15 @@ func TestQueuesEnsureDuringFullDisruption(t *testing.T) {
 	b := mustGet(t, s, "b")
 	b.items = 2                    // queued while stopped
 	apply(zonesT{"a": conds("U")}) // b removed, still in the mode
+	if x.qps != 0 || b.qps != 0 {
+		t.Fatalf("undecided queues in the mode: rates x %v, b %v; want 0, 0", x.qps, b.qps)
+	}
 	apply(zonesT{"a": conds("T")}) // exit
-	if x.qps != 0.5 {
-		t.Fatalf("ensured queue after exit: rate %v, want 0.5", x.qps)
+	if x.qps != 0.1 {
+		t.Fatalf("ensured queue after exit: rate %v, want UndecidedQPS 0.1", x.qps)
 	}
 	if b.qps != 0.1 {
-		t.Fatalf("removed zone's queue after exit: rate %v, want its old 0.1", b.qps)
+		t.Fatalf("removed zone's queue after exit: rate %v, want UndecidedQPS 0.1", b.qps)
 	}
 }
 
@@ -534,7 +549,7 @@ func TestQueuesCallQueuesUnlocked(t *testing.T) {
 		{"a": conds("TTT"), "b": conds("TTU")},
 		{"a": conds("UUU"), "b": conds("UUU")}, // enter full disruption: Clear, SetRate 0
 		{"a": conds("TTT")},                    // exit: SetRate; b absent
-		{"a": conds("TTU")},                    // b empty: dropped (Len)
+		{"a": conds("UUT")},                    // b kept at UndecidedQPS
 	} {
 		if err := s.Apply(epoch, tr.Update(in)); err != nil {
 			t.Fatal(err)
@@ -545,7 +560,30 @@ func TestQueuesCallQueuesUnlocked(t *testing.T) {
 	if _, err := s.Ensure(epoch, "c", 0.1); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Zones(); !slices.Equal(got, []string{"a", "c"}) {
-		t.Errorf("Zones() = %q, want [a c]", got)
+	if got := s.Zones(); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("Zones() = %q, want [a b c]", got)
+	}
+}
+
+// TestQueuesApplyUnsortedDecision: a Decision built by hand need not be
+// sorted; each queue still gets its own zone's rate, and the others
+// UndecidedQPS.
+func TestQueuesApplyUnsortedDecision(t *testing.T) {
+	s, _ := fakeSet(t, nil)
+	d := Decision{Zones: []ZoneDecision{{Key: "c", QPS: 0.01}, {Key: "a", QPS: 0}, {Key: "b", QPS: 0.1}}, UndecidedQPS: 0.1}
+	if err := s.Apply(epoch, d); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ensure(epoch, "x", 0.01); err != nil {
+		t.Fatal(err)
+	}
+	d.Zones[0].QPS, d.Zones[2].QPS = 0.1, 0.01
+	if err := s.Apply(epoch, d); err != nil {
+		t.Fatal(err)
+	}
+	for zone, want := range map[string]float64{"a": 0, "b": 0.01, "c": 0.1, "x": 0.1} {
+		if q := mustGet(t, s, zone); q.qps != want {
+			t.Errorf("zone %s: rate %v, want %v", zone, q.qps, want)
+		}
 	}
 }

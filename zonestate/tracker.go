@@ -84,6 +84,15 @@ type Decision struct {
 	// entering and while staying; it is cleared on exit. While it is set
 	// every QPS is 0. An Update with no zones leaves it as it was.
 	InFullDisruption bool
+	// UndecidedQPS is the tainting rate of a zone that has a queue but no
+	// entry in Zones (its nodes are all excluded from disruption counting
+	// by the node.kubernetes.io/exclude-disruption label, or none was
+	// counted this pass): the policy's EvictionQPS, as upstream, whose
+	// addPodEvictorForNewZone creates such a zone's queue at that rate and
+	// whose handleDisruption never changes it; and, unlike upstream, 0
+	// while InFullDisruption is set (see the package documentation).
+	// Queues.Apply applies it.
+	UndecidedQPS float64
 }
 
 // ZoneDecision is the decision for one zone.
@@ -207,6 +216,7 @@ func update[V any](t *Tracker, zones map[string]V, present func(V) bool, counts 
 
 	if len(keys) == 0 {
 		d.InFullDisruption = t.full
+		d.UndecidedQPS = t.undecidedRate(t.full)
 		return d
 	}
 
@@ -230,6 +240,7 @@ func update[V any](t *Tracker, zones map[string]V, present func(V) bool, counts 
 	d.EnteredFullDisruption = allFull && !(t.full && !anyNew)
 	d.ExitedFullDisruption = !allFull && t.full
 	d.InFullDisruption = allFull
+	d.UndecidedQPS = t.undecidedRate(allFull)
 	t.full = allFull
 
 	for i := range d.Zones {
@@ -240,6 +251,14 @@ func update[V any](t *Tracker, zones map[string]V, present func(V) bool, counts 
 		t.zones[z.Key] = zoneRecord{state: z.State, qps: z.QPS}
 	}
 	return d
+}
+
+// undecidedRate is Decision.UndecidedQPS.
+func (t *Tracker) undecidedRate(inFullDisruption bool) float64 {
+	if inFullDisruption {
+		return 0
+	}
+	return t.evictionQPS
 }
 
 // rate is the tainting rate of a zone in state s with size nodes (upstream

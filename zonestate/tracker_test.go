@@ -383,6 +383,9 @@ func checkInvariants(d Decision) error {
 	if d.EnteredFullDisruption && !d.InFullDisruption || d.ExitedFullDisruption && d.InFullDisruption {
 		return fmt.Errorf("flags disagree: %s", fmtDecision(d))
 	}
+	if d.InFullDisruption && d.UndecidedQPS != 0 {
+		return fmt.Errorf("UndecidedQPS %v in full disruption: %s", d.UndecidedQPS, fmtDecision(d))
+	}
 	allFull := len(d.Zones) > 0
 	for _, z := range d.Zones {
 		if z.State == StateInitial || z.State == 0 || z.Previous == 0 || z.Size == 0 || z.NotReady > z.Size {

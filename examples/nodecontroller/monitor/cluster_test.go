@@ -28,10 +28,14 @@ type testCluster struct {
 	beforeStatus   func(node string) // called before a node status write
 	conflictStatus int               // the next n pod status writes conflict
 	evictedStatus  map[types.NamespacedName]v1.PodStatus
+	// taintNoops counts, per node, the UpdateNodeTaints calls that
+	// changed nothing.
+	taintNoops map[string]int
 }
 
 func newTestCluster(now time.Time) *testCluster {
-	c := &testCluster{Cluster: monitortest.New(now), evictedStatus: map[types.NamespacedName]v1.PodStatus{}}
+	c := &testCluster{Cluster: monitortest.New(now), evictedStatus: map[types.NamespacedName]v1.PodStatus{},
+		taintNoops: map[string]int{}}
 	c.BeforeEvict(func(_ time.Time, pod *v1.Pod) {
 		c.mu.Lock()
 		c.evictedStatus[types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}] = pod.Status
@@ -48,6 +52,18 @@ func (c *testCluster) UpdateNodeStatus(ctx context.Context, node *v1.Node, statu
 		hook(node.Name)
 	}
 	return c.Cluster.UpdateNodeStatus(ctx, node, status)
+}
+
+func (c *testCluster) UpdateNodeTaints(ctx context.Context, name string, mutate func(*v1.Node) (*v1.Node, bool)) (*v1.Node, error) {
+	return c.Cluster.UpdateNodeTaints(ctx, name, func(n *v1.Node) (*v1.Node, bool) {
+		out, changed := mutate(n)
+		if !changed {
+			c.mu.Lock()
+			c.taintNoops[name]++
+			c.mu.Unlock()
+		}
+		return out, changed
+	})
 }
 
 func (c *testCluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.PodStatus) error {

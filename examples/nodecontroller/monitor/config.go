@@ -71,8 +71,8 @@ type Config struct {
 	// then skips the health evaluation of a node its last evaluation found
 	// quiet: Ready and fresh with nothing to do (no health taint, not
 	// queued, no write, no pods to mark) until its Deadline; or stale,
-	// already Unknown, counted in its zone, waiting in its zone queue or
-	// tainted, its pods marked, with no live read to make. It is evaluated
+	// already Unknown, waiting in its zone queue or tainted, its pods
+	// marked, with no live read to make. It is evaluated
 	// again once its Node object or Lease changes, its Deadline passes or a
 	// zone's state changes: until then upstream's tryUpdateNodeHealth would
 	// find no new heartbeat and change nothing either, so every decision is

@@ -66,9 +66,12 @@
 //     creates them again, Initial, once the cache has caught up.
 //   - A node already waiting in its zone queue keeps its place; upstream
 //     removes and re-adds it on every pass, reshuffling the waiting order.
-//   - A zone queue that still holds nodes survives its zone disappearing
-//     (zonestate.Queues); upstream replaces the queue and its limiter when
-//     the zone comes back, losing what waited in it.
+//   - A zone's queue survives its zone having no decision (its nodes all
+//     excluded, or none counted this pass; zonestate.Queues): it keeps the
+//     nodes waiting in it, the nodes it tainted and its limiter, and runs at
+//     EvictionQPS (stopped in full disruption). Upstream replaces the queue
+//     on the next pass, losing what waited in it, and queues the zone's
+//     tainted nodes again, which spend the new queue's tokens first.
 //   - A tainting pass never sees a node queued by the monitor pass still
 //     running: the pass's nodes enter their queues with its zone decision, so
 //     a cluster entering full disruption taints none of them, even for a

@@ -18,8 +18,8 @@ import (
 // the same heartbeat, the same Ready condition and the same queue entry, and
 // change nothing, so the pass counts the node as it did last time. Two kinds
 // of node qualify: Ready and fresh, with no health taint and not queued;
-// and stale, already Unknown, waiting in its zone queue or tainted, counted
-// in its zone, with no live read to make (Config.Health.Confirmation off,
+// and stale, already Unknown, waiting in its zone queue or tainted, with no
+// live read to make (Config.Health.Confirmation off,
 // or nothing asked) and its pods marked. At 65,000 nodes whose kubelets
 // renew every 10s, most of a simulated hour's evaluations are of such
 // nodes.
@@ -96,11 +96,10 @@ func (m *Monitor) noteQuiet(i int, s *nodeState, node *v1.Node, res *nodehealth.
 	switch status := res.CurrentReady.Status; {
 	case status == v1.ConditionTrue && !res.Stale:
 		m.quiet[i] = quietState{s: s, from: node, until: res.Deadline, gen: m.quietGen}
-	case status == v1.ConditionUnknown && res.Stale && !s.excluded:
-		// Counted, so its zone has a decision at every pass and its queue,
-		// holding the node's entry, is never dropped as idle (a zone of
-		// excluded nodes only has no decision: zonestate.Queues drops its
-		// queue once idle, and the next evaluation queues the node again).
+	case status == v1.ConditionUnknown && res.Stale:
+		// Its queue entry stays until the node changes (zonestate.Queues
+		// keeps every zone's queue, that of a zone without a decision too)
+		// or a zone decision clears the queues (quietGen).
 		m.quiet[i] = quietState{s: s, from: node, gen: m.quietGen, notReady: true} // stale stays stale until a new heartbeat
 	}
 }

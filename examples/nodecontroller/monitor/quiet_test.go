@@ -446,15 +446,14 @@ func TestLeaseChangedDuringPasses(t *testing.T) {
 
 // TestLeaseEventsExcludedZone: zone-x's nodes are all excluded from the
 // disruption count (LabelExcludeDisruption), so the zone has no zone
-// decision, and zonestate.Queues drops its queue whenever it is idle. x1
-// stops at 0s and is tainted at 55s; x2 stops renewing after 20s and goes
-// Unknown at 75s.
+// decision; its queue is kept all the same (zonestate.Queues). x1 stops at
+// 0s and is tainted at 55s; x2 stops renewing after 20s and goes Unknown,
+// and is tainted, at 75s. A stale node not counted in its zone is quiet like
+// any other (x1 from 55s on), and LeaseEvents decides the same.
 //
-// Without LeaseEvents x1 (Unknown, tainted) finds its queue dropped at
-// every other pass from 65s, is queued again in a new queue and takes its
-// token without writing anything; at 75s it is queued before x2, so x2 is
-// tainted (and its pod evicted) at 85s. A stale node that is not counted
-// in its zone is therefore never quiet, and LeaseEvents decides the same.
+// When Queues dropped an idle queue of a zone without a decision, x1 found
+// its queue gone at every other pass and was queued again, so a stale node
+// not counted in its zone could never be quiet.
 func TestLeaseEventsExcludedZone(t *testing.T) {
 	ctx := context.Background()
 	p := newPair(t, quietTestConfig(), false, func(c *monitortest.Cluster) {
@@ -475,6 +474,18 @@ func TestLeaseEventsExcludedZone(t *testing.T) {
 		}
 	})
 	p.compareFinal([]types.NamespacedName{{Namespace: "default", Name: "x2-bare"}})
+	for i, tw := range p.tw {
+		at := time.Duration(-1)
+		for _, e := range tw.raw {
+			if e.Kind == monitor.KindTaintAdded && e.Node == "x2" && e.Taint.Key == v1.TaintNodeUnreachable && e.Taint.Effect == v1.TaintEffectNoExecute {
+				at = e.At.Sub(testutil.Epoch)
+				break
+			}
+		}
+		if at != 75*time.Second {
+			t.Errorf("twin %d (LeaseEvents %v): x2 tainted NoExecute at %v, want 75s", i, i == 1, at)
+		}
+	}
 }
 
 // quietTestConfig is testConfig without confirmation (v1.36), so that a

@@ -38,7 +38,9 @@ type Pending struct {
 type ZonePending struct {
 	Zone string `json:"zone"`
 	// NodesQueued counts the nodes waiting in the zone's queue; Rate is the
-	// zone's rate at the end, nodes/s.
+	// rate the zone's queue runs at when the run ends, nodes/s: 0 for every
+	// zone if it ends in full disruption mode, where every queue is
+	// stopped.
 	NodesQueued int     `json:"nodesQueued"`
 	Rate        float64 `json:"rate"`
 	// Evictions counts the zone's pods with an eviction scheduled (taint
@@ -161,17 +163,12 @@ func (s *sim) pending(res *Result) Pending {
 	end := s.t
 	p := Pending{Zones: make([]ZonePending, len(s.sc.Zones))}
 	st := s.m.Stats()
-	rate := make([]float64, len(s.sc.Zones))
-	for i, z := range s.sc.Zones {
-		rate[i] = s.cfg.Zones.EvictionQPS
-		p.Zones[i] = ZonePending{Zone: z.Name}
-		if zs := res.Summary.Zones[i]; len(zs.States) > 0 {
-			rate[i] = zs.States[len(zs.States)-1].Rate
-		}
-		p.Zones[i].Rate = rate[i]
-	}
 	zoneIdx := func(name string) int {
 		return slices.IndexFunc(s.sc.Zones, func(z Zone) bool { return z.Name == name })
+	}
+	rate := s.endRates(res)
+	for i, z := range s.sc.Zones {
+		p.Zones[i] = ZonePending{Zone: z.Name, Rate: rate[i]}
 	}
 	next := make([]time.Duration, len(s.sc.Zones))
 	hasNext := make([]bool, len(s.sc.Zones))
@@ -232,6 +229,29 @@ func (s *sim) pending(res *Result) Pending {
 	}
 	p.Done = p.NodesQueued == 0 && p.Evictions == 0
 	return p
+}
+
+// endRates returns the rate each zone's queue runs at when the run ends:
+// the zone's QPS in the Monitor's last zone decision, or, for a zone
+// without one (none of its nodes counted), the policy's EvictionQPS
+// (zonestate.Decision.UndecidedQPS); 0 for every zone while the run ends
+// in full disruption mode, where every queue is stopped. A zone's state
+// changes do not tell it: a zone already Full when the mode starts, or
+// still Full when it ends, changes rate without changing state.
+func (s *sim) endRates(res *Result) []float64 {
+	rate := make([]float64, len(s.sc.Zones))
+	if fd := res.Summary.FullDisruption; len(fd) > 0 && fd[len(fd)-1].To == nil {
+		return rate
+	}
+	for i := range rate {
+		rate[i] = s.cfg.Zones.EvictionQPS
+	}
+	for _, z := range s.m.AppendZones(nil) {
+		if zi := slices.IndexFunc(s.sc.Zones, func(sz Zone) bool { return sz.Name == s.zoneOfKey[z.Key] }); zi >= 0 {
+			rate[zi] = z.QPS
+		}
+	}
+	return rate
 }
 
 // lastAdmission returns the tick at which the n-th node queued in a zone
