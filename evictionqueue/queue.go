@@ -442,8 +442,7 @@ func (q *Queue[K]) Len() int {
 // returned yet (including one Removed or Cleared meanwhile), read under one
 // lock. A caller that discards an idle queue checks Unfinished() == 0, not
 // Len() == 0: an item in flight is in neither Len nor Items, and its retry
-// lands back in the queue when the callback returns. zonestate.Queues
-// uses it that way. O(1).
+// lands back in the queue when the callback returns. O(1).
 func (q *Queue[K]) Unfinished() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
