@@ -148,4 +148,12 @@
 // and counts the zones from its own results instead of reading every Ready
 // condition again (BenchmarkSteadyPass). The Monitor keeps the Evictor's
 // record per pod (about 130 bytes) and a small record per node.
+//
+// # Stability
+//
+// The package lives under examples/ and is not covered by the module's
+// compatibility promise (the README's Compatibility section): it is the
+// decision loop of examples/nodecontroller, shared with examples/policysim,
+// and its API changes with them in any minor release, each change listed in
+// CHANGELOG.md. Its decisions follow the modelled Kubernetes release.
 package monitor

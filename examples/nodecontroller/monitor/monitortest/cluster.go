@@ -29,6 +29,12 @@
 //
 // A Cluster is safe for concurrent use; it never holds its lock while it
 // calls the Receiver or the BeforeEvict hook.
+//
+// # Stability
+//
+// Like package monitor, this package lives under examples/ and is not
+// covered by the module's compatibility promise: its API changes with the
+// monitor's in any minor release, each change listed in CHANGELOG.md.
 package monitortest
 
 import (
