@@ -150,8 +150,10 @@ func uOwner(name, uid, apiVersion, kind string) uClaimOpt {
 		c.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid), Controller: uPtr(true)}}
 	}
 }
-func uPodOwner(name, uid string) uClaimOpt   { return uOwner(name, uid, "v1", "Pod") }
-func uGroupOwner(name, uid string) uClaimOpt { return uOwner(name, uid, "scheduling.k8s.io/v1beta1", "PodGroup") }
+func uPodOwner(name, uid string) uClaimOpt { return uOwner(name, uid, "v1", "Pod") }
+func uGroupOwner(name, uid string) uClaimOpt {
+	return uOwner(name, uid, "scheduling.k8s.io/v1beta1", "PodGroup")
+}
 func uAlloc(devices ...string) uClaimOpt {
 	return func(c *resourcev1.ResourceClaim) {
 		a := &resourcev1.AllocationResult{}
@@ -223,11 +225,11 @@ func uTemplateRef(name string, template *string) uPodOpt {
 		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, v1.PodResourceClaim{Name: name, ResourceClaimTemplateName: template})
 	}
 }
-func uOnNode(n string) uPodOpt   { return func(p *uPod) { p.Spec.NodeName = n } }
+func uOnNode(n string) uPodOpt    { return func(p *uPod) { p.Spec.NodeName = n } }
 func uPodUIDOpt(u string) uPodOpt { return func(p *uPod) { p.UID = types.UID(u) } }
-func uPodNS(ns string) uPodOpt   { return func(p *uPod) { p.Namespace = ns } }
-func uPodN(n string) uPodOpt     { return func(p *uPod) { p.Name = n } }
-func uInGroup(g string) uPodOpt  { return func(p *uPod) { p.group = g } }
+func uPodNS(ns string) uPodOpt    { return func(p *uPod) { p.Namespace = ns } }
+func uPodN(n string) uPodOpt      { return func(p *uPod) { p.Name = n } }
+func uInGroup(g string) uPodOpt   { return func(p *uPod) { p.group = g } }
 func uClaimStatus(name string, claim *string) uPodOpt {
 	return func(p *uPod) {
 		p.Status.ResourceClaimStatuses = append(p.Status.ResourceClaimStatuses, v1.PodResourceClaimStatus{Name: name, ResourceClaimName: claim})
@@ -261,7 +263,11 @@ var (
 	uPodWithTemplateNoClaim = uMakePod(uTemplateRef(uResource, &uClaimName), uOnNode(uNode), uClaimStatus(uResource, nil))
 	uPodWithoutClaims       = uMakePod(uOnNode(uNode))
 	uPodWithExtended        = uMakePod(uOnNode(uNode), uExtended(uClaimName))
-	uPodUnbound             = func() uPod { p := uMakePod(uClaimRef(uResource, &uClaimName), uOnNode(uNode)); p.Spec.NodeName = ""; return p }()
+	uPodUnbound             = func() uPod {
+		p := uMakePod(uClaimRef(uResource, &uClaimName), uOnNode(uNode))
+		p.Spec.NodeName = ""
+		return p
+	}()
 )
 
 // uEvent is an Event the emulated controller records.

@@ -29,14 +29,18 @@ type op struct {
 	f    func(h *harness)
 }
 
-func addS(s *resourcev1.ResourceSlice) op { return op{"add slice " + s.Name, func(h *harness) { h.setSlice(s) }} }
+func addS(s *resourcev1.ResourceSlice) op {
+	return op{"add slice " + s.Name, func(h *harness) { h.setSlice(s) }}
+}
 func updS(_, s *resourcev1.ResourceSlice) op {
 	return op{"update slice " + s.Name, func(h *harness) { h.setSlice(s) }}
 }
 func remS(s *resourcev1.ResourceSlice) op {
 	return op{"remove slice " + s.Name, func(h *harness) { h.d.DeleteSlice(h.now, s.Name) }}
 }
-func addC(c *resourcev1.ResourceClaim) op { return op{"add claim " + c.Name, func(h *harness) { h.setClaim(c) }} }
+func addC(c *resourcev1.ResourceClaim) op {
+	return op{"add claim " + c.Name, func(h *harness) { h.setClaim(c) }}
+}
 func updC(_, c *resourcev1.ResourceClaim) op {
 	return op{"update claim " + c.Name, func(h *harness) { h.setClaim(c) }}
 }
@@ -45,9 +49,9 @@ func remC(c *resourcev1.ResourceClaim) op {
 		h.d.DeleteClaim(h.now, types.NamespacedName{Namespace: c.Namespace, Name: c.Name})
 	}}
 }
-func addP(p uPod) op      { return op{"add pod " + p.Name, func(h *harness) { h.setPod(p) }} }
-func updP(_, p uPod) op   { return op{"update pod " + p.Name, func(h *harness) { h.setPod(p) }} }
-func remP(p uPod) op      { return op{"remove pod " + p.Name, func(h *harness) { h.deletePod(p) }} }
+func addP(p uPod) op    { return op{"add pod " + p.Name, func(h *harness) { h.setPod(p) }} }
+func updP(_, p uPod) op { return op{"update pod " + p.Name, func(h *harness) { h.setPod(p) }} }
+func remP(p uPod) op    { return op{"remove pod " + p.Name, func(h *harness) { h.deletePod(p) }} }
 func addR(r DeviceTaintRule) op {
 	return op{"add rule " + r.Name, func(h *harness) { h.setRule(r) }}
 }
@@ -213,8 +217,8 @@ func TestDeviceParityController(t *testing.T) {
 		// PodsPendingEviction at t0, as upstream does in order-2. Ten
 		// seconds later both agree.
 		"multiple-claims-different-rules-order-1": {
-			events: []op{group(addC(uInUseClaim), addC(uInUseClaimOtherNameShrd), addP(uPodWithTwoClaimNames), addR(uRuleEvictInstance1), addR(uRuleEvictInstance2Late))},
-			claims: map[string]string{ck(uInUseClaim): wantEv(t0, srcRule(uRuleEvictInstance1)), ck(uInUseClaimOtherNameShrd): wantEv(uLater, srcRule(uRuleEvictInstance2Late))},
+			events:    []op{group(addC(uInUseClaim), addC(uInUseClaimOtherNameShrd), addP(uPodWithTwoClaimNames), addR(uRuleEvictInstance1), addR(uRuleEvictInstance2Late))},
+			claims:    map[string]string{ck(uInUseClaim): wantEv(t0, srcRule(uRuleEvictInstance1)), ck(uInUseClaimOtherNameShrd): wantEv(uLater, srcRule(uRuleEvictInstance2Late))},
 			scheduled: map[string]string{podRef(uPodWithTwoClaimNames): wantEv(t0, srcRule(uRuleEvictInstance1), srcRule(uRuleEvictInstance2Late))},
 			process: []pstep{
 				{stats: map[types.UID]int64{"1234": 1, "5678": 1}, rules: map[string]string{"evict-instance": pendingOne(t0), "evict-instance-no-execute": pendingOne(t0)}, advance: uPeriod},
@@ -223,8 +227,8 @@ func TestDeviceParityController(t *testing.T) {
 			upstreamRules: map[int]map[string]string{0: {"evict-instance": pendingOne(t0), "evict-instance-no-execute": completed("1 pod", t0)}},
 			want:          l(deleteEvent(uPodWithTwoClaimNames))},
 		"multiple-claims-different-rules-order-2": {
-			events: []op{group(addC(uInUseClaim), addC(uInUseClaimOtherNameShrd), addP(uPodWithTwoClaimNames), addR(uRuleEvictInstance2Late), addR(uRuleEvictInstance1))},
-			claims: map[string]string{ck(uInUseClaim): wantEv(t0, srcRule(uRuleEvictInstance1)), ck(uInUseClaimOtherNameShrd): wantEv(uLater, srcRule(uRuleEvictInstance2Late))},
+			events:    []op{group(addC(uInUseClaim), addC(uInUseClaimOtherNameShrd), addP(uPodWithTwoClaimNames), addR(uRuleEvictInstance2Late), addR(uRuleEvictInstance1))},
+			claims:    map[string]string{ck(uInUseClaim): wantEv(t0, srcRule(uRuleEvictInstance1)), ck(uInUseClaimOtherNameShrd): wantEv(uLater, srcRule(uRuleEvictInstance2Late))},
 			scheduled: map[string]string{podRef(uPodWithTwoClaimNames): wantEv(t0, srcRule(uRuleEvictInstance1), srcRule(uRuleEvictInstance2Late))},
 			process: []pstep{
 				{stats: map[types.UID]int64{"1234": 1, "5678": 1}, rules: map[string]string{"evict-instance": pendingOne(t0), "evict-instance-no-execute": pendingOne(t0)}, advance: uPeriod},
