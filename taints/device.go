@@ -259,7 +259,8 @@ type devPod struct {
 
 // devEv is a pod's eviction while scheduled, handed out or done.
 type devEv struct {
-	at       time.Time
+	at       time.Time // queue time: due, or a retry's time
+	due      time.Time // the eviction's time (DeviceEviction.At)
 	elem     heap.Elem[*devPod]
 	seq      uint64
 	attempts int32
@@ -1110,6 +1111,7 @@ func (d *DeviceEvictor) evaluate(now time.Time, p *devPod) {
 	}
 	d.touchRules(now, p)
 	if p.state == stScheduled && p.ev.attempts > 0 && p.ev.at.After(at) {
+		p.ev.due = at
 		return // backing off after a failed deletion
 	}
 	d.schedule(p, at)
@@ -1139,7 +1141,7 @@ func (d *DeviceEvictor) schedule(p *devPod, at time.Time) {
 	if p.ev == nil {
 		p.ev = &devEv{}
 	}
-	p.ev.at, p.state = at, stScheduled
+	p.ev.at, p.ev.due, p.state = at, at, stScheduled
 	d.queue.add(p)
 }
 

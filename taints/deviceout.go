@@ -172,7 +172,7 @@ func (d *DeviceEvictor) Due(now time.Time) []DeviceEviction {
 		}
 		d.queue.remove(p)
 		p.state = stHandedOut
-		out = append(out, DeviceEviction{Pod: p.key, UID: d.uidOf(p), At: p.ev.at, Taints: d.sources(p), Attempt: int(p.ev.attempts) + 1})
+		out = append(out, DeviceEviction{Pod: p.key, UID: d.uidOf(p), At: p.ev.due, Taints: d.sources(p), Attempt: int(p.ev.attempts) + 1})
 	}
 }
 
@@ -308,7 +308,7 @@ func (d *DeviceEvictor) Retry(now time.Time, x DeviceEviction, after time.Durati
 	if at.After(retryAt) {
 		retryAt = at
 	}
-	p.ev.at, p.state = retryAt, stScheduled
+	p.ev.at, p.ev.due, p.state = retryAt, at, stScheduled
 	d.queue.add(p)
 }
 
