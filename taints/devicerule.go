@@ -240,7 +240,7 @@ func (d *DeviceEvictor) pendingPods(r *devRule, sim bool) (pods, namespaces int6
 			if p.mark == d.mark || !p.bound || p.terminating || p.state == stEvicted {
 				continue
 			}
-			if !d.linkValid(p, d.linkTo(p, c)) {
+			if !d.usesClaim(p, c) {
 				continue
 			}
 			p.mark = d.mark
@@ -279,14 +279,15 @@ func (d *DeviceEvictor) claimHitBy(c *devClaim, r *devRule) bool {
 	return false
 }
 
-// linkTo returns p's link to c.
-func (d *DeviceEvictor) linkTo(p *devPod, c *devClaim) *devLink {
+// usesClaim reports whether one of p's links to c is valid (a pod may
+// name a claim twice, once by name and once through a template).
+func (d *DeviceEvictor) usesClaim(p *devPod, c *devClaim) bool {
 	for i := range int(p.nlinks) {
-		if l := p.linkAt(i); l.claim == c {
-			return l
+		if l := p.linkAt(i); l.claim == c && d.linkValid(p, l) {
+			return true
 		}
 	}
-	return &devLink{}
+	return false
 }
 
 // selectedDevices counts the published devices (highest generation of
