@@ -143,7 +143,7 @@ type DeviceEvictor struct {
 	pools  map[poolKey]*devPool
 	slices map[string]*devSlice
 	claims map[types.NamespacedName]*devClaim
-	pods   map[types.NamespacedName]*devPod
+	pods   devIndex
 	rules  map[string]*devRule
 	// evicting are the rules with effect NoExecute, by name.
 	evicting []*devRule
@@ -248,7 +248,7 @@ type devPod struct {
 	key         types.NamespacedName
 	uid         uid.Raw
 	first       devLink
-	more        []devLink
+	more        *[]devLink // links after the first (most pods have one claim)
 	ev          *devEv
 	nlinks      int32
 	mark        uint32
@@ -303,7 +303,7 @@ func NewDeviceEvictor(cfg DeviceEvictorConfig) (*DeviceEvictor, error) {
 		pools:   make(map[poolKey]*devPool),
 		slices:  make(map[string]*devSlice),
 		claims:  make(map[types.NamespacedName]*devClaim),
-		pods:    make(map[types.NamespacedName]*devPod),
+		pods:    newDevIndex(),
 		rules:   make(map[string]*devRule),
 		queue:   newDevQueue(),
 		statusQ: [2]*heap.Heap[*devRule]{heap.New(ruleLess), heap.New(ruleLess)},
@@ -873,7 +873,7 @@ func (d *DeviceEvictor) SetPodInGroup(now time.Time, pod *v1.Pod, podGroup strin
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now = d.advance(now)
-	p := d.pods[key]
+	p := d.pods.get(key)
 	if p != nil && !d.hasUID(p, pod.UID) {
 		d.forgetPod(p)
 		p = nil
@@ -896,7 +896,7 @@ func (d *DeviceEvictor) SetPodInGroup(now time.Time, pod *v1.Pod, podGroup strin
 			delete(d.restoredPods, pod.UID)
 			p.state = stEvicted
 		}
-		d.pods[key] = p
+		d.pods.put(p)
 	}
 	p.bound, p.terminating = bound, terminating
 	if podGroup != "" {
@@ -920,7 +920,7 @@ func (d *DeviceEvictor) SetPodInGroup(now time.Time, pod *v1.Pod, podGroup strin
 func (d *DeviceEvictor) DeletePod(key types.NamespacedName) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if p := d.pods[key]; p != nil {
+	if p := d.pods.get(key); p != nil {
 		d.forgetPod(p)
 	}
 }
@@ -986,7 +986,7 @@ func (p *devPod) linkAt(i int) *devLink {
 	if i == 0 {
 		return &p.first
 	}
-	return &p.more[i-1]
+	return &(*p.more)[i-1]
 }
 
 // link adds a link from p to the claim key.
@@ -998,10 +998,13 @@ func (d *DeviceEvictor) link(p *devPod, key types.NamespacedName, checkOwner boo
 	}
 	l := devLink{claim: c, pos: int32(len(c.pods)), checkOwner: checkOwner}
 	c.pods = append(c.pods, p)
-	if p.nlinks == 0 {
+	switch {
+	case p.nlinks == 0:
 		p.first = l
-	} else {
-		p.more = append(p.more, l)
+	case p.more == nil:
+		p.more = &[]devLink{l}
+	default:
+		*p.more = append(*p.more, l)
 	}
 	p.nlinks++
 }
@@ -1039,7 +1042,7 @@ func (d *DeviceEvictor) forgetPod(p *devPod) {
 	}
 	p.ev, p.state = nil, stIdle
 	d.unlinkAll(p)
-	delete(d.pods, p.key)
+	d.pods.remove(p)
 	if p.uid == otherUID {
 		delete(d.otherUIDs, p)
 	}

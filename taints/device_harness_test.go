@@ -410,11 +410,11 @@ func (h *harness) scheduled() map[string]string {
 	out := map[string]string{}
 	h.d.mu.Lock()
 	defer h.d.mu.Unlock()
-	for k, p := range h.d.pods {
+	h.d.pods.each(func(p *devPod) {
 		if p.state == stScheduled || p.state == stHandedOut {
-			out[k.String()+"/"+string(h.d.uidOf(p))] = evString(p.ev.at, h.d.sources(p))
+			out[p.key.String()+"/"+string(h.d.uidOf(p))] = evString(p.ev.at, h.d.sources(p))
 		}
-	}
+	})
 	return out
 }
 

@@ -451,8 +451,8 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 	// Nothing kept that the model does not explain.
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.pods) != len(m.pods) {
-		fail("%d pod records, model %d pods", len(d.pods), len(m.pods))
+	if d.pods.len() != len(m.pods) {
+		fail("%d pod records, model %d pods", d.pods.len(), len(m.pods))
 	}
 	if len(d.slices) != len(m.slices) || len(d.rules) != len(m.rules) {
 		fail("%d slices, %d rules; model %d, %d", len(d.slices), len(d.rules), len(m.slices), len(m.rules))
@@ -478,8 +478,8 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 			fail("pool %v with neither slices nor users", k)
 		}
 	}
-	if n := d.queue.len(); n > len(d.pods) {
-		fail("%d queued, %d pods", n, len(d.pods))
+	if n := d.queue.len(); n > d.pods.len() {
+		fail("%d queued, %d pods", n, d.pods.len())
 	}
 }
 

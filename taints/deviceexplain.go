@@ -119,7 +119,7 @@ func (d *DeviceEvictor) Explain(now time.Time, key types.NamespacedName) DeviceE
 	if now.Before(d.last) {
 		now = d.last
 	}
-	p := d.pods[key]
+	p := d.pods.get(key)
 	if p == nil {
 		return DeviceExplanation{State: DeviceNotTracked, Pod: key}
 	}
@@ -242,11 +242,11 @@ func (d *DeviceEvictor) Snapshot() DeviceSnapshot {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var s DeviceSnapshot
-	for _, p := range d.pods {
+	d.pods.each(func(p *devPod) {
 		if p.state == stEvicted {
 			s.Evicted = append(s.Evicted, DeviceEvictedPod{Pod: p.key, UID: d.uidOf(p)})
 		}
-	}
+	})
 	for id := range d.restoredPods {
 		s.Evicted = append(s.Evicted, DeviceEvictedPod{UID: id})
 	}
@@ -277,7 +277,7 @@ func (d *DeviceEvictor) Restore(now time.Time, s DeviceSnapshot) error {
 	defer d.mu.Unlock()
 	d.advance(now)
 	for _, e := range s.Evicted {
-		if p := d.pods[e.Pod]; p != nil && d.hasUID(p, e.UID) {
+		if p := d.pods.get(e.Pod); p != nil && d.hasUID(p, e.UID) {
 			if p.ev != nil {
 				d.queue.remove(p)
 			}

@@ -313,7 +313,7 @@ func (d *DeviceEvictor) Retry(now time.Time, x DeviceEviction, after time.Durati
 }
 
 func (d *DeviceEvictor) handedOut(x DeviceEviction) *devPod {
-	p := d.pods[x.Pod]
+	p := d.pods.get(x.Pod)
 	if p == nil || p.state != stHandedOut || !d.hasUID(p, x.UID) {
 		return nil
 	}
