@@ -29,7 +29,6 @@ func (x *devIndex) hash(k types.NamespacedName) uint64 {
 	return (h ^ maphash.String(x.seed, k.Name)*0x9E3779B97F4A7C15) * 0xBF58476D1CE4E5B9
 }
 
-
 // get returns k's record, or nil.
 func (x *devIndex) get(k types.NamespacedName) *devPod {
 	if x.n == 0 {
