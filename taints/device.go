@@ -151,7 +151,8 @@ type DeviceEvictor struct {
 	otherUIDs map[*devPod]types.UID // UIDs that are not canonical UUIDs
 	groups    map[*devPod]string    // pods' PodGroup names (SetPodInGroup)
 
-	queue devQueue
+	queue   devQueue
+	freeEvs []*devEv
 	// statusQ holds the rules with a status check pending, one lane per
 	// kind of instant (see devQueue).
 	statusQ [2]*heap.Heap[*devRule]
@@ -205,8 +206,7 @@ type devDevice struct {
 type devTaint struct {
 	index        int
 	key, value   string
-	timeAdded    *metav1.Time // copy, nil if unset
-	since        time.Time
+	since        time.Time // TimeAdded when hasTimeAdded
 	hasTimeAdded bool
 }
 
@@ -262,7 +262,6 @@ type devEv struct {
 	at       time.Time // queue time: due, or a retry's time
 	due      time.Time // the eviction's time (DeviceEviction.At)
 	elem     heap.Elem[*devPod]
-	seq      uint64
 	attempts int32
 	lane     uint8
 }
@@ -355,20 +354,35 @@ func (d *DeviceEvictor) SetSlice(now time.Time, slice *resourcev1.ResourceSlice)
 	p := d.pool(key)
 	s := &devSlice{name: slice.Name, pool: p, gen: slice.Spec.Pool.Generation}
 	s.devices = make([]devDevice, len(slice.Spec.Devices))
+	n := 0
+	for i := range slice.Spec.Devices {
+		for j := range slice.Spec.Devices[i].Taints {
+			if slice.Spec.Devices[i].Taints[j].Effect == resourcev1.DeviceTaintEffectNoExecute {
+				n++
+			}
+		}
+	}
+	var all []devTaint // one array for the slice's taints
+	if n > 0 {
+		all = make([]devTaint, 0, n)
+	}
 	for i := range slice.Spec.Devices {
 		in := &slice.Spec.Devices[i]
 		dev := &s.devices[i]
 		dev.name, dev.slice = in.Name, s
 		prev := p.view[in.Name]
+		start := len(all)
 		for j := range in.Taints {
 			t := &in.Taints[j]
 			if t.Effect != resourcev1.DeviceTaintEffectNoExecute {
 				continue
 			}
-			dev.taints = append(dev.taints, newDevTaint(now, j, t, prev))
+			all = append(all, newDevTaint(now, j, t, prev))
+		}
+		if len(all) > start {
+			dev.taints = all[start:len(all):len(all)]
 		}
 	}
-	oldView := p.view
 	if old != nil {
 		i := slices.Index(p.slices, old)
 		p.slices[i] = s
@@ -377,7 +391,7 @@ func (d *DeviceEvictor) SetSlice(now time.Time, slice *resourcev1.ResourceSlice)
 		p.slices = slices.Insert(p.slices, i, s)
 	}
 	d.slices[s.name] = s
-	d.repool(now, p, oldView)
+	d.repool(now, p, old, s)
 	return nil
 }
 
@@ -395,8 +409,7 @@ func (d *DeviceEvictor) removeSlice(now time.Time, s *devSlice) {
 	p := s.pool
 	delete(d.slices, s.name)
 	p.slices = slices.DeleteFunc(p.slices, func(x *devSlice) bool { return x == s })
-	oldView := p.view
-	d.repool(now, p, oldView)
+	d.repool(now, p, s, nil)
 }
 
 // newDevTaint builds a taint entry, keeping the first sighting of a taint
@@ -404,8 +417,7 @@ func (d *DeviceEvictor) removeSlice(now time.Time, s *devSlice) {
 func newDevTaint(now time.Time, index int, t *resourcev1.DeviceTaint, prev *devDevice) devTaint {
 	e := devTaint{index: index, key: t.Key, value: t.Value, since: now}
 	if t.TimeAdded != nil {
-		ta := *t.TimeAdded
-		e.timeAdded, e.since, e.hasTimeAdded = &ta, ta.Time, true
+		e.since, e.hasTimeAdded = t.TimeAdded.Time, true
 		return e
 	}
 	if prev != nil {
@@ -452,7 +464,7 @@ func sameDevTaint(o *devTaint, index int, t *resourcev1.DeviceTaint) bool {
 	if o.index != index || o.key != t.Key || o.value != t.Value || o.hasTimeAdded != (t.TimeAdded != nil) {
 		return false
 	}
-	return !o.hasTimeAdded || o.timeAdded.Time.Equal(t.TimeAdded.Time)
+	return !o.hasTimeAdded || o.since.Equal(t.TimeAdded.Time)
 }
 
 func (d *DeviceEvictor) pool(key poolKey) *devPool {
@@ -470,35 +482,81 @@ func (d *DeviceEvictor) dropPoolIfEmpty(p *devPool) {
 	}
 }
 
-// repool rebuilds p's device view after its slices changed and
-// re-evaluates the claims using a device whose NoExecute taints changed
-// (upstream handleSliceChange).
-func (d *DeviceEvictor) repool(now time.Time, p *devPool, oldView map[string]*devDevice) {
-	p.maxGen = 0
+// repool updates p's device view after its slice old was replaced by nw
+// (either may be nil) and re-evaluates the claims using a device whose
+// NoExecute taints changed (upstream handleSliceChange). When the pool's
+// highest generation stays, only old's and nw's devices are looked at;
+// otherwise the view is rebuilt.
+func (d *DeviceEvictor) repool(now time.Time, p *devPool, old, nw *devSlice) {
+	maxGen := int64(0)
 	for i, s := range p.slices {
-		if i == 0 || s.gen > p.maxGen {
-			p.maxGen = s.gen
+		if i == 0 || s.gen > maxGen {
+			maxGen = s.gen
 		}
 	}
-	var view map[string]*devDevice
-	for _, s := range p.slices {
-		if s.gen != p.maxGen {
-			continue
+	prev := make(map[string]*devDevice)
+	if maxGen != p.maxGen || p.view == nil {
+		for name, dev := range p.view {
+			prev[name] = dev
 		}
-		for i := range s.devices {
-			dev := &s.devices[i]
-			if view == nil {
-				view = make(map[string]*devDevice)
+		p.maxGen, p.view = maxGen, nil
+		for _, s := range p.slices {
+			if s.gen != maxGen {
+				continue
 			}
-			if _, dup := view[dev.name]; !dup {
-				view[dev.name] = dev
+			for i := range s.devices {
+				dev := &s.devices[i]
+				if p.view == nil {
+					p.view = make(map[string]*devDevice)
+				}
+				if _, dup := p.view[dev.name]; !dup {
+					p.view[dev.name] = dev
+				}
+				if _, ok := prev[dev.name]; !ok {
+					prev[dev.name] = nil
+				}
+			}
+		}
+	} else {
+		for _, s := range []*devSlice{old, nw} {
+			if s == nil || s.gen != maxGen {
+				continue
+			}
+			for i := range s.devices {
+				if _, ok := prev[s.devices[i].name]; !ok {
+					prev[s.devices[i].name] = p.view[s.devices[i].name]
+				}
+			}
+		}
+		if old != nil && old.gen == maxGen {
+			for i := range old.devices {
+				if dev := &old.devices[i]; p.view[dev.name] == dev {
+					delete(p.view, dev.name)
+				}
+			}
+		}
+		if nw != nil && nw.gen == maxGen {
+			for i := range nw.devices {
+				dev := &nw.devices[i]
+				if h := p.view[dev.name]; h == nil || (h.slice != nw && nw.name < h.slice.name) {
+					p.view[dev.name] = dev
+				}
+			}
+		}
+		for name := range prev {
+			if p.view[name] == nil {
+				if dev := p.find(name); dev != nil {
+					p.view[name] = dev
+				}
 			}
 		}
 	}
-	p.view = view
 	var changed []*devClaim
 	d.mark++
-	note := func(name string) {
+	for name, pv := range prev {
+		if sameTaints(pv, p.view[name]) {
+			continue
+		}
 		for _, c := range p.users[name] {
 			if c.mark != d.mark {
 				c.mark = d.mark
@@ -506,20 +564,26 @@ func (d *DeviceEvictor) repool(now time.Time, p *devPool, oldView map[string]*de
 			}
 		}
 	}
-	for name, o := range oldView {
-		if !sameTaints(o, view[name]) {
-			note(name)
-		}
-	}
-	for name, n := range view {
-		if _, ok := oldView[name]; !ok && len(n.taints) > 0 {
-			note(name)
-		}
-	}
 	for _, c := range changed {
 		d.reclaim(now, c)
 	}
 	d.dropPoolIfEmpty(p)
+}
+
+// find returns the device name of the pool's highest generation: the first
+// slice by name, the first device of that name. O(devices of the pool).
+func (p *devPool) find(name string) *devDevice {
+	for _, s := range p.slices {
+		if s.gen != p.maxGen {
+			continue
+		}
+		for i := range s.devices {
+			if s.devices[i].name == name {
+				return &s.devices[i]
+			}
+		}
+	}
+	return nil
 }
 
 // sameTaints compares two devices' NoExecute taints (nil: no device).
@@ -1040,7 +1104,8 @@ func (d *DeviceEvictor) forgetPod(p *devPod) {
 	if p.ev != nil {
 		d.queue.remove(p)
 	}
-	p.ev, p.state = nil, stIdle
+	d.freeEv(p)
+	p.state = stIdle
 	d.unlinkAll(p)
 	d.pods.remove(p)
 	if p.uid == otherUID {
@@ -1108,7 +1173,8 @@ func (d *DeviceEvictor) evaluate(now time.Time, p *devPod) {
 		if p.state == stScheduled {
 			d.noteCancelled(p)
 			d.queue.remove(p)
-			p.ev, p.state = nil, stIdle
+			d.freeEv(p)
+			p.state = stIdle
 		}
 		return
 	}
@@ -1142,7 +1208,7 @@ func (d *DeviceEvictor) schedule(p *devPod, at time.Time) {
 		d.queue.remove(p)
 	}
 	if p.ev == nil {
-		p.ev = &devEv{}
+		p.ev = d.newEv()
 	}
 	p.ev.at, p.ev.due, p.state = at, at, stScheduled
 	d.queue.add(p)
@@ -1177,6 +1243,11 @@ func (d *DeviceEvictor) SetRule(now time.Time, rule DeviceTaintRule) {
 		return
 	}
 	isNew := r == nil
+	var oldSel *DeviceTaintSelector
+	oldEvicts := false
+	if !isNew {
+		oldSel, oldEvicts = r.sel, r.evicts()
+	}
 	if isNew {
 		r = &devRule{name: rule.Name, uid: rule.UID, since: now}
 		if n, ok := d.restoredRules[rule.UID]; ok {
@@ -1200,7 +1271,14 @@ func (d *DeviceEvictor) SetRule(now time.Time, rule DeviceTaintRule) {
 	}
 	d.statusNow(r, now)
 	d.resetEvicting()
-	d.reclaimAll(now)
+	var sels []*DeviceTaintSelector
+	if oldEvicts {
+		sels = append(sels, oldSel)
+	}
+	if r.evicts() {
+		sels = append(sels, r.sel)
+	}
+	d.reclaimSelected(now, sels)
 }
 
 func sameRuleTaint(a, b *resourcev1.DeviceTaint) bool {
@@ -1224,10 +1302,9 @@ func (d *DeviceEvictor) DeleteRule(now time.Time, name string) {
 func (d *DeviceEvictor) dropRule(now time.Time, r *devRule) {
 	delete(d.rules, r.name)
 	d.statusDrop(r)
-	wasEvicting := r.evicts()
 	d.resetEvicting()
-	if wasEvicting {
-		d.reclaimAll(now)
+	if r.evicts() {
+		d.reclaimSelected(now, []*DeviceTaintSelector{r.sel})
 	}
 }
 
@@ -1241,23 +1318,76 @@ func (d *DeviceEvictor) resetEvicting() {
 	slices.SortFunc(d.evicting, func(a, b *devRule) int { return strings.Compare(a.name, b.name) })
 }
 
-// reclaimAll re-evaluates every allocated claim, in name order so that the
-// order of the resulting work does not depend on map order.
-func (d *DeviceEvictor) reclaimAll(now time.Time) {
-	keys := make([]*devClaim, 0, len(d.claims))
-	for _, c := range d.claims {
-		if c.allocated {
-			keys = append(keys, c)
+// reclaimSelected re-evaluates every allocated claim that may use a device
+// one of sels selects (upstream re-evaluates every claim on a rule
+// change): through the pool index when a selector names a pool, else all.
+func (d *DeviceEvictor) reclaimSelected(now time.Time, sels []*DeviceTaintSelector) {
+	var todo []*devClaim
+	d.mark++
+	add := func(c *devClaim) {
+		if c.allocated && c.mark != d.mark {
+			c.mark = d.mark
+			todo = append(todo, c)
 		}
 	}
-	slices.SortFunc(keys, func(a, b *devClaim) int {
-		if c := strings.Compare(a.key.Namespace, b.key.Namespace); c != 0 {
-			return c
+	for _, sel := range sels {
+		switch {
+		case sel == nil: // selects nothing
+		case sel.Pool == nil:
+			for _, c := range d.claims {
+				add(c)
+			}
+		default:
+			for k, p := range d.pools {
+				if k.pool != *sel.Pool || (sel.Driver != nil && k.driver != *sel.Driver) {
+					continue
+				}
+				if sel.Device != nil {
+					for _, c := range p.users[*sel.Device] {
+						add(c)
+					}
+					continue
+				}
+				for _, cs := range p.users {
+					for _, c := range cs {
+						add(c)
+					}
+				}
+			}
 		}
-		return strings.Compare(a.key.Name, b.key.Name)
-	})
-	for _, c := range keys {
+	}
+	for _, c := range todo {
 		d.reclaim(now, c)
+	}
+}
+
+// newEv returns a cleared devEv, from the free list or a new batch (a
+// tainted pool schedules many pods at once).
+func (d *DeviceEvictor) newEv() *devEv {
+	if len(d.freeEvs) == 0 {
+		batch := make([]devEv, evStateBatch)
+		for i := range batch {
+			d.freeEvs = append(d.freeEvs, &batch[i])
+		}
+	}
+	n := len(d.freeEvs) - 1
+	ev := d.freeEvs[n]
+	d.freeEvs[n] = nil
+	d.freeEvs = d.freeEvs[:n]
+	return ev
+}
+
+// freeEv clears p's devEv (not queued) and keeps it for reuse, up to
+// maxFreeEvStates.
+func (d *DeviceEvictor) freeEv(p *devPod) {
+	ev := p.ev
+	if ev == nil {
+		return
+	}
+	p.ev = nil
+	*ev = devEv{}
+	if len(d.freeEvs) < maxFreeEvStates {
+		d.freeEvs = append(d.freeEvs, ev)
 	}
 }
 

@@ -430,7 +430,8 @@ func (h *harness) claimEvictions() map[string]string {
 		}
 		s := ""
 		if c.has {
-			srcs := h.d.claimSources(nil, c)
+			var times []metav1.Time
+			srcs := h.d.claimSources(nil, &times, c)
 			slices.SortFunc(srcs, func(a, b DeviceTaintSource) int { return compareSources(&a, &b) })
 			s = evString(c.when, slices.CompactFunc(srcs, func(a, b DeviceTaintSource) bool { return compareSources(&a, &b) == 0 }))
 		}

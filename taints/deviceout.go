@@ -156,8 +156,8 @@ func (d *DeviceEvictor) CancelledDropped() uint64 {
 	return d.dropped
 }
 
-// Due hands out every eviction due at now, earliest first (ties in the
-// order they were scheduled), each once until Done or Retry. It returns nil
+// Due hands out every eviction due at now, earliest first (ties by namespace
+// and name), each once until Done or Retry. It returns nil
 // when nothing is due, which costs O(1) and allocates nothing. k evictions
 // cost O(k log n) plus their Taints.
 func (d *DeviceEvictor) Due(now time.Time) []DeviceEviction {
@@ -165,6 +165,8 @@ func (d *DeviceEvictor) Due(now time.Time) []DeviceEviction {
 	defer d.mu.Unlock()
 	now = d.advance(now)
 	var out []DeviceEviction
+	var srcs []DeviceTaintSource // one array for the evictions' Taints
+	var times []metav1.Time      // and one for their TimeAdded copies
 	for {
 		p := d.queue.peek(now)
 		if p == nil || p.ev.at.After(now) {
@@ -172,26 +174,44 @@ func (d *DeviceEvictor) Due(now time.Time) []DeviceEviction {
 		}
 		d.queue.remove(p)
 		p.state = stHandedOut
-		out = append(out, DeviceEviction{Pod: p.key, UID: d.uidOf(p), At: p.ev.due, Taints: d.sources(p), Attempt: int(p.ev.attempts) + 1})
+		start := len(srcs)
+		srcs = d.appendSources(srcs, &times, p)
+		out = append(out, DeviceEviction{Pod: p.key, UID: d.uidOf(p), At: p.ev.due, Taints: srcs[start:len(srcs):len(srcs)], Attempt: int(p.ev.attempts) + 1})
 	}
 }
 
 // sources lists the taints behind p's eviction (upstream evictionReason).
 func (d *DeviceEvictor) sources(p *devPod) []DeviceTaintSource {
-	var out []DeviceTaintSource
+	var times []metav1.Time
+	return d.appendSources(nil, &times, p)
+}
+
+// appendSources appends the taints behind p's eviction to dst, sorted and
+// without duplicates, their TimeAdded copies in *times.
+func (d *DeviceEvictor) appendSources(dst []DeviceTaintSource, times *[]metav1.Time, p *devPod) []DeviceTaintSource {
+	start := len(dst)
 	for i := range int(p.nlinks) {
 		l := p.linkAt(i)
 		if !l.claim.has || !d.linkValid(p, l) {
 			continue
 		}
-		out = d.claimSources(out, l.claim)
+		dst = d.claimSources(dst, times, l.claim)
 	}
-	slices.SortFunc(out, func(a, b DeviceTaintSource) int { return compareSources(&a, &b) })
-	return slices.CompactFunc(out, func(a, b DeviceTaintSource) bool { return compareSources(&a, &b) == 0 && a.Slice == b.Slice })
+	mine := dst[start:]
+	slices.SortFunc(mine, func(a, b DeviceTaintSource) int { return compareSources(&a, &b) })
+	mine = slices.CompactFunc(mine, func(a, b DeviceTaintSource) bool { return compareSources(&a, &b) == 0 && a.Slice == b.Slice })
+	return dst[:start+len(mine)]
+}
+
+// timeCopy returns a copy of t kept in *times, which grows by doubling, so
+// that many copies cost a few allocations.
+func timeCopy(times *[]metav1.Time, t time.Time) *metav1.Time {
+	*times = append(*times, metav1.Time{Time: t})
+	return &(*times)[len(*times)-1]
 }
 
 // claimSources appends the taints behind c's eviction.
-func (d *DeviceEvictor) claimSources(out []DeviceTaintSource, c *devClaim) []DeviceTaintSource {
+func (d *DeviceEvictor) claimSources(out []DeviceTaintSource, times *[]metav1.Time, c *devClaim) []DeviceTaintSource {
 	for i := range c.results {
 		r := &c.results[i]
 		if p := d.pools[poolKey{r.driver, r.pool}]; p != nil {
@@ -202,9 +222,8 @@ func (d *DeviceEvictor) claimSources(out []DeviceTaintSource, c *devClaim) []Dev
 						continue
 					}
 					taint := resourcev1.DeviceTaint{Key: t.key, Value: t.value, Effect: resourcev1.DeviceTaintEffectNoExecute}
-					if t.timeAdded != nil {
-						ta := *t.timeAdded
-						taint.TimeAdded = &ta
+					if t.hasTimeAdded {
+						taint.TimeAdded = timeCopy(times, t.since)
 					}
 					out = append(out, DeviceTaintSource{Slice: dev.slice.name, Driver: r.driver, Pool: r.pool, Device: r.device, Index: t.index, Taint: taint})
 				}
@@ -219,8 +238,7 @@ func (d *DeviceEvictor) claimSources(out []DeviceTaintSource, c *devClaim) []Dev
 			}
 			taint := rule.taint
 			if taint.TimeAdded != nil {
-				ta := *taint.TimeAdded
-				taint.TimeAdded = &ta
+				taint.TimeAdded = timeCopy(times, taint.TimeAdded.Time)
 			}
 			out = append(out, DeviceTaintSource{Rule: rule.name, RuleUID: rule.uid, Taint: taint})
 		}
@@ -301,7 +319,8 @@ func (d *DeviceEvictor) Retry(now time.Time, x DeviceEviction, after time.Durati
 	at, ok := d.podEviction(p)
 	if !ok {
 		d.noteCancelled(p)
-		p.ev, p.state = nil, stIdle
+		d.freeEv(p)
+		p.state = stIdle
 		return
 	}
 	retryAt := now.Add(max(after, 0))

@@ -1,6 +1,7 @@
 package taints
 
 import (
+	"strings"
 	"time"
 
 	"github.com/kubelifecycle/lifecycle/internal/heap"
@@ -20,15 +21,20 @@ import (
 // use; the DeviceEvictor's mutex guards it.
 type devQueue struct {
 	lanes [2]*heap.Heap[*devPod]
-	seq   uint64
 }
 
+// devPodLess orders by fire time, then by namespace and name, so that
+// the order of ties never depends on the order of (map) iteration that
+// scheduled them.
 func devPodLess(a, b **devPod) bool {
 	x, y := (*a).ev, (*b).ev
 	if !x.at.Equal(y.at) {
 		return x.at.Before(y.at)
 	}
-	return x.seq < y.seq
+	if c := strings.Compare((*a).key.Namespace, (*b).key.Namespace); c != 0 {
+		return c < 0
+	}
+	return (*a).key.Name < (*b).key.Name
 }
 
 func newDevQueue() devQueue {
@@ -39,8 +45,6 @@ func (q *devQueue) len() int { return q.lanes[0].Len() + q.lanes[1].Len() }
 
 // add queues p (with p.ev set, not queued) at p.ev.at.
 func (q *devQueue) add(p *devPod) {
-	q.seq++
-	p.ev.seq = q.seq
 	p.ev.lane = laneOf(p.ev.at)
 	p.ev.elem.Value = p
 	q.lanes[p.ev.lane].PushElem(&p.ev.elem)
