@@ -1,6 +1,7 @@
 package taints
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -151,8 +152,9 @@ type DeviceEvictor struct {
 	otherUIDs map[*devPod]types.UID // UIDs that are not canonical UUIDs
 	groups    map[*devPod]string    // pods' PodGroup names (SetPodInGroup)
 
-	queue   devQueue
-	freeEvs []*devEv
+	queue      devQueue
+	freeEvs    []*devEv
+	dueScratch []*devPod // Due's list of due pods, reused
 	// statusQ holds the rules with a status check pending, one lane per
 	// kind of instant (see devQueue).
 	statusQ [2]*heap.Heap[*devRule]
@@ -160,6 +162,7 @@ type DeviceEvictor struct {
 	cancelled []DeviceCancellation
 	dropped   uint64
 	mark      uint32 // epoch for counting distinct pods
+	claimSeq  uint64
 
 	// restoredPods are evicted pods from Restore not seen yet, by UID.
 	restoredPods map[types.UID]struct{}
@@ -217,10 +220,10 @@ type devClaim struct {
 	pods      []*devPod // pods linking to the claim (their link.pos)
 	allocated bool
 	uid       types.UID
-	ctrlUID   types.UID // controller owner reference's UID
+	ctrlUID   parsedUID // controller owner reference's UID
 	ctrlGroup string    // controller's name when it is a scheduling.k8s.io PodGroup
 	hasCtrl   bool
-	reserved  []types.UID
+	reserved  []parsedUID
 	resGroups []string // ReservedFor PodGroup names
 	results   []devResult
 	// The claim's eviction (upstream allocatedClaim.eviction): the
@@ -229,6 +232,7 @@ type devClaim struct {
 	when  time.Time
 	rules []*devRule // evicting rules among its reasons
 	mark  uint32
+	seq   uint64 // creation order: claims are re-evaluated in it
 }
 
 type devResult struct {
@@ -259,11 +263,11 @@ type devPod struct {
 
 // devEv is a pod's eviction while scheduled, handed out or done.
 type devEv struct {
-	at       time.Time // queue time: due, or a retry's time
-	due      time.Time // the eviction's time (DeviceEviction.At)
-	elem     heap.Elem[*devPod]
-	attempts int32
-	lane     uint8
+	at         time.Time // queue time: due, or a retry's time
+	due        time.Time // the eviction's time (DeviceEviction.At)
+	bkt        *devBucket
+	prev, next *devPod // neighbours in the bucket
+	attempts   int32
 }
 
 // devRule is one DeviceTaintRule.
@@ -564,6 +568,7 @@ func (d *DeviceEvictor) repool(now time.Time, p *devPool, old, nw *devSlice) {
 			}
 		}
 	}
+	bySeq(changed)
 	for _, c := range changed {
 		d.reclaim(now, c)
 	}
@@ -662,8 +667,7 @@ func (d *DeviceEvictor) SetClaim(now time.Time, claim *resourcev1.ResourceClaim)
 		return nil
 	}
 	if c == nil {
-		c = &devClaim{key: key}
-		d.claims[key] = c
+		c = d.newClaim(key)
 	}
 	if c.allocated {
 		d.unallocate(c)
@@ -695,13 +699,13 @@ func (d *DeviceEvictor) DeleteClaim(now time.Time, key types.NamespacedName) {
 // reservations. No allocation.
 func sameClaim(c *devClaim, in *resourcev1.ResourceClaim) bool {
 	ctrl := metav1.GetControllerOfNoCopy(in)
-	if (ctrl != nil) != c.hasCtrl || (ctrl != nil && (ctrl.UID != c.ctrlUID || podGroupOf(ctrl) != c.ctrlGroup)) {
+	if (ctrl != nil) != c.hasCtrl || (ctrl != nil && (ctrl.UID != c.ctrlUID.s || podGroupOf(ctrl) != c.ctrlGroup)) {
 		return false
 	}
 	nUID, nGroup := 0, 0
 	for i := range in.Status.ReservedFor {
 		r := &in.Status.ReservedFor[i]
-		if nUID >= len(c.reserved) || c.reserved[nUID] != r.UID {
+		if nUID >= len(c.reserved) || c.reserved[nUID].s != r.UID {
 			return false
 		}
 		nUID++
@@ -782,14 +786,14 @@ func copyDeviceTolerations(in []resourcev1.DeviceToleration) []resourcev1.Device
 // registers c as a user of its devices.
 func (d *DeviceEvictor) allocate(c *devClaim, claim *resourcev1.ResourceClaim) {
 	c.allocated, c.uid = true, claim.UID
-	c.hasCtrl, c.ctrlUID, c.ctrlGroup = false, "", ""
+	c.hasCtrl, c.ctrlUID, c.ctrlGroup = false, parsedUID{}, ""
 	if ctrl := metav1.GetControllerOfNoCopy(claim); ctrl != nil {
-		c.hasCtrl, c.ctrlUID, c.ctrlGroup = true, ctrl.UID, podGroupOf(ctrl)
+		c.hasCtrl, c.ctrlUID, c.ctrlGroup = true, parseUID(ctrl.UID), podGroupOf(ctrl)
 	}
 	c.reserved, c.resGroups = nil, nil
 	for i := range claim.Status.ReservedFor {
 		r := &claim.Status.ReservedFor[i]
-		c.reserved = append(c.reserved, r.UID)
+		c.reserved = append(c.reserved, parseUID(r.UID))
 		if g := reservedGroup(r); g != "" {
 			c.resGroups = append(c.resGroups, g)
 		}
@@ -827,7 +831,19 @@ func (d *DeviceEvictor) unallocate(c *devClaim) {
 	}
 	c.allocated, c.results, c.reserved, c.resGroups = false, nil, nil, nil
 	c.has, c.when, c.rules = false, time.Time{}, nil
-	c.hasCtrl, c.ctrlUID, c.ctrlGroup, c.uid = false, "", "", ""
+	c.hasCtrl, c.ctrlUID, c.ctrlGroup, c.uid = false, parsedUID{}, "", ""
+}
+
+func (d *DeviceEvictor) newClaim(key types.NamespacedName) *devClaim {
+	d.claimSeq++
+	c := &devClaim{key: key, seq: d.claimSeq}
+	d.claims[key] = c
+	return c
+}
+
+// bySeq sorts claims into the order they were first seen.
+func bySeq(cs []*devClaim) {
+	slices.SortFunc(cs, func(a, b *devClaim) int { return cmp.Compare(a.seq, b.seq) })
 }
 
 func (d *DeviceEvictor) dropClaimIfEmpty(c *devClaim) {
@@ -1057,8 +1073,7 @@ func (p *devPod) linkAt(i int) *devLink {
 func (d *DeviceEvictor) link(p *devPod, key types.NamespacedName, checkOwner bool) {
 	c := d.claims[key]
 	if c == nil {
-		c = &devClaim{key: key}
-		d.claims[key] = c
+		c = d.newClaim(key)
 	}
 	l := devLink{claim: c, pos: int32(len(c.pods)), checkOwner: checkOwner}
 	c.pods = append(c.pods, p)
@@ -1129,13 +1144,13 @@ func (d *DeviceEvictor) linkValid(p *devPod, l *devLink) bool {
 		group = d.groups[p]
 	}
 	if l.checkOwner {
-		owned := c.hasCtrl && d.hasUID(p, c.ctrlUID)
+		owned := c.hasCtrl && d.hasParsed(p, c.ctrlUID)
 		if !owned && !(group != "" && c.ctrlGroup == group) {
 			return false
 		}
 	}
 	for _, u := range c.reserved {
-		if d.hasUID(p, u) {
+		if d.hasParsed(p, u) {
 			return true
 		}
 	}
@@ -1356,6 +1371,7 @@ func (d *DeviceEvictor) reclaimSelected(now time.Time, sels []*DeviceTaintSelect
 			}
 		}
 	}
+	bySeq(todo)
 	for _, c := range todo {
 		d.reclaim(now, c)
 	}
@@ -1410,6 +1426,28 @@ func (d *DeviceEvictor) uidOf(p *devPod) types.UID {
 		return d.otherUIDs[p]
 	}
 	return p.uid.UID()
+}
+
+// parsedUID is a UID read once: its 16 bytes when canonical (else
+// otherUID) and the string.
+type parsedUID struct {
+	raw uid.Raw
+	s   types.UID
+}
+
+func parseUID(id types.UID) parsedUID {
+	if r, ok := uid.Parse(id); ok && r != otherUID {
+		return parsedUID{r, id}
+	}
+	return parsedUID{otherUID, id}
+}
+
+// hasParsed is hasUID without parsing. No allocation.
+func (d *DeviceEvictor) hasParsed(p *devPod, id parsedUID) bool {
+	if id.raw != otherUID {
+		return p.uid == id.raw
+	}
+	return p.uid == otherUID && d.otherUIDs[p] == id.s
 }
 
 func (d *DeviceEvictor) hasUID(p *devPod, id types.UID) bool {

@@ -156,28 +156,39 @@ func (d *DeviceEvictor) CancelledDropped() uint64 {
 	return d.dropped
 }
 
-// Due hands out every eviction due at now, earliest first (ties by namespace
-// and name), each once until Done or Retry. It returns nil
+// Due hands out every eviction due at now, earliest first (ties in the
+// order they were scheduled), each once until Done or Retry. It returns nil
 // when nothing is due, which costs O(1) and allocates nothing. k evictions
-// cost O(k log n) plus their Taints.
+// from b fire times cost O(b log B + k) plus their Taints.
 func (d *DeviceEvictor) Due(now time.Time) []DeviceEviction {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now = d.advance(now)
-	var out []DeviceEviction
-	var srcs []DeviceTaintSource // one array for the evictions' Taints
-	var times []metav1.Time      // and one for their TimeAdded copies
+	due := d.dueScratch[:0]
 	for {
-		p := d.queue.peek(now)
-		if p == nil || p.ev.at.After(now) {
-			return out
+		b := d.queue.peek(now)
+		if b == nil || b.at.After(now) {
+			break
 		}
+		p := b.head
 		d.queue.remove(p)
 		p.state = stHandedOut
+		due = append(due, p)
+	}
+	if len(due) == 0 {
+		return nil
+	}
+	out := make([]DeviceEviction, len(due))
+	srcs := make([]DeviceTaintSource, 0, len(due)) // one array for the Taints (one each, typically)
+	times := make([]metav1.Time, 0, len(due))      // and one for their TimeAdded copies
+	for i, p := range due {
 		start := len(srcs)
 		srcs = d.appendSources(srcs, &times, p)
-		out = append(out, DeviceEviction{Pod: p.key, UID: d.uidOf(p), At: p.ev.due, Taints: srcs[start:len(srcs):len(srcs)], Attempt: int(p.ev.attempts) + 1})
+		out[i] = DeviceEviction{Pod: p.key, UID: d.uidOf(p), At: p.ev.due, Taints: srcs[start:len(srcs):len(srcs)], Attempt: int(p.ev.attempts) + 1}
+		due[i] = nil
 	}
+	d.dueScratch = due[:0]
+	return out
 }
 
 // sources lists the taints behind p's eviction (upstream evictionReason).
@@ -347,8 +358,8 @@ func (d *DeviceEvictor) NextDeadline() (time.Time, bool) {
 	defer d.mu.Unlock()
 	var at time.Time
 	ok := false
-	if p := d.queue.peek(d.last); p != nil {
-		at, ok = p.ev.at, true
+	if b := d.queue.peek(d.last); b != nil {
+		at, ok = b.at, true
 	}
 	if r := d.peekStatus(); r != nil && (!ok || r.statusAt.Sub(d.last) < at.Sub(d.last)) {
 		at, ok = r.statusAt, true
