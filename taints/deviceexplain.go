@@ -266,15 +266,16 @@ func (d *DeviceEvictor) Snapshot() DeviceSnapshot {
 // Restore applies a Snapshot, typically to a new DeviceEvictor before its
 // inputs arrive: a listed pod (by UID) is marked evicted when it is, or
 // when it is first, set; a listed rule (by UID) gets its count. It returns
-// an error, and changes nothing, when s has more than MaxDeviceSnapshot
-// entries. Entries for pods and rules that never arrive are kept until
-// the next Snapshot reports them.
+// an error wrapping ErrDeviceLimit, and changes nothing, when s's entries
+// and those still pending from earlier Restores exceed MaxDeviceSnapshot.
+// Entries for pods and rules that have not arrived yet are kept, and
+// Snapshot reports them again (without names).
 func (d *DeviceEvictor) Restore(now time.Time, s DeviceSnapshot) error {
-	if n := len(s.Evicted) + len(s.Rules); n > MaxDeviceSnapshot {
-		return fmt.Errorf("%w: snapshot of %d entries, more than MaxDeviceSnapshot (%d)", ErrDeviceLimit, n, MaxDeviceSnapshot)
-	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if n := len(s.Evicted) + len(s.Rules) + len(d.restoredPods) + len(d.restoredRules); n > MaxDeviceSnapshot {
+		return fmt.Errorf("%w: %d snapshot entries with those pending from earlier Restores, more than MaxDeviceSnapshot (%d)", ErrDeviceLimit, n, MaxDeviceSnapshot)
+	}
 	d.advance(now)
 	for _, e := range s.Evicted {
 		if p := d.pods.get(e.Pod); p != nil && d.hasUID(p, e.UID) {
