@@ -133,6 +133,10 @@ type DeviceTaintRule struct {
 // and reads no clock; every time-dependent method takes now, and a now
 // earlier than one already seen counts as that one.
 //
+// Memory: about 130 bytes a pod, 460 an allocated claim and 110 a
+// published device (TestDeviceMemoryPerPod), strings shared with the
+// caller's objects; a pod with an eviction scheduled costs 80 bytes more.
+//
 // The zero DeviceEvictor is not usable; call NewDeviceEvictor. A
 // DeviceEvictor is safe for concurrent use: one mutex guards it, and no
 // caller code runs under it.
@@ -399,7 +403,8 @@ func (d *DeviceEvictor) SetSlice(now time.Time, slice *resourcev1.ResourceSlice)
 	return nil
 }
 
-// DeleteSlice records a ResourceSlice delete. O(devices of its pool).
+// DeleteSlice records a ResourceSlice delete. O(its devices), plus a
+// search of the pool for each device name another slice also publishes.
 func (d *DeviceEvictor) DeleteSlice(now time.Time, name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -302,5 +303,54 @@ func TestDeviceMemoryPerPod(t *testing.T) {
 	t.Logf("%.0f bytes per device, %.0f per claim, %.0f per pod", perDevice, perClaim, perPod)
 	if perPod > 200 {
 		t.Errorf("the DeviceEvictor keeps %.0f bytes per pod, want <= 200", perPod)
+	}
+}
+
+// BenchmarkDeviceTaintUntaint is upstream's BenchmarkTaintUntaint
+// (device_taint_eviction_test.go at v1.37.2) on the DeviceEvictor: add a
+// slice, a claim tolerating the taint for an hour and its pod; taint the
+// device (the pod is scheduled for eviction); untaint it (cancelled);
+// remove everything.
+func BenchmarkDeviceTaintUntaint(b *testing.B) {
+	d, err := NewDeviceEvictor(DefaultDeviceEvictorConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := uTaintTime
+	key := podKey(uPodWithClaimName)
+	claimKey := types.NamespacedName{Namespace: uInUseClaimWithTol.Namespace, Name: uInUseClaimWithTol.Name}
+	var buf []DeviceCancellation
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = d.SetSlice(now, uSlice)
+		_ = d.SetClaim(now, uInUseClaimWithTol)
+		_ = d.SetPod(now, uPodWithClaimName.Pod)
+		if d.Len() != 0 {
+			b.Fatal("scheduled before the taint")
+		}
+		_ = d.SetSlice(now, uSliceTainted)
+		if d.Len() != 1 {
+			b.Fatal("not scheduled")
+		}
+		_ = d.SetSlice(now, uSlice)
+		if d.Len() != 0 {
+			b.Fatal("not cancelled")
+		}
+		buf = d.AppendCancelled(buf[:0])
+		d.DeletePod(key)
+		d.DeleteClaim(now, claimKey)
+		d.DeleteSlice(now, uSlice.Name)
+	}
+}
+
+// TestDeviceRecordSizes pins the per-pod records behind
+// TestDeviceMemoryPerPod's figure: a 96-byte pod record (a malloc size
+// class) and an 80-byte eviction while one is scheduled.
+func TestDeviceRecordSizes(t *testing.T) {
+	if got := unsafe.Sizeof(devPod{}); got > 96 {
+		t.Errorf("devPod is %d bytes, want <= 96", got)
+	}
+	if got := unsafe.Sizeof(devEv{}); got > 80 {
+		t.Errorf("devEv is %d bytes, want <= 80", got)
 	}
 }
