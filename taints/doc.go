@@ -344,8 +344,13 @@
 // from-scratch recomputation.
 //
 // Performance, at 10,000 devices, 50,000 claims and 100,000 pods
-// (device_bench_test.go): unchanged slices, claims and pods, Due with
-// nothing due, NextDeadline and RuleStatuses allocate nothing
-// (TestDeviceSteadyAllocs); a pod costs about 130 bytes, a claim about
-// 460 (TestDeviceMemoryPerPod).
+// (device_bench_test.go; 2-core AMD EPYC shared with other work, load
+// about 10): unchanged slices, claims and pods, Due with nothing due,
+// NextDeadline and RuleStatuses allocate nothing (TestDeviceSteadyAllocs);
+// tainting a pool of 1,000 devices and collecting its 10,000 evictions
+// takes 10 ms (9 ms of CPU; upstream's event handlers alone take 1.4 s on
+// the same work), a DeviceTaintRule on that pool 21 ms; upstream's
+// BenchmarkTaintUntaint sequence takes 12 µs and 25 allocations (upstream
+// 80 µs and 78). A pod costs about 130 bytes, a claim about 460
+// (TestDeviceMemoryPerPod).
 package taints
