@@ -7,4 +7,7 @@
 // above k8s.io/api v0.35. Run it with
 //
 //	cd taints/draparity && go test ./...
+//
+// upstream-bench.sh runs upstream's own benchmarks beside the
+// DeviceEvictor's (see the script).
 package draparity
