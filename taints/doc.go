@@ -333,6 +333,11 @@
 //     in v1.37.2) are DeviceEvictorConfig.WorkloadResourceClaims with
 //     SetPodInGroup: k8s.io/api v0.35 has no spec.schedulingGroup.
 //
+// Kept as upstream: a terminated pod (Succeeded, Failed) is deleted too
+// (its Controller doc says such pods need not be, its code does not
+// check); a toleration must name the NoExecute effect; pods are deleted
+// without a live re-read of the claim.
+//
 // Bad input: objects over DeviceLimits (the API's validation limits:
 // devices per slice, taints per device, results per claim, tolerations
 // per result, ReservedFor entries; and claims per pod, ours) return an
