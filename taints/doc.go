@@ -24,6 +24,10 @@
 //   - WithDefaultTolerations: the DefaultTolerationSeconds admission plugin.
 //   - DisruptionTargetCondition and Evictor: the taint-eviction-controller
 //     (pkg/controller/tainteviction) and its timed worker queue.
+//   - DeviceEvictor, DeviceDisruptionTargetCondition, DeviceToleratesTaint:
+//     the device-taint-eviction-controller
+//     (pkg/controller/devicetainteviction) for DRA device taints; see
+//     "Device taints" below.
 //
 // # Eviction states (one pod, as Explain reports them)
 //
@@ -192,4 +196,166 @@
 // and allocates nothing, and Due of k evictions allocates its result once.
 // Benchmarks are in bench_test.go (go test -bench . -benchmem); the
 // project README records their figures.
+//
+// # Device taints (DeviceEvictor)
+//
+// DeviceEvictor is Kubernetes v1.37.2's device taint eviction controller
+// (pkg/controller/devicetainteviction, KEP-5055, GA in v1.37) as a machine
+// of its own beside the Evictor, with the same caller loop. A DRA driver
+// (in its ResourceSlices) or an admin (with a DeviceTaintRule) taints a
+// device; every pod using an allocated ResourceClaim with that device is
+// deleted unless the claim tolerates the taint. What differs from node
+// taints:
+//
+//   - the unit is the ResourceClaim: its tolerations are on its allocation
+//     results (status.allocation.devices.results[].tolerations), so every
+//     pod using it (spec.resourceClaims, status.resourceClaimStatuses,
+//     status.extendedResourceClaimStatus; owner and ReservedFor checked)
+//     gets the same fire time, and a pod with several claims goes at the
+//     earliest;
+//   - the countdown starts at the taint's TimeAdded, a wall-clock instant
+//     from the API: restart-safe, a time in the past evicts at once, a
+//     time in the future waits for it (upstream's test relies on it);
+//   - a matching toleration (its effect must be NoExecute, as upstream
+//     claimEvictionTime checks) without TolerationSeconds ignores that
+//     taint; otherwise the smallest matching TolerationSeconds, clamped at
+//     0, delays it;
+//   - only NoExecute taints evict; None (a rule's dry run, reported in its
+//     status), NoSchedule and unknown effects do not;
+//   - only the highest generation of each pool's ResourceSlices counts; a
+//     DeviceTaintRule selects devices by driver, pool and name (every field
+//     set must match; a nil selector selects nothing, an empty one every
+//     device), whether or not the device is published.
+//
+// The DeviceTaintRule input is a struct of ours (DeviceTaintRule): the API
+// type is in resource/v1 only from k8s.io/api v0.37 (v1beta2 and v1alpha3
+// before), and the library builds with k8s.io/api v0.35 and v0.37. Slices,
+// claims and pods are the resource/v1 and core/v1 types both have.
+//
+// Eviction states (one pod, as DeviceEvictor.Explain reports them):
+//
+//	state       event                                          next state
+//	NotBound    pod bound to a node                            evaluated
+//	NotTainted  a used claim's device gets an untolerated      Scheduled (TimeAdded + seconds),
+//	            NoExecute taint                                or Due (that time has passed)
+//	Scheduled   slices, rules, claims or the pod change        Scheduled at the new time (it
+//	                                                           moves either way, as upstream)
+//	Scheduled   no untolerated taint left                      NotTainted (a Cancellation)
+//	Scheduled   now reaches At                                 Due
+//	Due         Due(now)                                       HandedOut (once)
+//	HandedOut   Done(now, x, DeviceDeleted or DeviceGone)      Done (while the pod keeps its UID)
+//	HandedOut   Retry(now, x, after), still tainted            Retrying (at now+after, or later)
+//	HandedOut   Retry, no longer tainted                       NotTainted (a Cancellation)
+//	Retrying    now reaches At                                 Due -> HandedOut
+//	any         DeletePod                                      NotTracked (no Event, as upstream)
+//	any         SetPod with a new UID                          evaluated afresh
+//
+// The caller loop (feed the informers' objects; k8s.io/api v0.37 shown):
+//
+//	d, _ := taints.NewDeviceEvictor(taints.DefaultDeviceEvictorConfig())
+//	// informer handlers (any goroutine); errors name an object over DeviceLimits:
+//	//   ResourceSlice: d.SetSlice(clock.Now(), s) / d.DeleteSlice(clock.Now(), s.Name)
+//	//   ResourceClaim: d.SetClaim(clock.Now(), c) / d.DeleteClaim(clock.Now(), key)
+//	//   Pod:           d.SetPodInGroup(clock.Now(), p, podGroupName(p)) / d.DeletePod(key)
+//	//   DeviceTaintRule r: d.SetRule(clock.Now(), taints.DeviceTaintRule{Name: r.Name,
+//	//       UID: r.UID, Generation: r.Generation, Selector: selector(r.Spec.DeviceSelector),
+//	//       Taint: r.Spec.Taint, Conditions: r.Status.Conditions}) / d.DeleteRule(clock.Now(), r.Name)
+//	// one worker:
+//	for {
+//		now := clock.Now()
+//		for _, s := range d.RuleStatuses(now) { // before Due: a rule's first status precedes its evictions
+//			if err := applyStatus(s.Rule, s.UID, s.Condition); err != nil { // SSA, force, UID precondition
+//				d.RetryRuleStatus(now, s, backoff)
+//			}
+//		}
+//		for _, x := range d.Due(now) {
+//			pod, err := getPod(x.Pod)
+//			switch {
+//			case apierrors.IsNotFound(err) || err == nil && pod.UID != x.UID:
+//				d.Done(now, x, taints.DeviceGone)
+//			case err != nil:
+//				d.Retry(now, x, backoff(x.Attempt))
+//			case pod.DeletionTimestamp != nil:
+//				d.Done(now, x, taints.DeviceDeleted) // counted, no Event (as upstream)
+//			default:
+//				event(pod, taints.DeviceEventReason, taints.DeviceEventEvicting)
+//				err = patchCondition(pod, taints.DeviceDisruptionTargetCondition(now))
+//				if err == nil {
+//					err = deletePod(x.Pod, x.UID) // UID precondition
+//				}
+//				switch {
+//				case err == nil:
+//					d.Done(now, x, taints.DeviceDeleted)
+//					deletions.Inc(); latency.Observe(now.Sub(x.At).Seconds())
+//				case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+//					d.Done(now, x, taints.DeviceGone)
+//				default:
+//					d.Retry(now, x, backoff(x.Attempt))
+//				}
+//			}
+//		}
+//		for _, c := range d.AppendCancelled(nil) {
+//			event(c.Pod, taints.DeviceEventReason, taints.DeviceEventCancelling)
+//		}
+//		if at, ok := d.NextDeadline(); ok {
+//			sleepUntil(at) // or until an informer event arrives
+//		}
+//	}
+//
+// Time: the DeviceEvictor reads no clock. Fire times derived from a
+// TimeAdded are the API's wall-clock instants, compared with now's wall
+// clock as upstream compares them with time.Now; a Retry's delay and a
+// rule status period are derived from now with Add and keep its monotonic
+// reading. The two kinds are queued apart (see the Evictor's time model).
+//
+// Differences from upstream (decisions are otherwise upstream's, proven by
+// its own test cases ported in device_parity_test.go and
+// device_flow_test.go):
+//
+//   - A pod's eviction is remembered as done while the pod keeps its UID
+//     (upstream: an LRU of 500 UIDs), and a done or handed-out eviction is
+//     never "cancelled" (upstream can emit Cancelling deletion for a pod it
+//     is deleting or has deleted).
+//   - A taint without TimeAdded (the API server always sets it) counts
+//     from when the DeviceEvictor first saw it; upstream ignores it, or
+//     panics when a toleration delays it. TolerationSeconds too large for
+//     a Duration saturate (upstream overflows).
+//   - Two slices of a pool's highest generation publishing the same device:
+//     the first by slice name counts (upstream: Go map order).
+//   - A rule's pending pods exclude pods whose eviction is Done, and its
+//     evicted count only counts rules still present with that UID.
+//   - RuleStatuses runs before Due in the loop, so a new rule's first
+//     status always precedes its evictions; upstream's shared work queue
+//     orders them by arrival (its test multiple-claims-different-rules-order-1
+//     then reports Completed where this reports PodsPendingEviction, ten
+//     seconds before both agree).
+//   - PodGroup claims (DRAWorkloadResourceClaims, beta and off by default
+//     in v1.37.2) are DeviceEvictorConfig.WorkloadResourceClaims with
+//     SetPodInGroup: k8s.io/api v0.35 has no spec.schedulingGroup.
+//
+// Kept as upstream: a terminated pod (Succeeded, Failed) is deleted too
+// (its Controller doc says such pods need not be, its code does not
+// check); a toleration must name the NoExecute effect; pods are deleted
+// without a live re-read of the claim.
+//
+// Bad input: objects over DeviceLimits (the API's validation limits:
+// devices per slice, taints per device, results per claim, tolerations
+// per result, ReservedFor entries; and claims per pod, ours) return an
+// error wrapping ErrDeviceLimit and change nothing; nil objects are
+// ignored; unallocated claims, claims naming unknown pools or devices
+// (rules still select them), duplicate taints (each counts, as upstream)
+// and negative TolerationSeconds (0) are decided as upstream. The
+// model-based test device_model_test.go checks all of it against a
+// from-scratch recomputation.
+//
+// Performance, at 10,000 devices, 50,000 claims and 100,000 pods
+// (device_bench_test.go; 2-core AMD EPYC shared with other work, load
+// about 10): unchanged slices, claims and pods, Due with nothing due,
+// NextDeadline and RuleStatuses allocate nothing (TestDeviceSteadyAllocs);
+// tainting a pool of 1,000 devices and collecting its 10,000 evictions
+// takes 10 ms (9 ms of CPU; upstream's event handlers alone take 1.4 s on
+// the same work), a DeviceTaintRule on that pool 21 ms; upstream's
+// BenchmarkTaintUntaint sequence takes 12 µs and 25 allocations (upstream
+// 80 µs and 78). A pod costs about 130 bytes, a claim about 460
+// (TestDeviceMemoryPerPod).
 package taints

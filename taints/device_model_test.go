@@ -1,0 +1,507 @@
+package taints
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The DeviceEvictor against a reference model (STYLE.md: model-based
+// tests): random sequences of slices, rules, claims, pods, time steps and
+// worker passes, hostile input included (over-limit objects, unknown pools
+// and devices, duplicate taints and devices, nil allocations, negative and
+// huge TolerationSeconds, TimeAdded in the past and the future). The model
+// keeps the objects as given and recomputes every pod's eviction from
+// scratch with upstream's algorithm (claimEvictionTime, podEvictionTime)
+// written as plainly as possible; the DeviceEvictor must agree after every
+// step, never panic, and keep no record the model does not explain.
+
+type devModel struct {
+	slices map[string]*resourcev1.ResourceSlice
+	rules  map[string]DeviceTaintRule
+	claims map[types.NamespacedName]*resourcev1.ResourceClaim
+	pods   map[types.NamespacedName]*v1.Pod
+	// evicted pods (name and UID).
+	evicted map[string]bool
+}
+
+func newDevModel() *devModel {
+	return &devModel{slices: map[string]*resourcev1.ResourceSlice{}, rules: map[string]DeviceTaintRule{},
+		claims: map[types.NamespacedName]*resourcev1.ResourceClaim{}, pods: map[types.NamespacedName]*v1.Pod{}, evicted: map[string]bool{}}
+}
+
+// device finds a published device: the highest generation of its pool,
+// the first slice by name, the first device of that name.
+func (m *devModel) device(driver, pool, name string) *resourcev1.Device {
+	maxGen, found := int64(0), false
+	var names []string
+	for n, s := range m.slices {
+		if s.Spec.Driver != driver || s.Spec.Pool.Name != pool {
+			continue
+		}
+		names = append(names, n)
+		if !found || s.Spec.Pool.Generation > maxGen {
+			maxGen, found = s.Spec.Pool.Generation, true
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s := m.slices[n]
+		if s.Spec.Pool.Generation != maxGen {
+			continue
+		}
+		for i := range s.Spec.Devices {
+			if s.Spec.Devices[i].Name == name {
+				return &s.Spec.Devices[i]
+			}
+		}
+	}
+	return nil
+}
+
+// claimEviction is upstream claimEvictionTime.
+func (m *devModel) claimEviction(c *resourcev1.ResourceClaim) (time.Time, bool) {
+	var when time.Time
+	has := false
+	for _, r := range c.Status.Allocation.Devices.Results {
+		var taints []resourcev1.DeviceTaint
+		if dev := m.device(r.Driver, r.Pool, r.Device); dev != nil {
+			for _, t := range dev.Taints {
+				if t.Effect == resourcev1.DeviceTaintEffectNoExecute {
+					taints = append(taints, t)
+				}
+			}
+		}
+		for _, rule := range m.rules {
+			if rule.Taint.Effect == resourcev1.DeviceTaintEffectNoExecute && rule.Selector.Selects(r.Driver, r.Pool, r.Device) {
+				taints = append(taints, rule.Taint)
+			}
+		}
+	next:
+		for _, t := range taints {
+			at := t.TimeAdded.Time
+			secs, have := int64(math.MaxInt64), false
+			for _, tol := range r.Tolerations {
+				if tol.Effect == resourcev1.DeviceTaintEffectNoExecute && DeviceToleratesTaint(tol, t) {
+					if tol.TolerationSeconds == nil {
+						continue next
+					}
+					secs, have = min(secs, max(*tol.TolerationSeconds, 0)), true
+				}
+			}
+			if have {
+				at = at.Add(time.Duration(min(secs, math.MaxInt64/int64(time.Second))) * time.Second)
+			}
+			if !has || at.Before(when) {
+				when, has = at, true
+			}
+		}
+	}
+	return when, has
+}
+
+// podEviction is upstream podEvictionTime (no PodGroups).
+func (m *devModel) podEviction(p *v1.Pod) (time.Time, bool) {
+	if p.Spec.NodeName == "" {
+		return time.Time{}, false
+	}
+	var at time.Time
+	ok := false
+	eachPodClaim(p, func(name string, checkOwner bool) {
+		c := m.claims[types.NamespacedName{Namespace: p.Namespace, Name: name}]
+		if c == nil || c.Status.Allocation == nil {
+			return
+		}
+		if checkOwner && !metav1.IsControlledBy(c, p) {
+			return
+		}
+		reserved := false
+		for _, r := range c.Status.ReservedFor {
+			if r.UID == p.UID {
+				reserved = true
+			}
+		}
+		if !reserved {
+			return
+		}
+		if w, has := m.claimEviction(c); has && (!ok || w.Before(at)) {
+			at, ok = w, true
+		}
+	})
+	return at, ok
+}
+
+func evictedKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name + "/" + string(p.UID) }
+
+// gen draws hostile objects from a small universe so that names collide.
+type gen struct {
+	r  *rand.Rand
+	t0 time.Time
+}
+
+func (g gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
+
+func (g gen) timeAdded() *metav1.Time {
+	return uMT(g.t0.Add(time.Duration(g.r.IntN(241)-60) * time.Second))
+}
+
+func (g gen) taint() resourcev1.DeviceTaint {
+	effects := []resourcev1.DeviceTaintEffect{resourcev1.DeviceTaintEffectNoExecute, resourcev1.DeviceTaintEffectNoExecute, resourcev1.DeviceTaintEffectNone, resourcev1.DeviceTaintEffectNoSchedule, "unknown"}
+	return resourcev1.DeviceTaint{Key: g.pick("k1", "k2"), Value: g.pick("", "v"), Effect: effects[g.r.IntN(len(effects))], TimeAdded: g.timeAdded()}
+}
+
+func (g gen) slice() *resourcev1.ResourceSlice {
+	s := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: g.pick("s1", "s2", "s3", "s4")}}
+	s.Spec.Driver, s.Spec.Pool.Name = g.pick("d1", "d2"), g.pick("p1", "p2")
+	s.Spec.Pool.Generation = int64(g.r.IntN(3))
+	n := g.r.IntN(4)
+	if g.r.IntN(20) == 0 {
+		n = resourcev1.ResourceSliceMaxDevices + 1 // over the limit
+	}
+	for range n {
+		dev := resourcev1.Device{Name: g.pick("a", "b", "c")} // duplicates on purpose
+		nt := g.r.IntN(3)
+		if g.r.IntN(20) == 0 {
+			nt = resourcev1.DeviceTaintsMaxLength + 1
+		}
+		for range nt {
+			t := g.taint()
+			dev.Taints = append(dev.Taints, t)
+			if g.r.IntN(5) == 0 {
+				dev.Taints = append(dev.Taints, t) // duplicate taint
+			}
+		}
+		s.Spec.Devices = append(s.Spec.Devices, dev)
+	}
+	return s
+}
+
+func (g gen) rule() DeviceTaintRule {
+	r := DeviceTaintRule{Name: g.pick("r1", "r2"), UID: types.UID(g.pick("ru1", "ru2"))}
+	switch g.r.IntN(4) {
+	case 0: // nil: selects nothing
+	case 1:
+		r.Selector = &DeviceTaintSelector{}
+	default:
+		r.Selector = &DeviceTaintSelector{}
+		if g.r.IntN(2) == 0 {
+			r.Selector.Driver = uPtr(g.pick("d1", "d2"))
+		}
+		if g.r.IntN(2) == 0 {
+			r.Selector.Pool = uPtr(g.pick("p1", "p2", "p9"))
+		}
+		if g.r.IntN(2) == 0 {
+			r.Selector.Device = uPtr(g.pick("a", "b", "c"))
+		}
+	}
+	r.Taint = g.taint()
+	return r
+}
+
+func (g gen) seconds() *int64 {
+	switch g.r.IntN(6) {
+	case 0:
+		return nil
+	case 1:
+		return uPtr(int64(-5))
+	case 2:
+		return uPtr(int64(math.MaxInt64))
+	default:
+		return uPtr(int64(g.r.IntN(120)))
+	}
+}
+
+func (g gen) claim() *resourcev1.ResourceClaim {
+	c := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: g.pick("c1", "c2", "c3"), UID: types.UID(g.pick("cu1", "cu2"))}}
+	if g.r.IntN(3) > 0 {
+		c.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "x", UID: types.UID(g.pick("U1", "U2")), Controller: uPtr(true)}}
+	}
+	for range g.r.IntN(3) {
+		c.Status.ReservedFor = append(c.Status.ReservedFor, resourcev1.ResourceClaimConsumerReference{Resource: "pods", Name: "x", UID: types.UID(g.pick("U1", "U2"))})
+	}
+	if g.r.IntN(5) == 0 {
+		return c // not allocated
+	}
+	c.Status.Allocation = &resourcev1.AllocationResult{}
+	n := g.r.IntN(3)
+	if g.r.IntN(20) == 0 {
+		n = resourcev1.AllocationResultsMaxSize + 1
+	}
+	for range n {
+		res := resourcev1.DeviceRequestAllocationResult{Driver: g.pick("d1", "d2"), Pool: g.pick("p1", "p2", "p9"), Device: g.pick("a", "b", "c", "zz"), Request: "r"}
+		for range g.r.IntN(3) {
+			res.Tolerations = append(res.Tolerations, resourcev1.DeviceToleration{
+				Key: g.pick("", "k1", "k2"), Operator: resourcev1.DeviceTolerationOperator(g.pick("", "Equal", "Exists", "bogus")),
+				Value: g.pick("", "v"), Effect: resourcev1.DeviceTaintEffect(g.pick("", "NoExecute", "NoExecute", "None")), TolerationSeconds: g.seconds(),
+			})
+		}
+		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, res)
+	}
+	return c
+}
+
+func (g gen) pod() *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: g.pick("pa", "pb", "pc"), UID: types.UID(g.pick("U1", "U2"))}}
+	if g.r.IntN(4) > 0 {
+		p.Spec.NodeName = "n"
+	}
+	if g.r.IntN(8) == 0 {
+		p.DeletionTimestamp = uMT(g.t0)
+	}
+	for i := range g.r.IntN(3) {
+		name := fmt.Sprintf("rc%d", i)
+		claim := g.pick("c1", "c2", "c3")
+		if g.r.IntN(2) == 0 {
+			p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, v1.PodResourceClaim{Name: name, ResourceClaimName: &claim})
+			continue
+		}
+		p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, v1.PodResourceClaim{Name: name, ResourceClaimTemplateName: uPtr("t")})
+		if g.r.IntN(3) > 0 {
+			p.Status.ResourceClaimStatuses = append(p.Status.ResourceClaimStatuses, v1.PodResourceClaimStatus{Name: name, ResourceClaimName: &claim})
+		}
+	}
+	if g.r.IntN(4) == 0 {
+		p.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: g.pick("c1", "c2", "c3")}
+	}
+	if g.r.IntN(30) == 0 {
+		for i := range 130 {
+			p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, v1.PodResourceClaim{Name: fmt.Sprintf("x%d", i), ResourceClaimName: uPtr("c1")})
+		}
+	}
+	return p
+}
+
+func overLimit(err error) bool { return errors.Is(err, ErrDeviceLimit) }
+
+// runDeviceModel runs steps random operations from r and checks the
+// DeviceEvictor against the model after each.
+func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
+	t.Helper()
+	d, err := NewDeviceEvictor(DefaultDeviceEvictorConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newDevModel()
+	g := gen{r: r, t0: uTaintTime}
+	now := uTaintTime
+	var trace []string
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("after %s:\n"+format, append([]any{strings.Join(trace, "\n  ")}, args...)...)
+	}
+	for range steps {
+		switch op := r.IntN(14); op {
+		case 0, 1:
+			s := g.slice()
+			trace = append(trace, fmt.Sprintf("SetSlice %s %s/%s gen %d, %d devices", s.Name, s.Spec.Driver, s.Spec.Pool.Name, s.Spec.Pool.Generation, len(s.Spec.Devices)))
+			err := d.SetSlice(now, s)
+			tooBig := len(s.Spec.Devices) > resourcev1.ResourceSliceMaxDevices || slices.ContainsFunc(s.Spec.Devices, func(dev resourcev1.Device) bool { return len(dev.Taints) > resourcev1.DeviceTaintsMaxLength })
+			if tooBig != overLimit(err) {
+				fail("SetSlice error %v, over limit %v", err, tooBig)
+			}
+			if !tooBig {
+				m.slices[s.Name] = s
+			}
+		case 2:
+			name := g.pick("s1", "s2", "s3", "s4")
+			trace = append(trace, "DeleteSlice "+name)
+			d.DeleteSlice(now, name)
+			delete(m.slices, name)
+		case 3:
+			rule := g.rule()
+			trace = append(trace, fmt.Sprintf("SetRule %s %s %+v", rule.Name, rule.Taint.Effect, rule.Selector))
+			d.SetRule(now, rule)
+			m.rules[rule.Name] = rule
+		case 4:
+			name := g.pick("r1", "r2")
+			trace = append(trace, "DeleteRule "+name)
+			d.DeleteRule(now, name)
+			delete(m.rules, name)
+		case 5, 6:
+			c := g.claim()
+			trace = append(trace, fmt.Sprintf("SetClaim %s %s allocated %v", c.Name, c.UID, c.Status.Allocation != nil))
+			err := d.SetClaim(now, c)
+			tooBig := c.Status.Allocation != nil && len(c.Status.Allocation.Devices.Results) > resourcev1.AllocationResultsMaxSize
+			if tooBig != overLimit(err) {
+				fail("SetClaim error %v, over limit %v", err, tooBig)
+			}
+			if !tooBig {
+				m.claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
+			}
+		case 7:
+			k := types.NamespacedName{Namespace: "ns", Name: g.pick("c1", "c2", "c3")}
+			trace = append(trace, "DeleteClaim "+k.Name)
+			d.DeleteClaim(now, k)
+			delete(m.claims, k)
+		case 8, 9:
+			p := g.pod()
+			trace = append(trace, fmt.Sprintf("SetPod %s %s node %q claims %d", p.Name, p.UID, p.Spec.NodeName, countPodClaims(p)))
+			err := d.SetPod(now, p)
+			tooBig := countPodClaims(p) > 128
+			if tooBig != overLimit(err) {
+				fail("SetPod error %v, over limit %v", err, tooBig)
+			}
+			if !tooBig {
+				k := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+				if old := m.pods[k]; old != nil && old.UID != p.UID {
+					delete(m.evicted, evictedKey(old))
+				}
+				if countPodClaims(p) == 0 {
+					if old := m.pods[k]; old != nil {
+						delete(m.evicted, evictedKey(old))
+					}
+					delete(m.pods, k)
+				} else {
+					m.pods[k] = p
+				}
+			}
+		case 10:
+			k := types.NamespacedName{Namespace: "ns", Name: g.pick("pa", "pb", "pc")}
+			trace = append(trace, "DeletePod "+k.Name)
+			d.DeletePod(k)
+			if old := m.pods[k]; old != nil {
+				delete(m.evicted, evictedKey(old))
+			}
+			delete(m.pods, k)
+		case 11:
+			step := time.Duration(r.IntN(90)) * time.Second
+			if r.IntN(10) == 0 {
+				step = -step // the clock going back counts as no time
+			}
+			now = now.Add(step)
+			if now.Before(d.last) {
+				now = d.last
+			}
+			trace = append(trace, fmt.Sprintf("now = t0+%v", now.Sub(uTaintTime)))
+		default:
+			// A worker pass: Due, then Done or an immediate Retry.
+			d.RuleStatuses(now)
+			got := d.Due(now)
+			var gotKeys, wantKeys []string
+			for _, x := range got {
+				gotKeys = append(gotKeys, x.Pod.String()+"/"+string(x.UID))
+			}
+			for _, p := range m.pods {
+				if at, ok := m.podEviction(p); ok && !at.After(now) && !m.evicted[evictedKey(p)] {
+					wantKeys = append(wantKeys, evictedKey(p))
+				}
+			}
+			sort.Strings(gotKeys)
+			sort.Strings(wantKeys)
+			if !slices.Equal(gotKeys, wantKeys) {
+				fail("Due(t0+%v) = %v, model %v", now.Sub(uTaintTime), gotKeys, wantKeys)
+			}
+			for _, x := range got {
+				if r.IntN(4) == 0 {
+					trace = append(trace, "Retry "+x.Pod.Name)
+					d.Retry(now, x, 0)
+					continue
+				}
+				trace = append(trace, "Done "+x.Pod.Name)
+				d.Done(now, x, DeviceDeleted)
+				m.evicted[x.Pod.String()+"/"+string(x.UID)] = true
+			}
+			d.AppendCancelled(nil)
+		}
+		checkDeviceModel(t, d, m, now, fail)
+	}
+}
+
+func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time, fail func(string, ...any)) {
+	t.Helper()
+	for k, p := range m.pods {
+		x := d.Explain(now, k)
+		at, ok := m.podEviction(p)
+		switch {
+		case m.evicted[evictedKey(p)]:
+			if x.State != DeviceDone {
+				fail("pod %s: %v, model: evicted", k, x)
+			}
+		case !ok:
+			if x.State != DeviceNotTainted && x.State != DeviceNotBound {
+				fail("pod %s: %v, model: no eviction", k, x)
+			}
+		default:
+			switch x.State {
+			case DeviceScheduled, DeviceDue:
+				if !x.At.Equal(at) {
+					fail("pod %s: %v, model: eviction at t0+%v", k, x, at.Sub(uTaintTime))
+				}
+			case DeviceRetrying:
+				if x.At.Before(at) {
+					fail("pod %s: %v retries before the eviction time t0+%v", k, x, at.Sub(uTaintTime))
+				}
+			default:
+				fail("pod %s: %v, model: eviction at t0+%v", k, x, at.Sub(uTaintTime))
+			}
+		}
+	}
+	// Nothing kept that the model does not explain.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pods.len() != len(m.pods) {
+		fail("%d pod records, model %d pods", d.pods.len(), len(m.pods))
+	}
+	if len(d.slices) != len(m.slices) || len(d.rules) != len(m.rules) {
+		fail("%d slices, %d rules; model %d, %d", len(d.slices), len(d.rules), len(m.slices), len(m.rules))
+	}
+	for k, c := range d.claims {
+		if !c.allocated && len(c.pods) == 0 {
+			fail("claim record %s with neither allocation nor pods", k)
+		}
+		for i, p := range c.pods {
+			found := false
+			for j := range int(p.nlinks) {
+				if l := p.linkAt(j); l.claim == c && int(l.pos) == i {
+					found = true
+				}
+			}
+			if !found {
+				fail("claim %s: pod %s link broken", k, p.key)
+			}
+		}
+	}
+	for k, p := range d.pools {
+		if len(p.slices) == 0 && len(p.users) == 0 {
+			fail("pool %v with neither slices nor users", k)
+		}
+	}
+	if n := d.queue.len(); n > d.pods.len() {
+		fail("%d queued, %d pods", n, d.pods.len())
+	}
+}
+
+func TestDeviceModel(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 30
+	}
+	for seed := range seeds {
+		r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+		runDeviceModel(t, r, 200)
+	}
+}
+
+func FuzzDeviceModel(f *testing.F) {
+	for _, s := range []uint64{1, 2, 3, 42} {
+		f.Add(binary.LittleEndian.AppendUint64(nil, s))
+	}
+	f.Fuzz(func(t *testing.T, seed []byte) {
+		var b [16]byte
+		copy(b[:], seed)
+		r := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])))
+		runDeviceModel(t, r, 100)
+	})
+}

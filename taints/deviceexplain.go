@@ -1,0 +1,304 @@
+package taints
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// DeviceState is where a pod stands, as DeviceEvictor.Explain reports it.
+type DeviceState uint8
+
+const (
+	// DeviceNotTracked: no such pod (never set, deleted, or without
+	// claims).
+	DeviceNotTracked DeviceState = 1 + iota
+	// DeviceNotBound: the pod is not bound to a node; not evicted.
+	DeviceNotBound
+	// DeviceNotTainted: no claim the pod uses has an untolerated NoExecute
+	// device taint (none tainted, or all tolerated forever).
+	DeviceNotTainted
+	// DeviceScheduled: the pod will be evicted at At.
+	DeviceScheduled
+	// DeviceDue: At has passed; the next Due hands the eviction out.
+	DeviceDue
+	// DeviceHandedOut: Due handed the eviction out; waiting for Done or
+	// Retry.
+	DeviceHandedOut
+	// DeviceRetrying: a deletion failed; it is due again at At.
+	DeviceRetrying
+	// DeviceDone: evicted (Done); not evicted again while it keeps its UID.
+	DeviceDone
+)
+
+// String returns the state's name.
+func (s DeviceState) String() string {
+	switch s {
+	case DeviceNotTracked:
+		return "NotTracked"
+	case DeviceNotBound:
+		return "NotBound"
+	case DeviceNotTainted:
+		return "NotTainted"
+	case DeviceScheduled:
+		return "Scheduled"
+	case DeviceDue:
+		return "Due"
+	case DeviceHandedOut:
+		return "HandedOut"
+	case DeviceRetrying:
+		return "Retrying"
+	case DeviceDone:
+		return "Done"
+	}
+	return "DeviceState(" + strconv.Itoa(int(s)) + ")"
+}
+
+// DeviceClaimUse says whether and how one of a pod's claims counts.
+type DeviceClaimUse uint8
+
+const (
+	// DeviceClaimUnallocated: the claim is unknown or not allocated.
+	DeviceClaimUnallocated DeviceClaimUse = 1 + iota
+	// DeviceClaimNotForPod: the claim is not the pod's (owner or
+	// ReservedFor does not match); ignored.
+	DeviceClaimNotForPod
+	// DeviceClaimUntainted: used; no untolerated NoExecute taint.
+	DeviceClaimUntainted
+	// DeviceClaimTainted: used; evicts at the claim's At.
+	DeviceClaimTainted
+)
+
+// String returns the use's name.
+func (u DeviceClaimUse) String() string {
+	switch u {
+	case DeviceClaimUnallocated:
+		return "Unallocated"
+	case DeviceClaimNotForPod:
+		return "NotForPod"
+	case DeviceClaimUntainted:
+		return "Untainted"
+	case DeviceClaimTainted:
+		return "Tainted"
+	}
+	return "DeviceClaimUse(" + strconv.Itoa(int(u)) + ")"
+}
+
+// DeviceClaimExplanation is one of a pod's claims in an explanation.
+type DeviceClaimExplanation struct {
+	Claim string
+	Use   DeviceClaimUse
+	// At is the claim's eviction time when Use is DeviceClaimTainted.
+	At time.Time
+}
+
+// DeviceExplanation says when a pod will be evicted for a device taint and
+// why, or why not.
+type DeviceExplanation struct {
+	State DeviceState
+	Pod   types.NamespacedName
+	UID   types.UID
+	// At is the fire time for Scheduled, Due, HandedOut and Retrying.
+	At time.Time
+	// Claims are the pod's claims, in the pod's order.
+	Claims []DeviceClaimExplanation
+	// Taints are the taints behind the eviction (as DeviceEviction.Taints).
+	Taints   []DeviceTaintSource
+	Attempts int
+}
+
+// Explain reports what the DeviceEvictor will do with the pod key and why,
+// as of now. It changes nothing and allocates the result.
+func (d *DeviceEvictor) Explain(now time.Time, key types.NamespacedName) DeviceExplanation {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if now.Before(d.last) {
+		now = d.last
+	}
+	p := d.pods.get(key)
+	if p == nil {
+		return DeviceExplanation{State: DeviceNotTracked, Pod: key}
+	}
+	x := DeviceExplanation{Pod: key, UID: d.uidOf(p)}
+	for i := range int(p.nlinks) {
+		l := p.linkAt(i)
+		ce := DeviceClaimExplanation{Claim: l.claim.key.Name}
+		switch {
+		case !l.claim.allocated:
+			ce.Use = DeviceClaimUnallocated
+		case !d.linkValid(p, l):
+			ce.Use = DeviceClaimNotForPod
+		case l.claim.has:
+			ce.Use, ce.At = DeviceClaimTainted, l.claim.when
+		default:
+			ce.Use = DeviceClaimUntainted
+		}
+		x.Claims = append(x.Claims, ce)
+	}
+	if p.ev != nil {
+		x.Attempts = int(p.ev.attempts)
+	}
+	_, tainted := d.podEviction(p)
+	if tainted || p.state != stIdle {
+		x.Taints = d.sources(p)
+	}
+	switch p.state {
+	case stEvicted:
+		x.State = DeviceDone
+	case stHandedOut:
+		x.State, x.At = DeviceHandedOut, p.ev.at
+	case stScheduled:
+		x.At = p.ev.at
+		switch {
+		case p.ev.attempts > 0:
+			x.State = DeviceRetrying
+		case !p.ev.at.After(now):
+			x.State = DeviceDue
+		default:
+			x.State = DeviceScheduled
+		}
+	default:
+		if !p.bound {
+			x.State = DeviceNotBound
+		} else {
+			x.State = DeviceNotTainted
+		}
+	}
+	return x
+}
+
+// String describes the explanation in one line, times in UTC RFC 3339.
+func (x DeviceExplanation) String() string {
+	var b strings.Builder
+	b.WriteString("pod " + x.Pod.String() + ": ")
+	switch x.State {
+	case DeviceNotTracked:
+		b.WriteString("not tracked (no device claims)")
+	case DeviceNotBound:
+		b.WriteString("not evicted: not bound to a node")
+	case DeviceNotTainted:
+		b.WriteString("not evicted: no untolerated NoExecute device taint")
+	case DeviceScheduled:
+		b.WriteString("evicted at " + stamp(x.At))
+	case DeviceDue:
+		b.WriteString("due since " + stamp(x.At))
+	case DeviceHandedOut:
+		b.WriteString("being deleted (due " + stamp(x.At) + ")")
+	case DeviceRetrying:
+		b.WriteString("deletion failed " + strconv.Itoa(x.Attempts) + " time(s), retry at " + stamp(x.At))
+	case DeviceDone:
+		b.WriteString("evicted, waiting for the pod to go away")
+	default:
+		b.WriteString(x.State.String())
+	}
+	for _, c := range x.Claims {
+		b.WriteString("; claim " + c.Claim + " " + c.Use.String())
+		if c.Use == DeviceClaimTainted {
+			b.WriteString(" from " + stamp(c.At))
+		}
+	}
+	if len(x.Taints) > 0 {
+		parts := make([]string, len(x.Taints))
+		for i, t := range x.Taints {
+			parts[i] = t.String()
+		}
+		b.WriteString("; taints: " + strings.Join(parts, ", "))
+	}
+	return b.String()
+}
+
+// DeviceSnapshot is what a DeviceEvictor knows that its inputs do not
+// tell again after a restart: the pods it evicted (so that a pod still
+// terminating is not evicted twice) and each rule's count of evicted pods
+// (upstream starts both afresh: its status says "since starting the
+// controller").
+type DeviceSnapshot struct {
+	Evicted []DeviceEvictedPod
+	Rules   []DeviceRuleCount
+}
+
+// DeviceEvictedPod is an evicted pod in a DeviceSnapshot.
+type DeviceEvictedPod struct {
+	Pod types.NamespacedName
+	UID types.UID
+}
+
+// DeviceRuleCount is a rule's evicted-pod count in a DeviceSnapshot.
+type DeviceRuleCount struct {
+	Rule    string
+	UID     types.UID
+	Evicted int64
+}
+
+// MaxDeviceSnapshot bounds the entries Restore accepts.
+const MaxDeviceSnapshot = 1 << 20
+
+// Snapshot returns the DeviceEvictor's restart state, sorted. O(n log n).
+func (d *DeviceEvictor) Snapshot() DeviceSnapshot {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var s DeviceSnapshot
+	d.pods.each(func(p *devPod) {
+		if p.state == stEvicted {
+			s.Evicted = append(s.Evicted, DeviceEvictedPod{Pod: p.key, UID: d.uidOf(p)})
+		}
+	})
+	for id := range d.restoredPods {
+		s.Evicted = append(s.Evicted, DeviceEvictedPod{UID: id})
+	}
+	for _, r := range d.rules {
+		if r.evicted > 0 {
+			s.Rules = append(s.Rules, DeviceRuleCount{Rule: r.name, UID: r.uid, Evicted: r.evicted})
+		}
+	}
+	for id, n := range d.restoredRules {
+		s.Rules = append(s.Rules, DeviceRuleCount{UID: id, Evicted: n})
+	}
+	slices.SortFunc(s.Evicted, func(a, b DeviceEvictedPod) int { return strings.Compare(string(a.UID), string(b.UID)) })
+	slices.SortFunc(s.Rules, func(a, b DeviceRuleCount) int { return strings.Compare(string(a.UID), string(b.UID)) })
+	return s
+}
+
+// Restore applies a Snapshot, typically to a new DeviceEvictor before its
+// inputs arrive: a listed pod (by UID) is marked evicted when it is, or
+// when it is first, set; a listed rule (by UID) gets its count. It returns
+// an error wrapping ErrDeviceLimit, and changes nothing, when s's entries
+// and those still pending from earlier Restores exceed MaxDeviceSnapshot.
+// Entries for pods and rules that have not arrived yet are kept, and
+// Snapshot reports them again (without names).
+func (d *DeviceEvictor) Restore(now time.Time, s DeviceSnapshot) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n := len(s.Evicted) + len(s.Rules) + len(d.restoredPods) + len(d.restoredRules); n > MaxDeviceSnapshot {
+		return fmt.Errorf("%w: %d snapshot entries with those pending from earlier Restores, more than MaxDeviceSnapshot (%d)", ErrDeviceLimit, n, MaxDeviceSnapshot)
+	}
+	d.advance(now)
+	for _, e := range s.Evicted {
+		if p := d.pods.get(e.Pod); p != nil && d.hasUID(p, e.UID) {
+			if p.ev != nil {
+				d.queue.remove(p)
+			}
+			p.state = stEvicted
+			continue
+		}
+		if d.restoredPods == nil {
+			d.restoredPods = make(map[types.UID]struct{})
+		}
+		d.restoredPods[e.UID] = struct{}{}
+	}
+	for _, c := range s.Rules {
+		if r := d.rules[c.Rule]; r != nil && r.uid == c.UID {
+			r.evicted = c.Evicted
+			continue
+		}
+		if d.restoredRules == nil {
+			d.restoredRules = make(map[types.UID]int64)
+		}
+		d.restoredRules[c.UID] = c.Evicted
+	}
+	return nil
+}
