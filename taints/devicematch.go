@@ -19,7 +19,7 @@ import (
 // Unlike the rest of the package, this re-implements upstream's matcher:
 // resourceclaim needs k8s.io/api v0.37 (it reads scheduling/v1beta1
 // PodGroups), so importing it would raise the library's floor above
-// k8s.io/api v0.35. The module draparity (taints/draparity) proves the two
+// k8s.io/api v0.35. The module draparity (internal/draparity) proves the two
 // equal by exhaustive enumeration and a differential fuzz test.
 // O(1), no allocation.
 func DeviceToleratesTaint(tol resourcev1.DeviceToleration, taint resourcev1.DeviceTaint) bool {

@@ -6,7 +6,7 @@
 // requiring it from the library's go.mod would raise the library's floor
 // above k8s.io/api v0.35. Run it with
 //
-//	cd taints/draparity && go test ./...
+//	cd internal/draparity && go test ./...
 //
 // upstream-bench.sh runs upstream's own benchmarks beside the
 // DeviceEvictor's (see the script).

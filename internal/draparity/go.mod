@@ -1,4 +1,4 @@
-module github.com/kubelifecycle/lifecycle/taints/draparity
+module github.com/kubelifecycle/lifecycle/internal/draparity
 
 go 1.26.0
 
