@@ -308,3 +308,22 @@ func FuzzLoadConfig(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkLoadConfig: a configuration, and the refusal of hostile ones.
+func BenchmarkLoadConfig(b *testing.B) {
+	for _, bc := range []struct{ name, yaml string }{
+		{"good", goodConfig},
+		{"8000 nested mappings", strings.Repeat("{a: ", 8000) + "1" + strings.Repeat("}", 8000)},
+		{"30000 flow entries", "a: [" + strings.Repeat("a,", 30000) + "]\n"},
+		{"350 nested block mappings", deepBlock(350)},
+	} {
+		data := []byte(bc.yaml)
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				_, _ = LoadConfig(data)
+			}
+		})
+	}
+}
