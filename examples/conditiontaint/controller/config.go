@@ -215,7 +215,8 @@ func LoadConfig(data []byte) (Config, error) {
 	if err := checkKeys(reflect.TypeOf(cfg), tree, &p); err != nil {
 		return cfg, err
 	}
-	if zones, ok := tree.(map[string]any)["zones"].(map[string]any); ok {
+	root, _ := tree.(map[string]any)
+	if zones, ok := root["zones"].(map[string]any); ok {
 		_, max := zones["maxUnhealthy"]
 		_, threshold := zones["unhealthyThreshold"]
 		if max && threshold {
