@@ -264,3 +264,27 @@ func TestPausedEvictionDroppedWhenUntainted(t *testing.T) {
 	}
 	_ = context.Background
 }
+
+// TestDryRunFullDisruptionCancelsEvictions: in a dry run, the would-be
+// taints full disruption mode removes leave the Evictor too. There is no
+// watch event for a taint that was never written, so the Evictor used to
+// keep it and the preview went on to a ConditionTaintWouldEvict.
+func TestDryRunFullDisruptionCancelsEvictions(t *testing.T) {
+	cfg := testConfig()
+	cfg.DryRun = true
+	h := newHarness(t, cfg, append(zone("a", 3, 1), pod("sixty", "a-0", ptr.To[int64](60), false))...)
+	h.reconcilePod("ns", "sixty")
+	h.step() // a-0 would be tainted: sixty's countdown starts
+	h.evictions()
+	h.setCondition("a-1", v1.ConditionTrue)
+	h.setCondition("a-2", v1.ConditionTrue)
+	h.step() // every node of the only zone: full disruption mode
+	if evs := h.events(); count(evs, ReasonBreakerUntaint) != 1 {
+		t.Fatalf("events = %q, want a-0's would-be taint removed by the breaker", evs)
+	}
+	h.clock.Step(time.Minute)
+	h.evictions()
+	if evs := h.events(); count(evs, ReasonWouldEvict) != 0 {
+		t.Errorf("events = %q, want no would-evict after the taint's removal", evs)
+	}
+}
