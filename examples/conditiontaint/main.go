@@ -4,9 +4,13 @@
 // the pods that do not tolerate its NoExecute taints. It never touches the
 // node.kubernetes.io/* taints, so it runs next to kube-controller-manager on
 // managed clusters. See README.md.
+//
+// "conditiontaint simulate" is an offline dry run of a configuration on
+// nodes and pods read from files, on a virtual clock (package simulate).
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,6 +31,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kubelifecycle/lifecycle/examples/conditiontaint/controller"
+	"github.com/kubelifecycle/lifecycle/examples/conditiontaint/simulate"
 	"github.com/kubelifecycle/lifecycle/examples/internal/flagcheck"
 )
 
@@ -134,6 +139,15 @@ func managerOptions(f flags, cfg controller.Config) (manager.Options, error) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "simulate" {
+		if err := simulateCmd(os.Args[2:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+			if !errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintln(os.Stderr, "conditiontaint simulate:", err)
+			}
+			os.Exit(2)
+		}
+		return
+	}
 	f, err := parseFlags(os.Args[1:], os.Stderr)
 	if err != nil {
 		os.Exit(2)
@@ -192,4 +206,62 @@ func run(f flags) error {
 	ctrl.Log.WithName("conditiontaint").Info("starting", "dryRun", cfg.DryRun, "rows", len(cfg.Conditions),
 		"rate", cfg.Zones.Rate, "unhealthyThreshold", cfg.Zones.UnhealthyThreshold, "evictPods", cfg.EvictPods)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// simulateCmd is "conditiontaint simulate": an offline dry run of the
+// configuration on nodes and pods read from files (YAML or JSON, as
+// kubectl get nodes,pods -A -o yaml prints them; "-" is stdin), on a
+// virtual clock. It prints what would be tainted, held and evicted, and
+// when (package simulate).
+func simulateCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("conditiontaint simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "/etc/conditiontaint/config.yaml", "configuration file (its dryRun is ignored: nothing is written)")
+	horizon := fs.Duration("for", simulate.DefaultFor, "virtual time to play")
+	start := fs.String("start", "", "virtual start time, RFC 3339 (default: the latest time in the objects)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: conditiontaint simulate [-config file] [-for 1h] [-start time] objects.yaml...")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return errors.New("no object files")
+	}
+	cfg, err := loadConfig(flags{config: *config})
+	if err != nil {
+		return err
+	}
+	var opts simulate.Options
+	opts.For = *horizon
+	if *start != "" {
+		if opts.Start, err = time.Parse(time.RFC3339, *start); err != nil {
+			return fmt.Errorf("-start: %w", err)
+		}
+	}
+	var nodes []v1.Node
+	var pods []v1.Pod
+	for _, name := range fs.Args() {
+		r := stdin
+		if name != "-" {
+			fh, err := os.Open(name)
+			if err != nil {
+				return err
+			}
+			defer fh.Close()
+			r = fh
+		}
+		n, p, err := simulate.ReadObjects(r)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		nodes, pods = append(nodes, n...), append(pods, p...)
+	}
+	res, err := simulate.Run(cfg, nodes, pods, opts)
+	if err != nil {
+		return err
+	}
+	return res.Print(stdout)
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -45,6 +46,7 @@ const (
 	ReasonEvicted         = "TaintManagerEviction"
 	ReasonWouldEvict      = "ConditionTaintWouldEvict"
 	ReasonEvictionFailed  = "ConditionTaintEvictionFailed"
+	ReasonEvictionPaused  = "ConditionTaintEvictionPaused"
 	evictionRetryInterval = 5 * time.Second
 	conflictRetryInterval = time.Second
 )
@@ -81,7 +83,12 @@ type Options struct {
 //     decides each zone's rate with the zone breaker (zonestate), then taints
 //     the queued nodes the zone rates allow (evictionqueue);
 //   - ReconcilePod and ReconcileEvictions: the taint Evictor's pod inputs
-//     and its due evictions, requeued at its NextDeadline.
+//     and its due evictions, requeued at its NextDeadline; with
+//     ZoneConfig.PauseEvictions, the due evictions of a tripped group's
+//     nodes are held until the group recovers.
+//
+// A group is a zone, or the nodes sharing a value of the ZoneConfig.GroupBy
+// label.
 //
 // A Controller is safe for concurrent use.
 type Controller struct {
@@ -104,11 +111,13 @@ type Controller struct {
 	evictionsCh chan event.GenericEvent
 
 	mu        sync.Mutex
-	zones     map[string]zonestate.ZoneDecision // last decision per zone
+	zones     map[string]zonestate.ZoneDecision // last decision per group
 	full      bool                              // in full disruption mode
-	nodeZone  map[string]string                 // node → zone key of its queue
+	nodeZone  map[string]string                 // node → group key of its queue
 	waiting   map[string]string                 // node → last reported wait reason
 	dryTaints map[string][]v1.Taint             // dry-run: the taints each node would have
+	paused    map[string]bool                   // groups whose evictions are paused, at the last pass
+	held      map[types.NamespacedName]taints.Eviction
 	lastPass  time.Time
 }
 
@@ -129,7 +138,7 @@ func New(o Options) (*Controller, error) {
 		return nil, err
 	}
 	queues, err := zonestate.NewQueues(func(now time.Time, _ string, qps float64) (*evictionqueue.Queue[string], error) {
-		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: 1})
+		return evictionqueue.New[string](now, evictionqueue.Config{QPS: qps, Burst: o.Config.Zones.burst()})
 	})
 	if err != nil {
 		return nil, err
@@ -158,7 +167,48 @@ func New(o Options) (*Controller, error) {
 		nodeZone:    map[string]string{},
 		waiting:     map[string]string{},
 		dryTaints:   map[string][]v1.Taint{},
+		paused:      map[string]bool{},
+		held:        map[types.NamespacedName]taints.Eviction{},
 	}, nil
+}
+
+// groupKey is the node's group: its zone key (zonestate.Key), or its value
+// of the GroupBy label ("" without it).
+func (c *Controller) groupKey(node *v1.Node) string {
+	if c.cfg.Zones.GroupBy == "" {
+		return zonestate.Key(node)
+	}
+	return node.Labels[c.cfg.Zones.GroupBy]
+}
+
+// groupDesc names a group in messages: zone "a", or
+// group karpenter.sh/nodepool="general".
+func (c *Controller) groupDesc(key string) string {
+	switch {
+	case c.cfg.Zones.GroupBy != "" && key == "":
+		return fmt.Sprintf("group %s=\"\" (nodes without the label)", c.cfg.Zones.GroupBy)
+	case c.cfg.Zones.GroupBy != "":
+		return fmt.Sprintf("group %s=%q", c.cfg.Zones.GroupBy, key)
+	case key == "":
+		return `zone "" (nodes without topology labels)`
+	}
+	return fmt.Sprintf("zone %q", ZoneName(key))
+}
+
+// breakerWhy says why a group's breaker holds it: its state and counts,
+// and the threshold it passed.
+func (c *Controller) breakerWhy(key string, z zonestate.ZoneDecision) string {
+	why := fmt.Sprintf("%s is %s: %d of %d nodes unhealthy", c.groupDesc(key), z.State, z.NotReady, z.Size)
+	switch m := c.cfg.Zones.MaxUnhealthy; {
+	case z.State == zonestate.StateFullDisruption:
+		return why
+	case m == nil:
+		return why + fmt.Sprintf(", breaker threshold %v", c.cfg.Zones.UnhealthyThreshold)
+	case m.Type == intstr.String:
+		return why + fmt.Sprintf(", more than maxUnhealthy %s (%d)", m.StrVal, c.cfg.Zones.maxUnhealthy(z.Size))
+	default:
+		return why + fmt.Sprintf(", more than maxUnhealthy %d", m.IntVal)
+	}
 }
 
 // ZoneName renders a zone key (region + ":\x00:" + zone, see
@@ -279,7 +329,7 @@ func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (
 			return reconcile.Result{}, err
 		}
 	}
-	zone := zonestate.Key(node)
+	zone := c.groupKey(node)
 	c.mu.Lock()
 	old, had := c.nodeZone[node.Name]
 	c.nodeZone[node.Name] = zone
@@ -297,7 +347,11 @@ func (c *Controller) ReconcileNode(ctx context.Context, req reconcile.Request) (
 	if len(add) > 0 && (!haveQueue || queued) {
 		c.kick()
 	}
-	c.evictor.SetNodeTaints(now, node.Name, c.evictorTaints(view))
+	noExecute := c.evictorTaints(view)
+	c.evictor.SetNodeTaints(now, node.Name, noExecute)
+	if len(noExecute) == 0 {
+		c.releaseHeld(now, node.Name)
+	}
 	c.kickEvictions()
 	return reconcile.Result{}, nil
 }
@@ -318,7 +372,7 @@ func (c *Controller) enqueue(now time.Time, q *evictionqueue.Queue[string], node
 	}
 	c.metrics.decision(DecisionQueued, c.cfg.DryRun)
 	c.rec.Eventf(nodeRef(node.Name, node.UID), nil, v1.EventTypeNormal, ReasonQueued, "Queue",
-		"%s: queued for %s in zone %q", c.describeAdd(node, add), taintList(add), ZoneName(zone))
+		"%s: queued for %s in %s", c.describeAdd(node, add), taintList(add), c.groupDesc(zone))
 	return true
 }
 
@@ -404,5 +458,6 @@ func (c *Controller) forgetNode(name string) {
 		}
 	}
 	c.evictor.DeleteNode(name)
+	c.releaseHeld(c.clock.Now(), name)
 	c.kick()
 }

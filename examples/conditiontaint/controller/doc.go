@@ -10,7 +10,13 @@
 //	                              node, zonestate.Queues.Apply, then Queue.Try taints at the zone's rate
 //	Controller.ReconcilePod       taints.Evictor.SetPod / DeletePod
 //	Controller.ReconcileEvictions taints.Evictor.Due, nodehealth.DisruptionTargetStatus, delete;
-//	                              RequeueAfter from Evictor.NextDeadline
+//	                              RequeueAfter from Evictor.NextDeadline; with pauseEvictions, due
+//	                              evictions on a tripped group's nodes held until it recovers
+//
+// Nodes are grouped by zone (zonestate.Key) or by the value of a node label
+// (ZoneConfig.GroupBy, a node pool); a group's breaker trips at a fraction
+// (UnhealthyThreshold, upstream's rule) or above a count or percentage
+// (MaxUnhealthy, as medik8s NodeHealthCheck's maxUnhealthy).
 //
 // Time comes from a clock.PassiveClock given in Options (a fake one in
 // tests); every library call gets its now. Decisions and non-decisions

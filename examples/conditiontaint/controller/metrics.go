@@ -15,6 +15,7 @@ const (
 	DecisionEvicted         = "evicted"           // a pod was deleted
 	DecisionEvictionFailed  = "eviction_failed"   // a pod deletion failed and is retried
 	DecisionEvictionSkipped = "eviction_skipped"  // the pod was gone or replaced
+	DecisionEvictionPaused  = "eviction_paused"   // a due eviction held: its group is tripped
 )
 
 // Metrics are the controller's Prometheus metrics, all in the
@@ -29,6 +30,12 @@ type Metrics struct {
 	FullDisruption   prometheus.Gauge
 	ScheduledEvicts  prometheus.Gauge
 	ZonePassDuration prometheus.Histogram
+	// PausedEvicts counts the due evictions held while their group is
+	// tripped (ZoneConfig.PauseEvictions).
+	PausedEvicts prometheus.Gauge
+	// ZoneEvictionsPaused is 1 for a group whose evictions are paused
+	// (zone).
+	ZoneEvictionsPaused *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg (the
@@ -37,7 +44,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	const ns, sub = "lifecycle", "conditiontaint"
 	m := &Metrics{
 		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "decisions_total",
-			Help: "Decisions taken, by decision (queued, tainted, untainted, held_by_breaker, waiting_for_rate, breaker_untainted, evicted, eviction_failed, eviction_skipped) and dry_run."},
+			Help: "Decisions taken, by decision (queued, tainted, untainted, held_by_breaker, waiting_for_rate, breaker_untainted, evicted, eviction_failed, eviction_skipped, eviction_paused) and dry_run."},
 			[]string{"decision", "dry_run"}),
 		ZoneSize: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "zone_size",
 			Help: "Nodes counted in the zone at the last zone pass."}, []string{"zone"}),
@@ -55,9 +62,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Pod evictions scheduled by toleration time."}),
 		ZonePassDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "zone_pass_duration_seconds",
 			Help: "Duration of a zone pass (count, decide, queue).", Buckets: prometheus.ExponentialBuckets(0.0005, 4, 8)}),
+		PausedEvicts: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "paused_evictions",
+			Help: "Due pod evictions held because their node's group is tripped (zones.pauseEvictions)."}),
+		ZoneEvictionsPaused: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "zone_evictions_paused",
+			Help: "1 while the group's evictions are paused: it is tripped and zones.pauseEvictions is set."}, []string{"zone"}),
 	}
 	for _, c := range []prometheus.Collector{m.Decisions, m.ZoneSize, m.ZoneUnhealthy, m.ZoneRate, m.ZoneState, m.Pending,
-		m.FullDisruption, m.ScheduledEvicts, m.ZonePassDuration} {
+		m.FullDisruption, m.ScheduledEvicts, m.ZonePassDuration, m.PausedEvicts, m.ZoneEvictionsPaused} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -81,4 +92,5 @@ func (m *Metrics) forgetZone(zone string) {
 	m.ZoneRate.DeleteLabelValues(zone)
 	m.ZoneState.DeletePartialMatch(prometheus.Labels{"zone": zone})
 	m.Pending.DeletePartialMatch(prometheus.Labels{"zone": zone})
+	m.ZoneEvictionsPaused.DeleteLabelValues(zone)
 }

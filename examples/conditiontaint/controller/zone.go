@@ -25,14 +25,17 @@ func (c *Controller) Step(ctx context.Context) (time.Time, bool, error) {
 	return next, ok, err
 }
 
-// ZonePass counts every selected node per zone (a node is unhealthy when a
-// condition calls for one of the table's taints; nodes labelled
-// ExcludeDisruptionLabel are not counted), decides each zone's rate and
-// breaker state (zonestate.Tracker.UpdateCounts), applies the rates to the
-// zone queues, and brings the queues in line with the nodes: every node
-// that needs a taint is queued, every other one is taken out. When every
-// zone is fully unhealthy (full disruption mode) it removes the
-// controller's taints from every node, as upstream does for its own.
+// ZonePass counts every selected node per group (a zone, or a value of the
+// GroupBy label; a node is unhealthy when a condition calls for one of the
+// table's taints; nodes labelled ExcludeDisruptionLabel are not counted),
+// decides each group's rate and breaker state
+// (zonestate.Tracker.UpdateCounts, and MaxUnhealthy when set), applies the
+// rates to the group queues, and brings the queues in line with the nodes:
+// every node that needs a taint is queued, every other one is taken out.
+// When every group is fully unhealthy (full disruption mode) it removes the
+// controller's taints from every node, as upstream does for its own. With
+// PauseEvictions it records which groups' evictions are paused, and wakes
+// the eviction reconciler when that changes.
 func (c *Controller) ZonePass(ctx context.Context) error {
 	start := time.Now()
 	defer func() { c.metrics.ZonePassDuration.Observe(time.Since(start).Seconds()) }()
@@ -51,7 +54,7 @@ func (c *Controller) ZonePass(ctx context.Context) error {
 	for i := range list.Items {
 		node := c.view(&list.Items[i])
 		add, remove := c.table.For(node, now)
-		zone := zonestate.Key(node)
+		zone := c.groupKey(node)
 		entries = append(entries, entry{node, zone, add})
 		if _, excluded := node.Labels[ExcludeDisruptionLabel]; excluded {
 			continue
@@ -64,9 +67,13 @@ func (c *Controller) ZonePass(ctx context.Context) error {
 		counts[zone] = h
 	}
 	d := c.tracker.UpdateCounts(counts)
+	if c.cfg.Zones.MaxUnhealthy != nil {
+		c.applyMaxUnhealthy(&d)
+	}
 	applyErr := c.queues.Apply(now, d)
 
 	c.mu.Lock()
+	first := c.lastPass.IsZero()
 	for _, z := range d.Zones {
 		c.zones[z.Key] = z
 	}
@@ -75,7 +82,35 @@ func (c *Controller) ZonePass(ctx context.Context) error {
 	}
 	c.full = d.InFullDisruption
 	c.lastPass = now
+	type pauseChange struct {
+		key    string
+		paused bool
+		why    string
+	}
+	var changes []pauseChange
+	if c.cfg.Zones.PauseEvictions {
+		for _, k := range d.Removed {
+			delete(c.paused, k)
+		}
+		for _, z := range d.Zones {
+			why, paused := c.groupPausedLocked(z.Key)
+			if paused != c.paused[z.Key] {
+				changes = append(changes, pauseChange{z.Key, paused, why})
+			}
+			c.paused[z.Key] = paused
+		}
+	}
 	c.mu.Unlock()
+	for _, ch := range changes {
+		if ch.paused {
+			c.log.Info("evictions paused", "group", ZoneName(ch.key), "why", ch.why)
+		} else {
+			c.log.Info("evictions resumed", "group", ZoneName(ch.key))
+		}
+	}
+	if len(changes) > 0 || (first && c.cfg.Zones.PauseEvictions) {
+		c.kickEvictions()
+	}
 
 	for _, z := range d.Zones {
 		name := ZoneName(z.Key)
@@ -88,6 +123,15 @@ func (c *Controller) ZonePass(ctx context.Context) error {
 				v = 1
 			}
 			c.metrics.ZoneState.WithLabelValues(name, s.String()).Set(v)
+		}
+		if c.cfg.Zones.PauseEvictions {
+			c.mu.Lock()
+			v := 0.0
+			if c.paused[z.Key] {
+				v = 1
+			}
+			c.mu.Unlock()
+			c.metrics.ZoneEvictionsPaused.WithLabelValues(name).Set(v)
 		}
 		if z.State != z.Previous && z.Previous != zonestate.StateInitial {
 			c.log.Info("zone state changed", "zone", name, "from", z.Previous.String(), "to", z.State.String(),
@@ -123,6 +167,10 @@ func (c *Controller) ZonePass(ctx context.Context) error {
 					"every zone is fully unhealthy: full disruption mode")
 				if err != nil {
 					errs = append(errs, err)
+				} else {
+					// The node reconciler would tell the Evictor on the
+					// update's watch event; a dry run writes nothing to watch.
+					c.evictor.SetNodeTaints(now, e.node.Name, c.evictorTaints(updated))
 				}
 				e.node = updated
 				e.add, _ = c.table.For(updated, now)
@@ -133,7 +181,7 @@ func (c *Controller) ZonePass(ctx context.Context) error {
 		rate, known := c.rateLocked(e.zone)
 		c.mu.Unlock()
 		if !known {
-			// A zone of excluded nodes only has no decision: the normal rate
+			// A group of excluded nodes only has no decision: the normal rate
 			// (0 in full disruption mode).
 			rate = c.cfg.Zones.Rate
 			if d.InFullDisruption {
@@ -148,6 +196,45 @@ func (c *Controller) ZonePass(ctx context.Context) error {
 		c.enqueue(now, q, e.node, e.zone, e.add)
 	}
 	return errors.Join(errs...)
+}
+
+// applyMaxUnhealthy trips, in d, the groups with more unhealthy nodes than
+// MaxUnhealthy allows: the Tracker (at threshold 1, see Config.policy)
+// decides only Normal and FullDisruption, and full disruption mode. A
+// tripped group's rate is 0. Previous is the state the Controller last
+// decided, and every rate is applied again (SetRate ignores an unchanged
+// one), since the Tracker's own last rate may differ.
+func (c *Controller) applyMaxUnhealthy(d *zonestate.Decision) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range d.Zones {
+		z := &d.Zones[i]
+		if last, ok := c.zones[z.Key]; ok && z.Previous != zonestate.StateInitial {
+			z.Previous = last.State
+		}
+		if z.State == zonestate.StateNormal && z.NotReady > c.cfg.Zones.maxUnhealthy(z.Size) {
+			z.State, z.QPS = zonestate.StatePartialDisruption, 0
+		}
+		z.RateChanged = true
+	}
+}
+
+// groupPausedLocked says whether the evictions on the group's nodes are
+// paused, and why: PauseEvictions is set and the group is tripped
+// (PartialDisruption or FullDisruption), every group is in full disruption
+// mode, or no zone pass has run yet. c.mu must be held.
+func (c *Controller) groupPausedLocked(key string) (string, bool) {
+	switch z, ok := c.zones[key]; {
+	case !c.cfg.Zones.PauseEvictions:
+		return "", false
+	case c.lastPass.IsZero():
+		return "no zone pass has run yet", true
+	case c.full:
+		return "every zone is fully unhealthy (full disruption mode)", true
+	case ok && (z.State == zonestate.StatePartialDisruption || z.State == zonestate.StateFullDisruption):
+		return c.breakerWhy(key, z), true
+	}
+	return "", false
 }
 
 // rateLocked is the zone's current rate; c.mu must be held.
@@ -214,12 +301,12 @@ func (c *Controller) reportWaiting(zone string, q *evictionqueue.Queue[string]) 
 		ref := nodeRef(e.it.Key, e.it.UID)
 		if e.reason == ReasonHeldByBreaker {
 			c.metrics.decision(DecisionHeldByBreaker, c.cfg.DryRun)
-			why := fmt.Sprintf("zone %q is %s: %d of %d nodes unhealthy, breaker threshold %v", name, z.State, z.NotReady, z.Size, c.cfg.Zones.UnhealthyThreshold)
+			why := c.breakerWhy(zone, z)
 			switch {
 			case full:
 				why = "every zone is fully unhealthy (full disruption mode)"
 			case z.State == zonestate.StateNormal:
-				why = fmt.Sprintf("zone %q's rate is 0 (zones.rate)", name)
+				why = fmt.Sprintf("%s's rate is 0 (zones.rate)", c.groupDesc(zone))
 			}
 			c.rec.Eventf(ref, nil, v1.EventTypeWarning, ReasonHeldByBreaker, "Hold", "not tainting: %s", why)
 			continue
@@ -230,7 +317,7 @@ func (c *Controller) reportWaiting(zone string, q *evictionqueue.Queue[string]) 
 			when = next.UTC().Format(time.RFC3339)
 		}
 		c.rec.Eventf(ref, nil, v1.EventTypeNormal, ReasonWaitingForRate, "Wait",
-			"waiting for zone %q's rate of %v nodes/s: %d queued ahead, next taint at %s", name, rate, e.ahead, when)
+			"waiting for %s's rate of %v nodes/s: %d queued ahead, next taint at %s", c.groupDesc(zone), rate, e.ahead, when)
 	}
 }
 
@@ -264,7 +351,7 @@ func (c *Controller) taintNode(ctx context.Context, now time.Time, zone string, 
 		c.mu.Unlock()
 		c.metrics.decision(DecisionTainted, true)
 		c.rec.Eventf(nodeRef(node.Name, node.UID), nil, v1.EventTypeNormal, ReasonWouldTaint, "Taint",
-			"dry run: would add %s (%s; zone %q)", taintList(add), why, ZoneName(zone))
+			"dry run: would add %s (%s; %s)", taintList(add), why, c.groupDesc(zone))
 		c.evictor.SetNodeTaints(now, node.Name, c.evictorTaints(c.view(node)))
 		c.kickEvictions()
 		return true, 0
@@ -279,7 +366,7 @@ func (c *Controller) taintNode(ctx context.Context, now time.Time, zone string, 
 	}
 	c.metrics.decision(DecisionTainted, false)
 	c.rec.Eventf(nodeRef(node.Name, node.UID), nil, v1.EventTypeNormal, ReasonTainted, "Taint",
-		"added %s (%s; zone %q)", taintList(add), why, ZoneName(zone))
+		"added %s (%s; %s)", taintList(add), why, c.groupDesc(zone))
 	c.log.Info("tainted node", "node", node.Name, "taints", taintList(add), "zone", ZoneName(zone))
 	c.evictor.SetNodeTaints(now, node.Name, c.evictorTaints(updated))
 	c.kickEvictions()

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -507,4 +508,84 @@ func TestDryRunWritesNothing(t *testing.T) {
 	if _, ok, err := f.evictedAt(context.Background(), none.Name); ok || err != nil {
 		t.Errorf("pod evicted in dry run (%v)", err)
 	}
+}
+
+const nodePoolLabel = "karpenter.sh/nodepool"
+
+// poolNode creates a node of pool (the karpenter.sh/nodepool label; every
+// node in one zone), reporting the condition or not, with taints.
+func (f *fixture) poolNode(pool string, i int, sick bool, ts ...v1.Taint) string {
+	f.t.Helper()
+	st := v1.ConditionFalse
+	if sick {
+		st = v1.ConditionTrue
+	}
+	node := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   fmt.Sprintf("%s-%s-%d", f.sel, pool, i),
+			Labels: map[string]string{selKey: f.sel, nodePoolLabel: pool, v1.LabelTopologyZone: "z", v1.LabelTopologyRegion: "r"},
+		},
+		Spec: v1.NodeSpec{Taints: ts},
+		Status: v1.NodeStatus{Conditions: []v1.NodeCondition{
+			{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady"},
+			{Type: condKD, Status: st, Reason: "KernelDeadlockCheck"},
+		}},
+	}
+	got, err := f.cs.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { _ = f.cs.CoreV1().Nodes().Delete(context.Background(), got.Name, metav1.DeleteOptions{}) })
+	return got.Name
+}
+
+// TestPauseEvictionsWhileTripped: grouped by node pool, with maxUnhealthy 1
+// and pauseEvictions, a pool with two unhealthy nodes is tripped: the pod on
+// its node tainted before (no toleration: due at once) is not evicted, with
+// a ConditionTaintEvictionPaused event, while the pod of the other pool's
+// tainted node is; when the pool recovers, the held pod goes. Grouped by
+// zone (the default) the three unhealthy nodes would trip the one zone.
+// Without pauseEvictions the held pod goes at once and the test fails.
+func TestPauseEvictionsWhileTripped(t *testing.T) {
+	f := newFixture(t)
+	before := v1.Taint{Key: taintKey, Effect: v1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: time.Now().Add(-time.Minute)}}
+	p := []string{f.poolNode("p", 0, true, before), f.poolNode("p", 1, true), f.poolNode("p", 2, false), f.poolNode("p", 3, false)}
+	q := []string{f.poolNode("q", 0, true), f.poolNode("q", 1, false), f.poolNode("q", 2, false)}
+	held := f.pod("held", p[0], nil, false)
+	other := f.pod("other", q[0], nil, false)
+	cfg := f.config(5)
+	cfg.Zones.GroupBy = nodePoolLabel
+	cfg.Zones.MaxUnhealthy = ptr.To(intstr.FromInt32(1))
+	cfg.Zones.PauseEvictions = true
+	f.start(cfg, false)
+
+	cluster.Eventually(t, timeout, "pool q's node tainted and its pod evicted", func(ctx context.Context) (bool, error) {
+		_, ok, err := f.evictedAt(ctx, other.Name)
+		return ok, err
+	})
+	cluster.Eventually(t, timeout, "ConditionTaintEvictionPaused on the held pod, HeldByBreaker on p-1", func(ctx context.Context) (bool, error) {
+		paused, err := f.hasEvent(ctx, f.ns, held.Name, controller.ReasonEvictionPaused)
+		if err != nil || !paused {
+			return false, err
+		}
+		return f.hasEvent(ctx, "default", p[1], controller.ReasonHeldByBreaker)
+	})
+	// The pause took effect: the pod, due since the start, is still there,
+	// and the controller says why.
+	if _, ok, err := f.evictedAt(context.Background(), held.Name); ok || err != nil {
+		t.Fatalf("pod on the tripped pool evicted (%v)", err)
+	}
+	key := types.NamespacedName{Namespace: held.Namespace, Name: held.Name}
+	if why, ok := f.ctl.EvictionPaused(key); !ok || !strings.Contains(why, `group karpenter.sh/nodepool="p" is PartialDisruption: 2 of 4 nodes unhealthy, more than maxUnhealthy 1`) {
+		t.Errorf("EvictionPaused = %q, %v", why, ok)
+	}
+	if _, tainted, err := f.taintTime(context.Background(), p[1]); tainted || err != nil {
+		t.Errorf("p-1 tainted in a tripped pool (%v)", err)
+	}
+	// p-1 recovers: 1 of 4, the pool resumes and the held pod goes.
+	f.setCondition(p[1], v1.ConditionFalse)
+	cluster.Eventually(t, timeout, "held pod evicted once the pool recovered", func(ctx context.Context) (bool, error) {
+		_, ok, err := f.evictedAt(ctx, held.Name)
+		return ok, err
+	})
 }
