@@ -22,4 +22,13 @@
 // tests); every library call gets its now. Decisions and non-decisions
 // (held by the breaker, waiting for the zone rate) are Events and
 // lifecycle_conditiontaint_ metrics. See the README for the configuration.
+//
+// # Stability
+//
+// This module lives under examples/ and is not covered by the library's
+// compatibility promise (the top-level README's Compatibility section). Within
+// a minor release users may rely on the configuration file format (fields are
+// only added, and a missing field keeps its meaning), the Event reasons and
+// the metric names; the Go API of this package may change in any minor
+// release, each change listed in the top-level CHANGELOG.md.
 package controller
