@@ -309,13 +309,26 @@ type Confirmed struct {
 	// sees the breaker trip. Log it ("no resourceVersion: cannot
 	// compare").
 	Unversioned bool
+	// LiveOlder: the live object's resourceVersion is lower than the
+	// cached one's. A quorum read never returns an object older than one
+	// already observed, so the API server's store went back: etcd was
+	// restored from a snapshot without --bump-revision. The cache holds
+	// objects the server no longer has, and an informer whose watch
+	// resumed from its now future resourceVersion waits (kube-apiserver
+	// accepts such a watch) until as many new writes have passed it:
+	// relist it (restart the informers), as Kubernetes' restore procedure
+	// prescribes. The verdict is VerdictCacheBehind: the node is skipped,
+	// and the hold ends at the next SyncCache, since the cache is past
+	// the live version.
+	LiveOlder bool
 }
 
 // ConfirmDetail is Confirm, and also says what it compared: the cache,
-// both resourceVersions, and whether the live object had none
+// both resourceVersions, whether the live object had none
 // (Confirmed.Unversioned), which Confirm reports as VerdictStale without
-// a word. It decides exactly as Confirm and returns the same errors; it
-// allocates nothing.
+// a word, and whether it was older than the cached one
+// (Confirmed.LiveOlder: etcd restored from a snapshot). It decides
+// exactly as Confirm and returns the same errors; it allocates nothing.
 func (t *Tracker) ConfirmDetail(now time.Time, name string, live Live) (Confirmed, error) {
 	if live.Lease != nil && live.Lease.Name != "" && live.Lease.Name != name {
 		return Confirmed{}, fmt.Errorf("%w: live lease %q confirmed for node %q", ErrLeaseMismatch, live.Lease.Name, name)
@@ -339,6 +352,7 @@ func (t *Tracker) ConfirmDetail(now time.Time, name string, live Live) (Confirme
 	case p.read.Has(ReadLease) && live.Lease != nil:
 		c = Confirmed{Cache: CacheLease, CachedVersion: p.leaseRV, LiveVersion: live.Lease.ResourceVersion}
 		c.Unversioned = c.LiveVersion == ""
+		c.LiveOlder = olderRV(c.LiveVersion, c.CachedVersion)
 		if !c.Unversioned && (!p.leaseCached || c.LiveVersion != c.CachedVersion) {
 			t.hold(now, CacheLease, name, c.CachedVersion, c.LiveVersion)
 			rec.unassume()
@@ -348,6 +362,7 @@ func (t *Tracker) ConfirmDetail(now time.Time, name string, live Live) (Confirme
 	case p.read.Has(ReadNode) && live.Node != nil:
 		c = Confirmed{Cache: CacheNode, CachedVersion: p.nodeRV, LiveVersion: live.Node.ResourceVersion}
 		c.Unversioned = c.LiveVersion == ""
+		c.LiveOlder = olderRV(c.LiveVersion, c.CachedVersion)
 		if !c.Unversioned && c.LiveVersion != c.CachedVersion {
 			t.hold(now, CacheNode, name, c.CachedVersion, c.LiveVersion)
 			rec.unassume()
@@ -594,6 +609,12 @@ func wellFormed(rv string) bool {
 		}
 	}
 	return true
+}
+
+// olderRV reports whether a is a lower resourceVersion than b, both
+// well-formed.
+func olderRV(a, b string) bool {
+	return wellFormed(a) && wellFormed(b) && compareRV(a, b) < 0
 }
 
 // compareRV compares two resourceVersions with apimachinery's rule; 0

@@ -383,7 +383,12 @@
 //     is upstream's, no limit). Upstream's hold, taken on a live version
 //     above the restored revision, lasts until as many new writes have
 //     passed it (33 minutes at 300 writes/s in a probe), with no node
-//     written Unknown and no zone decided. See SyncCache.
+//     written Unknown and no zone decided. See SyncCache. An informer that
+//     does not relist after such a restore (client-go re-watches from its
+//     last resourceVersion, which kube-apiserver accepts and waits on)
+//     keeps objects the API server no longer has: ConfirmDetail says so
+//     (Confirmed.LiveOlder); only relisting it (restarting the informers)
+//     helps.
 //   - A live object without a resourceVersion is not taken for a newer
 //     one: the verdict is VerdictStale (Confirmed.Unversioned); upstream
 //     holds on "" when the cached Lease has a version, every other pass
