@@ -33,7 +33,7 @@ type Config struct {
 	// again, and a cache still behind holds again at once. Unlike
 	// upstream, whose hold (pkg/controller/util/consistency at v1.37.2)
 	// waits for the cache to reach the version however long that takes:
-	// when the cache can never get there (etcd restored from a snapshot to
+	// when the cache cannot get there soon (etcd restored from a snapshot to
 	// a lower revision while a hold was active, so the version it waits
 	// for comes back only after as many new writes) no node is written
 	// Unknown and no zone decided meanwhile. Zero is upstream's: no limit.
