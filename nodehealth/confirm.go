@@ -73,7 +73,14 @@ func (r LiveRead) String() string {
 	return fmt.Sprintf("LiveRead(%d)", uint8(r))
 }
 
-// Live is what the caller read from the API server for Confirm.
+// Live is what the caller read from the API server for Confirm. ReadLive
+// makes the reads with client-go's typed clients and fills it in.
+//
+// The breaker compares resourceVersions: a live object without one (what
+// client-go's fake clientset returns, which assigns none) cannot show
+// that the cache is behind, so under such a client the breaker never
+// trips and every verdict is VerdictStale. ConfirmDetail says so
+// (Confirmed.Unversioned), for the caller to log.
 type Live struct {
 	// Lease is the live Lease when Result.Confirm has ReadLease; nil when
 	// the GET answered NotFound.
@@ -91,7 +98,9 @@ type Live struct {
 type Verdict uint8
 
 const (
-	// VerdictStale: the live objects are the cached ones; the node is
+	// VerdictStale: the live objects are the cached ones (or there is no
+	// live object: NotFound), or they cannot be compared because the live
+	// one has no resourceVersion (Confirmed.Unversioned); the node is
 	// stale. Write Result.StatusUpdate and go on as Result says.
 	VerdictStale Verdict = 1 + iota
 	// VerdictCacheBehind: a live object is newer than the cached one. Drop
@@ -153,6 +162,10 @@ type Hold struct {
 	LiveVersion string
 	// Since is when the hold began.
 	Since time.Time
+	// Until is when the hold ends at the latest: Since + Config.MaxHold
+	// (SyncCache ends it at or after Until). Zero when Config.MaxHold is
+	// 0, upstream's: no limit.
+	Until time.Time
 }
 
 // String describes the hold in the words of upstream's ConsistencyError
@@ -227,7 +240,10 @@ func (p *pending) assume(rec *record) {
 //   - a live Lease whose resourceVersion differs from the cached one (or a
 //     live Lease the cache does not have) means the cache is behind:
 //     VerdictCacheBehind, and the Tracker holds every node's Unknown write
-//     until CacheSynced(CacheLease, ...) reaches the live resourceVersion;
+//     until CacheSynced(CacheLease, ...) reaches the live resourceVersion
+//     (beyond upstream, a hold also ends when the synced version goes
+//     backwards, as after an etcd restore, or after Config.MaxHold: see
+//     SyncCache);
 //   - beyond upstream, under ConfirmLeaseAndStatus, a node without a Lease
 //     (live NotFound too) is checked the same way against the live Node, and
 //     a Node cache found behind holds until CacheSynced(CacheNode, ...);
@@ -255,43 +271,108 @@ func (p *pending) assume(rec *record) {
 // an owner reference) then cannot keep the Tracker holding every other
 // pass. Found while reading tryUpdateNodeHealth; no upstream issue.
 //
+// A live object without a resourceVersion cannot be compared with the
+// cached one: the verdict is VerdictStale and ConfirmDetail reports
+// Confirmed.Unversioned. That is what client-go's fake clientset returns
+// (it assigns no resourceVersions), so a caller tested on it never sees
+// the breaker trip. Unlike upstream, which compares the strings and, for
+// a cached Lease that has a version and a live one without, holds every
+// other pass without end (its hold on "" ends at the next check, and the
+// next confirmation takes it again), such a node is written.
+//
 // Errors (the Tracker is left unchanged): ErrNotPending when the node's
 // last Observe asked for no confirmation, or it was already answered;
 // ErrLeaseMismatch or ErrInvalidNode for a live object of another node.
-// Confirm allocates nothing (but for a live resourceVersion that does not
-// parse found while a hold is active: see CacheSynced).
+// Confirm allocates nothing.
 func (t *Tracker) Confirm(now time.Time, name string, live Live) (Verdict, error) {
+	c, err := t.ConfirmDetail(now, name, live)
+	return c.Verdict, err
+}
+
+// Confirmed is ConfirmDetail's answer: Confirm's verdict and the
+// comparison it rests on, for the caller's logs and metrics.
+type Confirmed struct {
+	// Verdict is Confirm's verdict.
+	Verdict Verdict
+	// Cache is the cache whose object was compared with the live one:
+	// CacheLease or CacheNode; 0 when no live object was compared (the
+	// live reads answered NotFound, or failed: Live.Err).
+	Cache Cache
+	// CachedVersion is the resourceVersion of the object the cache held
+	// when the node was observed ("" when it had none), LiveVersion the
+	// live object's. Both "" when Cache is 0.
+	CachedVersion, LiveVersion string
+	// Unversioned: the live object has no resourceVersion, so whether the
+	// cache is behind cannot be told and the verdict is VerdictStale on
+	// the cached heartbeat alone. A real API server always sets one;
+	// client-go's fake clientset does not, so a caller tested on it never
+	// sees the breaker trip. Log it ("no resourceVersion: cannot
+	// compare").
+	Unversioned bool
+	// LiveOlder: the live object's resourceVersion is lower than the
+	// cached one's. A quorum read never returns an object older than one
+	// already observed, so the API server's store went back: etcd was
+	// restored from a snapshot without --bump-revision. The cache holds
+	// objects the server no longer has, and an informer whose watch
+	// resumed from its now future resourceVersion waits (kube-apiserver
+	// accepts such a watch) until as many new writes have passed it:
+	// relist it (restart the informers), as Kubernetes' restore procedure
+	// prescribes. The verdict is VerdictCacheBehind: the node is skipped,
+	// and the hold ends at the next SyncCache, since the cache is past
+	// the live version.
+	LiveOlder bool
+}
+
+// ConfirmDetail is Confirm, and also says what it compared: the cache,
+// both resourceVersions, whether the live object had none
+// (Confirmed.Unversioned), which Confirm reports as VerdictStale without
+// a word, and whether it was older than the cached one
+// (Confirmed.LiveOlder: etcd restored from a snapshot). It decides
+// exactly as Confirm and returns the same errors; it allocates nothing.
+func (t *Tracker) ConfirmDetail(now time.Time, name string, live Live) (Confirmed, error) {
 	if live.Lease != nil && live.Lease.Name != "" && live.Lease.Name != name {
-		return 0, fmt.Errorf("%w: live lease %q confirmed for node %q", ErrLeaseMismatch, live.Lease.Name, name)
+		return Confirmed{}, fmt.Errorf("%w: live lease %q confirmed for node %q", ErrLeaseMismatch, live.Lease.Name, name)
 	}
 	if live.Node != nil && live.Node.Name != name {
-		return 0, fmt.Errorf("%w: live node %q confirmed for node %q", ErrInvalidNode, live.Node.Name, name)
+		return Confirmed{}, fmt.Errorf("%w: live node %q confirmed for node %q", ErrInvalidNode, live.Node.Name, name)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now = t.advance(now)
 	rec := t.nodes[name]
 	if rec == nil || rec.pend.read == 0 {
-		return 0, fmt.Errorf("%w: node %q", ErrNotPending, name)
+		return Confirmed{}, fmt.Errorf("%w: node %q", ErrNotPending, name)
 	}
 	p := &rec.pend
+	var c Confirmed
 	switch {
 	case live.Err != nil:
 		rec.unassume()
-		return VerdictUnconfirmed, nil
+		return Confirmed{Verdict: VerdictUnconfirmed}, nil
 	case p.read.Has(ReadLease) && live.Lease != nil:
-		if !p.leaseCached || live.Lease.ResourceVersion != p.leaseRV {
-			t.hold(now, CacheLease, name, p.leaseRV, live.Lease.ResourceVersion)
+		c = Confirmed{Cache: CacheLease, CachedVersion: p.leaseRV, LiveVersion: live.Lease.ResourceVersion}
+		c.Unversioned = c.LiveVersion == ""
+		c.LiveOlder = olderRV(c.LiveVersion, c.CachedVersion)
+		if !c.Unversioned && (!p.leaseCached || c.LiveVersion != c.CachedVersion) {
+			t.hold(now, CacheLease, name, c.CachedVersion, c.LiveVersion)
 			rec.unassume()
-			return VerdictCacheBehind, nil
+			c.Verdict = VerdictCacheBehind
+			return c, nil
 		}
-	case p.read.Has(ReadNode) && live.Node != nil && live.Node.ResourceVersion != p.nodeRV:
-		t.hold(now, CacheNode, name, p.nodeRV, live.Node.ResourceVersion)
-		rec.unassume()
-		return VerdictCacheBehind, nil
+	case p.read.Has(ReadNode) && live.Node != nil:
+		c = Confirmed{Cache: CacheNode, CachedVersion: p.nodeRV, LiveVersion: live.Node.ResourceVersion}
+		c.Unversioned = c.LiveVersion == ""
+		c.LiveOlder = olderRV(c.LiveVersion, c.CachedVersion)
+		if !c.Unversioned && c.LiveVersion != c.CachedVersion {
+			t.hold(now, CacheNode, name, c.CachedVersion, c.LiveVersion)
+			rec.unassume()
+			c.Verdict = VerdictCacheBehind
+			return c, nil
+		}
 	}
 	rec.pend = pending{}
-	return VerdictStale, nil
+	c.Verdict = VerdictStale
+	return c, nil
 }
 
 // unassume undoes what the Observe that asked the question pending
@@ -315,13 +396,16 @@ func (r *record) unassume() {
 func (t *Tracker) hold(now time.Time, c Cache, node, cached, live string) {
 	h := &t.holds[c-1]
 	if h.Cache != 0 {
-		if cmp, err := resourceversion.CompareResourceVersion(h.LiveVersion, live); err == nil && cmp >= 0 {
+		if wellFormed(h.LiveVersion) && wellFormed(live) && compareRV(h.LiveVersion, live) >= 0 {
 			return
 		}
 		h.Node, h.CachedVersion, h.LiveVersion = node, cached, live
 		return
 	}
 	*h = Hold{Cache: c, Node: node, CachedVersion: cached, LiveVersion: live, Since: now}
+	if t.cfg.MaxHold > 0 {
+		h.Until = now.Add(t.cfg.MaxHold)
+	}
 }
 
 // holding reports whether a hold is active. Called with t.mu held.
@@ -334,51 +418,214 @@ func (t *Tracker) holding() bool {
 	return false
 }
 
-// CacheSynced reports that the caller's cache c has synced up to
-// resourceVersion rv: the resourceVersion its store has applied, which is
-// what upstream reads (the informer store's LastStoreSyncResourceVersion,
-// pkg/controller/util/consistency at v1.37.2). With client-go v0.37 read it
-// from the store,
+// HoldEnd says why SyncCache ended a hold.
+type HoldEnd uint8
+
+const (
+	// HoldEndSynced: the cache synced to the hold's LiveVersion or past
+	// it, upstream's rule.
+	HoldEndSynced HoldEnd = 1 + iota
+	// HoldEndUncomparable: the synced version is empty (the informer
+	// cannot tell) or one of the two versions does not parse; upstream's
+	// consistency store ends the hold too, so that a data problem cannot
+	// block the controller.
+	HoldEndUncomparable
+	// HoldEndRewound: the cache's synced version went backwards (see
+	// CacheSync.Rewound): it relisted at a lower resourceVersion, which
+	// after an etcd restore from a snapshot may stay below the hold's
+	// LiveVersion for as long as the lost writes take to come back.
+	// Unlike upstream, which keeps holding.
+	HoldEndRewound
+	// HoldEndExpired: the hold lasted Config.MaxHold (now reached
+	// Hold.Until) without the cache syncing past it. Unlike upstream,
+	// which has no limit.
+	HoldEndExpired
+)
+
+var holdEndNames = [...]string{"invalid", "synced", "uncomparable", "rewound", "expired"}
+
+// String returns "synced", "uncomparable", "rewound" or "expired".
+func (e HoldEnd) String() string {
+	if int(e) < len(holdEndNames) {
+		return holdEndNames[e]
+	}
+	return fmt.Sprintf("HoldEnd(%d)", uint8(e))
+}
+
+// CacheSync is what SyncCache reports.
+type CacheSync struct {
+	// Held reports whether a hold is still active, on any cache:
+	// CacheSynced's result.
+	Held bool
+	// Ended is the hold on this cache that this call ended, as it was;
+	// its Cache is 0 when none ended. End says why.
+	Ended Hold
+	End   HoldEnd
+	// Rewound: the synced version is lower than the one last reported
+	// for this cache (Previous). An informer's synced version only moves
+	// forward, but for a relist at a lower resourceVersion: etcd restored
+	// from a snapshot to a lower revision (etcdutl snapshot restore
+	// without --bump-revision, or a restored data directory). Reported
+	// whether or not a hold was active.
+	Rewound bool
+	// Previous is the version last reported for this cache before this
+	// call ("" before the first that parsed); Synced is this call's.
+	Previous, Synced string
+}
+
+// String describes a hold that ended other than by syncing (End is not
+// HoldEndSynced), or a rewind, in a line for the caller's log; "" when
+// neither happened.
+func (s CacheSync) String() string {
+	h := s.Ended
+	switch {
+	case h.Cache != 0 && s.End == HoldEndRewound:
+		return fmt.Sprintf("hold on %s (waiting for version %s) ended: the cache's synced resourceVersion went back from %s to %s, as after an etcd restore from a snapshot; stale nodes are confirmed again",
+			h.Cache, h.LiveVersion, s.Previous, s.Synced)
+	case h.Cache != 0 && s.End == HoldEndExpired:
+		return fmt.Sprintf("hold on %s (waiting for version %s, cache at %s) ended after %v: longer than MaxHold; stale nodes are confirmed again",
+			h.Cache, h.LiveVersion, s.Synced, h.Until.Sub(h.Since))
+	case h.Cache != 0 && s.End == HoldEndUncomparable:
+		return fmt.Sprintf("hold on %s ended: synced version %q cannot be compared with %q; stale nodes are confirmed again",
+			h.Cache, s.Synced, h.LiveVersion)
+	case s.Rewound:
+		return fmt.Sprintf("the synced resourceVersion went back from %s to %s, as after an etcd restore from a snapshot", s.Previous, s.Synced)
+	}
+	return ""
+}
+
+// SyncCache reports that the caller's cache c has synced up to
+// resourceVersion rv at now: the resourceVersion its store has applied,
+// which is what upstream reads (the informer store's
+// LastStoreSyncResourceVersion, pkg/controller/util/consistency at
+// v1.37.2). SyncedVersion reads it from a client-go informer. Call it for
+// both caches at the start of every pass: a hold ends nowhere else.
+//
+// It ends c's hold, and says why (CacheSync.End):
+//
+//   - HoldEndSynced: rv is at least the hold's LiveVersion (upstream);
+//   - HoldEndUncomparable: rv is empty (the informer cannot tell) or
+//     either version does not parse, as upstream's consistency store does
+//     (a data problem must not block the controller forever);
+//   - HoldEndRewound: rv is lower than the version last reported for c;
+//   - HoldEndExpired: now has reached Hold.Until (Config.MaxHold).
+//
+// Unlike upstream, the last two end a hold that would otherwise wait for
+// a version the cache may never reach soon: after an etcd restore from a
+// snapshot an informer that relists does so at a lower resourceVersion,
+// and a hold taken before on a higher live version would end only once as
+// many new writes had passed it (a restore 600,000 revisions back, at 300
+// writes/s: 33 minutes), with no node written Unknown and no zone decided
+// meanwhile; kube-controller-manager v1.37.2 does just that
+// (examples/e2e TestEtcdRestoreWhileHeld). Ending a hold early is safe:
+// every stale node is confirmed against the API server again, and a cache
+// still behind holds again at once. No upstream issue.
+//
+// It reports whether the Tracker still holds (on any cache), and the
+// hold it ended. An unknown c changes nothing. Time going backwards
+// counts as no time elapsed. O(1); it allocates nothing.
+func (t *Tracker) SyncCache(now time.Time, c Cache, rv string) CacheSync {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.syncCache(t.advance(now), c, rv)
+}
+
+// CacheSynced is SyncCache at the latest now the Tracker has seen
+// (Observe, Confirm, SyncCache): it reports whether the Tracker still
+// holds. It applies every rule of SyncCache, Config.MaxHold included
+// (up to one pass late, since it cannot know now), but does not say why
+// a hold ended: a caller that logs or counts the ends calls SyncCache.
+//
+// rv is the resourceVersion the cache's store has applied, as upstream
+// reads it. With client-go, read it with SyncedVersion, or directly:
 //
 //	if s, ok := informer.GetStore().(interface{ LastStoreSyncResourceVersion() string }); ok {
 //		rv = s.LastStoreSyncResourceVersion()
 //	} else {
-//		rv = informer.LastSyncResourceVersion() // older client-go
+//		rv = informer.LastSyncResourceVersion() // client-go before v0.36
 //	}
 //
-// not from SharedInformer.LastSyncResourceVersion, which is the reflector's
-// and is set before the store has applied the event: a hold could then end
-// while the cache still lacks the Lease that started it (the next
-// confirmation would hold again). The fallback has that one-event window.
+// not from SharedInformer.LastSyncResourceVersion alone, which is the
+// reflector's and is set before the store has applied the event: a hold
+// could then end while the cache still lacks the Lease that started it
+// (the next confirmation would hold again). The fallback has that
+// one-event window.
 //
-// It ends c's hold when rv is at least the hold's LiveVersion, and also,
-// as upstream's consistency store does, when rv is empty (the informer
-// cannot tell) or either version does not parse (a data problem must not
-// block the controller forever). It reports whether the Tracker still
-// holds. A caller that confirms calls it for both caches at the start of
-// every pass: a hold never ends otherwise. O(1); it allocates nothing,
-// except that a version which does not parse costs one small allocation
-// (the error of apimachinery's resourceversion.CompareResourceVersion)
-// when it ends a hold.
+// A caller that confirms calls it (or SyncCache) for both caches at the
+// start of every pass: a hold never ends otherwise. O(1); it allocates
+// nothing.
 func (t *Tracker) CacheSynced(c Cache, rv string) (held bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c >= CacheLease && c <= CacheNode {
-		if h := &t.holds[c-1]; h.Cache != 0 && syncedPast(h.LiveVersion, rv) {
+	return t.syncCache(t.last, c, rv).Held
+}
+
+// syncCache is SyncCache. Called with t.mu held.
+func (t *Tracker) syncCache(now time.Time, c Cache, rv string) CacheSync {
+	var s CacheSync
+	if c < CacheLease || c > CacheNode {
+		s.Held = t.holding()
+		return s
+	}
+	i := c - 1
+	s.Previous, s.Synced = t.synced[i], rv
+	valid := wellFormed(rv)
+	if valid {
+		// Both parse: compareRV cannot fail.
+		s.Rewound = s.Previous != "" && compareRV(s.Previous, rv) > 0
+		t.synced[i] = rv
+	}
+	if h := &t.holds[i]; h.Cache != 0 {
+		var end HoldEnd
+		switch {
+		case !valid || !wellFormed(h.LiveVersion):
+			end = HoldEndUncomparable
+		case compareRV(h.LiveVersion, rv) <= 0:
+			end = HoldEndSynced
+		case s.Rewound:
+			end = HoldEndRewound
+		case !h.Until.IsZero() && !now.Before(h.Until):
+			end = HoldEndExpired
+		}
+		if end != 0 {
+			s.Ended, s.End = *h, end
 			*h = Hold{}
 		}
 	}
-	return t.holding()
+	s.Held = t.holding()
+	return s
 }
 
-// syncedPast reports whether a cache synced to rv has caught up with a hold
-// on live: rv is empty, either does not parse, or rv >= live.
-func syncedPast(live, rv string) bool {
-	if rv == "" {
-		return true // the informer cannot tell; no comparison (and no error) needed
+// wellFormed reports whether rv is a resourceVersion that apimachinery's
+// resourceversion.CompareResourceVersion accepts (a decimal integer
+// without leading zeros), checked here first so that one that does not
+// parse costs no error allocation.
+func wellFormed(rv string) bool {
+	if rv == "" || rv[0] == '0' {
+		return false
 	}
-	cmp, err := resourceversion.CompareResourceVersion(live, rv)
-	return err != nil || cmp <= 0
+	for i := range len(rv) {
+		if rv[i] < '0' || rv[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// olderRV reports whether a is a lower resourceVersion than b, both
+// well-formed.
+func olderRV(a, b string) bool {
+	return wellFormed(a) && wellFormed(b) && compareRV(a, b) < 0
+}
+
+// compareRV compares two resourceVersions with apimachinery's rule; 0
+// when either does not parse (check wellFormed first where it matters).
+func compareRV(a, b string) int {
+	cmp, err := resourceversion.CompareResourceVersion(a, b)
+	if err != nil {
+		return 0
+	}
+	return cmp
 }
 
 // Held returns the active hold (the Lease cache's first), if any.

@@ -306,10 +306,11 @@ func TestHoldKeepsNewest(t *testing.T) {
 	tr.hold(sec(1), CacheLease, "a", "10", "100")
 	tr.hold(sec(2), CacheLease, "b", "11", "90")
 	h, _ := tr.Held()
-	assert.Equal(t, Hold{Cache: CacheLease, Node: "a", CachedVersion: "10", LiveVersion: "100", Since: sec(1)}, h)
+	until := sec(1).Add(DefaultMaxHold)
+	assert.Equal(t, Hold{Cache: CacheLease, Node: "a", CachedVersion: "10", LiveVersion: "100", Since: sec(1), Until: until}, h)
 	tr.hold(sec(3), CacheLease, "c", "12", "200")
 	h, _ = tr.Held()
-	assert.Equal(t, Hold{Cache: CacheLease, Node: "c", CachedVersion: "12", LiveVersion: "200", Since: sec(1)}, h)
+	assert.Equal(t, Hold{Cache: CacheLease, Node: "c", CachedVersion: "12", LiveVersion: "200", Since: sec(1), Until: until}, h, "the target moves, the limit does not")
 }
 
 func TestConfirmationConfig(t *testing.T) {
@@ -342,7 +343,7 @@ func TestConfirmAllocatesNothing(t *testing.T) {
 	live := Live{Lease: rvLease("n", 0, "10")}
 	liveNewer := Live{Lease: rvLease("o", 59, "99")}
 	allocs := testing.AllocsPerRun(100, func() {
-		tr.holds = [numCaches]Hold{}
+		tr.holds, tr.synced = [numCaches]Hold{}, [numCaches]string{}
 		// Confirm a pending write the way the caller does, from a stale
 		// node already written (no status copy): set the question by hand.
 		tr.nodes["n"].pend.read, tr.nodes["n"].pend.leaseCached, tr.nodes["n"].pend.leaseRV = ReadLease, true, "10"
@@ -674,15 +675,14 @@ func TestConfirmUndoesOnlyTheAssumedWrite(t *testing.T) {
 }
 
 // CacheSynced ending a hold allocates nothing, also on an empty synced
-// version (the informer cannot tell), which is now checked before any
-// comparison. An unparsable version costs the error of
-// CompareResourceVersion, once (it ends the hold), as CacheSynced
-// documents.
+// version (the informer cannot tell) and on one that does not parse: both
+// are checked before any comparison (an unparsable version used to cost
+// the error of CompareResourceVersion).
 func TestCacheSyncedEndsHoldAllocations(t *testing.T) {
 	for _, tc := range []struct {
 		rv   string
 		want float64
-	}{{"", 0}, {"99", 0}, {"98", 0}, {"x1", 1}} {
+	}{{"", 0}, {"99", 0}, {"98", 0}, {"x1", 0}, {"07", 0}} {
 		tr := newTracker(t)
 		allocs := testing.AllocsPerRun(100, func() {
 			tr.holds[CacheLease-1] = Hold{Cache: CacheLease, Node: "n", CachedVersion: "10", LiveVersion: "99"}
@@ -690,4 +690,117 @@ func TestCacheSyncedEndsHoldAllocations(t *testing.T) {
 		})
 		assert.Equal(t, tc.want, allocs, "CacheSynced(lease, %q) allocations", tc.rv)
 	}
+}
+
+// confirmDetail calls ConfirmDetail and reports the comparison.
+type confirmDetail struct {
+	node string
+	live Live
+}
+
+func (c confirmDetail) do(_ *testing.T, tr *Tracker, now time.Time) (string, string) {
+	desc := fmt.Sprintf("ConfirmDetail(%s, lease=%v node=%v err=%v)", c.node, c.live.Lease != nil, c.live.Node != nil, c.live.Err)
+	r, err := tr.ConfirmDetail(now, c.node, c.live)
+	if err != nil {
+		return desc, "error: " + err.Error()
+	}
+	got := fmt.Sprintf("%s cache=%d cached=%q live=%q", r.Verdict, r.Cache, r.CachedVersion, r.LiveVersion)
+	if r.Unversioned {
+		got += " unversioned"
+	}
+	if r.LiveOlder {
+		got += " live-older"
+	}
+	if _, ok := tr.Held(); ok {
+		got += " held"
+	}
+	return desc, got
+}
+
+// A live object without a resourceVersion (client-go's fake clientset
+// assigns none) cannot show the cache behind: the verdict is
+// VerdictStale, and ConfirmDetail says why (Unversioned), where Confirm
+// used to say nothing. With a cached Lease that has a version, the old
+// code held on "" (ending at the next CacheSynced, since "" does not
+// parse, and taken again by the next confirmation: a node never written,
+// every other pass held); that case failed on the old code.
+func TestConfirmUnversioned(t *testing.T) {
+	n := rvNode("n1", T, 0, "")
+	for _, tc := range []struct {
+		name  string
+		conf  Confirmation
+		steps []step
+	}{{
+		name: "fake clientset: no versions anywhere",
+		steps: []step{
+			{0, observeC{n, rvLease("n1", 0, "")}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+			{51, observeC{n, rvLease("n1", 0, "")}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease"},
+			{51, confirmDetail{"n1", Live{Lease: rvLease("n1", 0, "")}}, `stale cache=1 cached="" live="" unversioned`},
+		},
+	}, {
+		name: "a versioned cache, a live Lease without a version",
+		steps: []step{
+			{0, observeC{n, rvLease("n1", 0, "50")}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+			{51, observeC{n, rvLease("n1", 0, "50")}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease"},
+			{51, confirm{"n1", Live{Lease: rvLease("n1", 0, "")}}, "stale"},
+			{51, held{}, "false"},
+		},
+	}, {
+		name: "the live Node without a version",
+		steps: []step{
+			{0, observeC{rvNode("n1", T, 0, "7"), nil}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+			{51, observeC{rvNode("n1", T, 0, "7"), nil}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease+node"},
+			{51, confirmDetail{"n1", Live{Node: rvNode("n1", T, 50, "")}}, `stale cache=2 cached="7" live="" unversioned`},
+		},
+	}, {
+		name: "versions compared: what ConfirmDetail reports",
+		steps: []step{
+			{0, observeC{rvNode("n1", T, 0, "7"), rvLease("n1", 0, "50")}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+			{51, observeC{rvNode("n1", T, 0, "7"), rvLease("n1", 0, "50")}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease"},
+			{51, confirmDetail{"n1", Live{Lease: rvLease("n1", 0, "50")}}, `stale cache=1 cached="50" live="50"`},
+			{56, observeC{rvNode("n1", T, 0, "7"), rvLease("n1", 0, "50")}, "stale grace=50s deadline=50s trans=56s ready=True->Unknown write pods confirm=lease"},
+			{56, confirmDetail{"n1", Live{Lease: rvLease("n1", 55, "60")}}, `cache-behind cache=1 cached="50" live="60" held`},
+		},
+	}, {
+		// etcd restored from a snapshot without --bump-revision: the API
+		// server's Lease is older than the cached one. Skipped and held
+		// as before, and said; the hold ends at the next sync, the cache
+		// being past the live version.
+		name: "the live Lease older than the cached one",
+		steps: []step{
+			{0, observeC{rvNode("n1", T, 0, "7"), rvLease("n1", 0, "5000")}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+			{51, observeC{rvNode("n1", T, 0, "7"), rvLease("n1", 0, "5000")}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease"},
+			{51, confirmDetail{"n1", Live{Lease: rvLease("n1", -30, "300")}}, `cache-behind cache=1 cached="5000" live="300" live-older held`},
+			{52, syncCache{CacheLease, "5010"}, "held=false ended=synced(300 since 51s)"},
+		},
+	}, {
+		name: "a live Node older than the cached one",
+		steps: []step{
+			{0, observeC{rvNode("n1", T, 0, "70"), nil}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+			{51, observeC{rvNode("n1", T, 0, "70"), nil}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease+node"},
+			{51, confirmDetail{"n1", Live{Node: rvNode("n1", T, 0, "9")}}, `cache-behind cache=2 cached="70" live="9" live-older held`},
+		},
+	}, {
+		name: "NotFound and read errors compare nothing",
+		steps: []step{
+			{0, observeC{rvNode("n1", T, 0, "7"), nil}, "fresh grace=50s deadline=50s trans=0s ready=True->True"},
+			{51, observeC{rvNode("n1", T, 0, "7"), nil}, "stale grace=50s deadline=50s trans=51s ready=True->Unknown write pods confirm=lease+node"},
+			{51, confirmDetail{"n1", Live{Err: errors.New("timeout")}}, `unconfirmed cache=0 cached="" live=""`},
+			{56, observeC{rvNode("n1", T, 0, "7"), nil}, "stale grace=50s deadline=50s trans=56s ready=True->Unknown write pods confirm=lease+node"},
+			{56, confirmDetail{"n1", Live{}}, `stale cache=0 cached="" live=""`},
+			{56, confirmDetail{"n1", Live{}}, `error: nodehealth: no confirmation pending: node "n1"`},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			runSteps(t, newTrackerWith(t, tc.conf), tc.steps)
+		})
+	}
+}
+
+// held reports whether the Tracker holds.
+type held struct{}
+
+func (held) do(_ *testing.T, tr *Tracker, _ time.Time) (string, string) {
+	_, ok := tr.Held()
+	return "Held()", fmt.Sprint(ok)
 }

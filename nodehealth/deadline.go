@@ -25,7 +25,9 @@ import (
 // nothing was written: a caller that sleeps on NextDeadline evaluates such
 // nodes again on its own period (upstream's --node-monitor-period) and when
 // CacheSynced ends the hold, not at an instant given here (a past instant
-// would only make it retry a failing read at once).
+// would only make it retry a failing read at once). While a hold is
+// active the instant is at most its Hold.Until (Config.MaxHold), when
+// SyncCache ends it.
 //
 // After ResetProbes or Restore, which see no Node object, a node counts
 // with the shorter of GracePeriod and StartupGracePeriod until its next
@@ -38,6 +40,17 @@ import (
 func (t *Tracker) NextDeadline() (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	at, ok := t.nextDue()
+	for i := range t.holds {
+		if h := &t.holds[i]; h.Cache != 0 && !h.Until.IsZero() && (!ok || h.Until.Before(at)) {
+			at, ok = h.Until, true
+		}
+	}
+	return at, ok
+}
+
+// nextDue is NextDeadline for the nodes alone. Called with t.mu held.
+func (t *Tracker) nextDue() (time.Time, bool) {
 	for {
 		e := t.due.Peek()
 		if e == nil {

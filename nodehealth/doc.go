@@ -175,19 +175,20 @@
 // node is Unknown already (upstream reads the live Lease of every node past
 // its grace, so a kubelet that is back holds the pass while the cache
 // lags); the caller passes what it read to Confirm before it acts on the
-// verdict, and reports each cache's synced resourceVersion with
-// CacheSynced at the start of every pass. The synced version is the one
-// the informer's store has applied, as upstream reads it (see CacheSynced:
-// SharedInformer.LastSyncResourceVersion runs ahead of the store):
+// verdict, and reports each cache's synced resourceVersion with SyncCache
+// (or CacheSynced) at the start of every pass. The synced version is the
+// one the informer's store has applied, as upstream reads it
+// (SyncedVersion reads it; SharedInformer.LastSyncResourceVersion alone
+// runs ahead of the store). ReadLive makes the live reads with client-go's
+// typed Get methods, NotFound being a nil object:
 //
-//	synced := func(inf cache.SharedIndexInformer) string {
-//		if s, ok := inf.GetStore().(interface{ LastStoreSyncResourceVersion() string }); ok {
-//			return s.LastStoreSyncResourceVersion() // client-go v0.37
+//	for c, inf := range map[nodehealth.Cache]cache.SharedIndexInformer{
+//		nodehealth.CacheLease: leaseInformer, nodehealth.CacheNode: nodeInformer,
+//	} {
+//		if s := health.SyncCache(now, c, nodehealth.SyncedVersion(inf.GetStore(), inf)); s.End > nodehealth.HoldEndSynced {
+//			logger.Info(s.String()) // a hold ended early: rewound (etcd restored?) or MaxHold
 //		}
-//		return inf.LastSyncResourceVersion() // older client-go
 //	}
-//	health.CacheSynced(nodehealth.CacheLease, synced(leaseInformer))
-//	health.CacheSynced(nodehealth.CacheNode, synced(nodeInformer))
 //	for _, node := range nodeLister.List() {
 //		res, err := health.Observe(now, node, lease)
 //		...
@@ -195,20 +196,20 @@
 //			continue // upstream skips every node while the cache is behind
 //		}
 //		if res.Confirm != 0 {
-//			var live nodehealth.Live
-//			if res.Confirm.Has(nodehealth.ReadLease) {
-//				live.Lease, live.Err = getLive(client.CoordinationV1().Leases("kube-node-lease").Get(ctx, node.Name, metav1.GetOptions{}))
-//			}
-//			if res.Confirm.Has(nodehealth.ReadNode) && live.Lease == nil && live.Err == nil {
-//				live.Node, live.Err = getLive(client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}))
-//			}
-//			// getLive turns NotFound into (nil, nil).
+//			live := nodehealth.ReadLive(ctx, res.Confirm, node.Name,
+//				client.CoordinationV1().Leases(v1.NamespaceNodeLease).Get, client.CoreV1().Nodes().Get)
 //			if v, _ := health.Confirm(now, node.Name, live); v != nodehealth.VerdictStale {
 //				continue // cache behind (health.Held says why), read failed, or question dropped: skip the node
 //			}
 //		}
 //		// write res.StatusUpdate, count the node in its zone, taints, mark pods... as above
 //	}
+//
+// A test that drives such a loop without a cluster can use
+// nodehealthtest.Leases, a Lease store with etcd-like resourceVersions
+// whose cache stalls and whose revision an etcd restore rolls back:
+// client-go's fake clientset assigns no resourceVersions, so under it the
+// breaker never trips (ConfirmDetail reports Confirmed.Unversioned).
 //
 //	Confirm      Result of Observe                  caller reads          Confirm verdict     next
 //	-----------  ---------------------------------  --------------------  ------------------  ------------------------
@@ -228,7 +229,19 @@
 //	Status       Confirm=lease+node                 Node, other rv                            CacheSynced(CacheNode, ...)
 //	any          any of the above                   read error            VerdictUnconfirmed  skipped; decided again
 //	                                                                                          on the next Observe
+//	any          any of the above                   live object without   VerdictStale        as above: nothing to
+//	                                                a resourceVersion                         compare (Confirmed.
+//	                                                                                          Unversioned)
 //	None         stale, Confirm=0                   -                     -                   written (v1.36)
+//
+// A hold ends at the SyncCache (or CacheSynced) that reports the cache
+// synced to its live resourceVersion (HoldEndSynced), or to an empty or
+// unparsable one (HoldEndUncomparable, as upstream); beyond upstream,
+// also at one that reports a synced version lower than the last one
+// (HoldEndRewound: the informer relisted at a lower resourceVersion, as
+// after an etcd restore from a snapshot), and once it has lasted
+// Config.MaxHold (HoldEndExpired). Ending a hold never writes a node on
+// the cache alone: every stale node is confirmed again.
 //
 // A verdict other than VerdictStale undoes the Unknown write its Observe
 // assumed, if any: no Ready transition and no new pods-not-ready edge are
@@ -243,8 +256,9 @@
 // Observe drops the unanswered question; no hold can begin without Confirm.
 // Config.Confirmation = ConfirmNone makes the Tracker ask nothing
 // (kube-controller-manager's --feature-gates=NodeControllerLeaseCircuitBreaker=false).
-// A caller that confirms must report CacheSynced for both caches every
-// pass, or a hold never ends; Held tells since when it holds.
+// A caller that confirms must report SyncCache (or CacheSynced) for both
+// caches every pass, or a hold never ends; Held tells since when it holds
+// and until when at the latest.
 //
 // Beyond upstream: a node without a Lease, whose only heartbeat is its
 // Ready condition, has the same hole through a lagging node cache. Under
@@ -312,7 +326,9 @@
 //
 // Tracker and OrphanTracker are safe for concurrent use: each has one mutex,
 // runs no callbacks and starts no goroutines. PodNotReadyStatus,
-// DisruptionTargetStatus and ClassifyExistence are pure functions.
+// DisruptionTargetStatus and ClassifyExistence are pure functions;
+// ReadLive, GetLive and SyncedVersion call only the getters and informers
+// they are given, on the caller's goroutine, with no lock held.
 //
 // # Differences from upstream
 //
@@ -359,6 +375,25 @@
 //     before reading them), and the live Lease is compared with the cached
 //     one rather than with the one that last refreshed the probe (see
 //     Confirm).
+//   - Holds after an etcd restore: unlike upstream
+//     (pkg/controller/util/consistency at v1.37.2), a hold ends when the
+//     cache's synced resourceVersion goes backwards (the informer relisted
+//     at a lower resourceVersion: etcd restored from a snapshot without
+//     --bump-revision) and after Config.MaxHold (5 minutes by default; 0
+//     is upstream's, no limit). Upstream's hold, taken on a live version
+//     above the restored revision, lasts until as many new writes have
+//     passed it (at 300 writes/s, 33 minutes for a restore 600,000
+//     revisions back), with no node written Unknown and no zone decided.
+//     See SyncCache. An informer that
+//     does not relist after such a restore (client-go re-watches from its
+//     last resourceVersion, which kube-apiserver accepts and waits on)
+//     keeps objects the API server no longer has: ConfirmDetail says so
+//     (Confirmed.LiveOlder); only relisting it (restarting the informers)
+//     helps.
+//   - A live object without a resourceVersion is not taken for a newer
+//     one: the verdict is VerdictStale (Confirmed.Unversioned); upstream
+//     holds on "" when the cached Lease has a version, every other pass
+//     without end.
 //   - A Lease named after another node is an error (ErrLeaseMismatch);
 //     upstream fetches it by name and cannot get it wrong.
 //   - Cloud existence: not-found errors are matched with errors.Is (as
@@ -401,8 +436,9 @@
 // TestObserveSteadyStateAllocatesNothing,
 // TestObserveLeaseSteadyStateAllocatesNothing,
 // TestNextDeadlineAllocatesNothing); a node that must be written
-// costs a deep copy of its status. Confirm, CacheSynced and Observe while
-// held allocate nothing (TestConfirmAllocatesNothing). OrphanTracker.Observe is O(1) and
+// costs a deep copy of its status. Confirm, ConfirmDetail, SyncCache,
+// CacheSynced and Observe while held allocate nothing
+// (TestConfirmAllocatesNothing, TestSyncCacheAllocatesNothing). OrphanTracker.Observe is O(1) and
 // allocates only a node's first record. Snapshot is O(n log n).
 //
 // Observe finds a node's record by name (a map lookup). A caller with

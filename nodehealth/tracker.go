@@ -123,6 +123,9 @@ type Tracker struct {
 	// evaluation (NextDeadline).
 	due   *heap.Heap[dueKey]
 	holds [numCaches]Hold // confirm.go: active holds by Cache-1; zero Cache = none
+	// synced is the last well-formed version SyncCache was given for each
+	// cache (by Cache-1), to notice one going backwards.
+	synced [numCaches]string
 }
 
 // record is the per-node state (upstream nodeHealthData, minus the full

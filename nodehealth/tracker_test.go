@@ -528,7 +528,7 @@ func TestObserveBadInput(t *testing.T) {
 }
 
 func TestNewTrackerConfig(t *testing.T) {
-	if got, want := DefaultConfig(), (Config{GracePeriod: 50 * time.Second, StartupGracePeriod: 60 * time.Second}); got != want {
+	if got, want := DefaultConfig(), (Config{GracePeriod: 50 * time.Second, StartupGracePeriod: 60 * time.Second, MaxHold: 5 * time.Minute}); got != want {
 		t.Errorf("DefaultConfig() = %+v, want %+v", got, want)
 	}
 	tests := []struct {
@@ -539,6 +539,7 @@ func TestNewTrackerConfig(t *testing.T) {
 		{DefaultConfig(), false},
 		{Config{GracePeriod: -1}, true},
 		{Config{StartupGracePeriod: -time.Second}, true},
+		{Config{MaxHold: -time.Second}, true},
 	}
 	for _, tt := range tests {
 		tr, err := NewTracker(tt.cfg)

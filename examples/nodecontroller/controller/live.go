@@ -5,8 +5,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
@@ -27,28 +25,21 @@ type liveCaches struct {
 // LiveLease GETs the node's Lease from the API server, through the node status client (a quorum read, as
 // upstream's tryUpdateNodeHealth); NotFound is (nil, nil).
 func (c *cluster) LiveLease(ctx context.Context, name string) (*coordinationv1.Lease, error) {
-	l, err := c.clients.NodeStatus.CoordinationV1().Leases(c.live.leaseNamespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return l, err
+	return nodehealth.GetLive(ctx, c.clients.NodeStatus.CoordinationV1().Leases(c.live.leaseNamespace).Get, name)
 }
 
 // LiveNode GETs the Node from the API server; NotFound is (nil, nil).
 func (c *cluster) LiveNode(ctx context.Context, name string) (*v1.Node, error) {
-	n, err := c.clients.NodeStatus.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return n, err
+	return nodehealth.GetLive(ctx, c.clients.NodeStatus.CoreV1().Nodes().Get, name)
 }
 
-// SyncedResourceVersion is how far the informer of cache c has synced.
-// Upstream reads its store's LastStoreSyncResourceVersion (client-go
-// v0.37); with an older client-go, whose stores lack it, it falls back to
-// the informer's LastSyncResourceVersion, which runs at most the informer's
-// queue ahead of the store (a hold may then end one event early; the next
-// confirmation holds again).
+// SyncedResourceVersion is how far the informer of cache c has synced
+// (nodehealth.SyncedVersion). Upstream reads its store's
+// LastStoreSyncResourceVersion (client-go v0.37); with an older client-go,
+// whose stores lack it, it falls back to the informer's
+// LastSyncResourceVersion, which runs at most the informer's queue ahead of
+// the store (a hold may then end one event early; the next confirmation
+// holds again).
 func (c *cluster) SyncedResourceVersion(which nodehealth.Cache) string {
 	inf := c.live.leaseInformer
 	if which == nodehealth.CacheNode {
@@ -57,8 +48,5 @@ func (c *cluster) SyncedResourceVersion(which nodehealth.Cache) string {
 	if inf == nil {
 		return ""
 	}
-	if s, ok := inf.GetStore().(interface{ LastStoreSyncResourceVersion() string }); ok {
-		return s.LastStoreSyncResourceVersion()
-	}
-	return inf.LastSyncResourceVersion()
+	return nodehealth.SyncedVersion(inf.GetStore(), inf)
 }

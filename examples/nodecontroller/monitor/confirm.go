@@ -43,12 +43,30 @@ type LiveReader interface {
 // found it.
 const KindHealthHeld Kind = "health-held"
 
+// KindHealthHoldEnded is the Event of a hold (KindHealthHeld) that ended
+// other than by its cache catching up (nodehealth.Tracker.SyncCache):
+// the cache's synced resourceVersion went backwards (the informer
+// relisted at a lower resourceVersion, as after etcd is restored from a
+// snapshot), the hold lasted nodehealth.Config.MaxHold, or a version
+// could not be compared. Detail says which (nodehealth.CacheSync.String);
+// Node is the node whose live read started the hold. From this pass on
+// every stale node is confirmed live again, and a cache still behind
+// holds again. Upstream has no such end: its hold lasts until the cache
+// reaches the version, however long.
+const KindHealthHoldEnded Kind = "health-hold-ended"
+
 // syncCaches reports to the health Tracker how far the Cluster's caches
-// have synced, at the start of a pass.
-func (m *Monitor) syncCaches() {
-	if lr, ok := m.cluster.(LiveReader); ok {
-		m.health.CacheSynced(nodehealth.CacheLease, lr.SyncedResourceVersion(nodehealth.CacheLease))
-		m.health.CacheSynced(nodehealth.CacheNode, lr.SyncedResourceVersion(nodehealth.CacheNode))
+// have synced, at the start of a pass, and reports a hold that ended
+// early (KindHealthHoldEnded).
+func (m *Monitor) syncCaches(now time.Time) {
+	lr, ok := m.cluster.(LiveReader)
+	if !ok {
+		return
+	}
+	for _, c := range [...]nodehealth.Cache{nodehealth.CacheLease, nodehealth.CacheNode} {
+		if s := m.health.SyncCache(now, c, lr.SyncedResourceVersion(c)); s.Ended.Cache != 0 && s.End != nodehealth.HoldEndSynced {
+			m.emit(now, KindHealthHoldEnded, s.Ended.Node, "", s.String())
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -197,4 +198,105 @@ func TestLeaseStallUnknownNodeBack(t *testing.T) {
 	assert.Contains(t, joined, "1m10s health-held a", "held until the cache catches up")
 	assert.NotContains(t, joined, "1m0s health-held", "the Lease was not renewed yet")
 	assert.NotContains(t, joined, string(monitor.KindWriteFailed))
+}
+
+// restoreCluster is a LeaseStall in front of an etcd whose revision is
+// far ahead (every resourceVersion the cache and the live reads show is
+// offset by base) until restore: etcd is restored from a snapshot taken
+// before those writes, so from then on the versions are the LeaseStall's
+// own, lower than every one handed out before, and the stalled cache
+// relists (Resume).
+type restoreCluster struct {
+	*monitortest.LeaseStall
+	restored atomic.Bool
+}
+
+const restoreBase = "1000000"
+
+func (r *restoreCluster) offset(l *coordinationv1.Lease) *coordinationv1.Lease {
+	if l == nil || r.restored.Load() {
+		return l
+	}
+	l = l.DeepCopy()
+	l.ResourceVersion = restoreBase + l.ResourceVersion
+	return l
+}
+
+func (r *restoreCluster) GetLease(name string) *coordinationv1.Lease {
+	return r.offset(r.LeaseStall.GetLease(name))
+}
+
+func (r *restoreCluster) LiveLease(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+	l, err := r.LeaseStall.LiveLease(ctx, name)
+	return r.offset(l), err
+}
+
+func (r *restoreCluster) SyncedResourceVersion(c nodehealth.Cache) string {
+	v := r.LeaseStall.SyncedResourceVersion(c)
+	if v == "" || r.restored.Load() {
+		return v
+	}
+	return restoreBase + v
+}
+
+func (r *restoreCluster) restore() {
+	r.restored.Store(true)
+	r.LeaseStall.Resume()
+}
+
+// An etcd restore from a snapshot while a pass is held: node a renews its
+// Lease every 5s, d stops at 30s, and the Lease cache stalls at 10s. At
+// 65s a's frozen Lease is past grace and its live Lease is newer: the
+// passes hold. At 80s etcd is restored to a snapshot far below the live
+// version the hold waits for, and the cache relists there. The hold used
+// to go on until that version came back (forever here: no node written
+// Unknown, no zone decided); it now ends at the rewind, with one
+// KindHealthHoldEnded Event, and d is written Unknown once its Lease,
+// as relisted, is past grace. Without the restore nothing changes.
+func TestLeaseStallEtcdRestore(t *testing.T) {
+	for _, restore := range []bool{true, false} {
+		t.Run(fmt.Sprint("restore=", restore), func(t *testing.T) {
+			ctx := context.Background()
+			epoch := testutil.Epoch
+			c := monitortest.New(epoch)
+			for _, name := range []string{"a", "d"} {
+				c.AddNode(ctx, monitortest.NewNode(name, "zone-1", epoch), monitortest.NewLease(name, epoch))
+			}
+			rc := &restoreCluster{LeaseStall: monitortest.NewLeaseStall(c)}
+			m, events := attachLines(t, ctx, c, rc, func(e monitor.Event) string {
+				return fmt.Sprintf("%v %s %s: %s", e.At.Sub(epoch), e.Kind, e.Node, e.Detail)
+			})
+			for el := time.Duration(0); el <= 150*time.Second; el += monitor.DefaultConfig().MonitorPeriod {
+				now := epoch.Add(el)
+				c.SetNow(now)
+				c.RenewLease("a", now)
+				if el < 30*time.Second {
+					c.RenewLease("d", now)
+				}
+				switch {
+				case el == 10*time.Second:
+					rc.Stall()
+				case el == 80*time.Second && restore:
+					rc.restore()
+				}
+				m.MonitorPass(ctx, now)
+			}
+			joined := strings.Join(*events, "\n")
+			assert.Contains(t, joined, "1m5s health-held a: read version: 10000001 is not as new as written version: 10000002")
+			assert.NotContains(t, joined, "node-unknown a")
+			if !restore {
+				assert.Contains(t, joined, "2m30s health-held a", "held while the cache stays behind")
+				assert.NotContains(t, joined, "node-unknown d")
+				assert.NotContains(t, joined, string(monitor.KindHealthHoldEnded))
+				return
+			}
+			assert.Contains(t, joined, "1m15s health-held a")
+			assert.Contains(t, joined, "1m20s health-hold-ended a: hold on leases.coordination.k8s.io (waiting for version 10000002) ended: the cache's synced resourceVersion went back from 10000001 to 2")
+			assert.NotContains(t, joined, "1m20s health-held")
+			assert.Contains(t, joined, "2m15s node-unknown d: no heartbeat for more than 50s: Ready=Unknown written",
+				"d: last renewal seen at 80s (the relisted cache), stale after 130s")
+			assert.Equal(t, 1, strings.Count(joined, string(monitor.KindHealthHoldEnded)))
+			assert.NotContains(t, joined, string(monitor.KindWriteFailed))
+		})
+	}
 }

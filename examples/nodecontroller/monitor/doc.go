@@ -48,13 +48,16 @@
 //
 // The Lease circuit breaker (v1.37, KEP-5647): when the Cluster is also a
 // LiveReader, a pass first reports how far its caches have synced
-// (nodehealth.Tracker.CacheSynced), and every stale verdict nodehealth asks
+// (nodehealth.Tracker.SyncCache), and every stale verdict nodehealth asks
 // to confirm (a node past its grace, about to be written Unknown or already
 // Unknown) is preceded by a live GET of the Lease (and, for a node without
 // one, of the Node; nodehealth.Tracker.Confirm). A live object newer than
 // the cached one holds the pass: the nodes not yet observed are skipped,
 // no zone decision, taint or pod work is done, and one KindHealthHeld
-// Event reports it; so does every pass until the cache has caught up.
+// Event reports it; so does every pass until the cache has caught up, or,
+// beyond upstream, until its synced version goes backwards (an etcd
+// restore from a snapshot) or the hold has lasted
+// Config.Health.MaxHold, which one KindHealthHoldEnded Event reports.
 // Config.Health.Confirmation = nodehealth.ConfirmNone, or a Cluster that
 // is no LiveReader, keeps v1.36's behaviour.
 //
@@ -64,6 +67,10 @@
 //     keep their state. Upstream skips every node but still runs
 //     handleDisruption, which then drops the skipped nodes' zones and
 //     creates them again, Initial, once the cache has caught up.
+//   - A hold ends when the cache's synced resourceVersion goes backwards
+//     (etcd restored from a snapshot) or after nodehealth.Config.MaxHold
+//     (KindHealthHoldEnded); upstream's waits for the cache to reach the
+//     version it found, which after a restore takes as many new writes.
 //   - A node already waiting in its zone queue keeps its place; upstream
 //     removes and re-adds it on every pass, reshuffling the waiting order.
 //   - A zone's queue survives its zone having no decision (its nodes all

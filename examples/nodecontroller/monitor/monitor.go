@@ -293,7 +293,7 @@ func (m *Monitor) MonitorPass(ctx context.Context, now time.Time) {
 	pass, deletes := m.pass, m.deletes
 	m.mu.Unlock()
 
-	m.syncCaches()
+	m.syncCaches(now)
 	nodes := m.listNodes()
 	// Every pass leaves the results it used zero (below), and Grow's new
 	// elements are zero: at 100,000 nodes another clear here would cost a
