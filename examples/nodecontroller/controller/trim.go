@@ -24,7 +24,8 @@ import (
 //
 // No write is built from what a trimmed object lacks: every write to a pod
 // or a node is a patch of the fields the controller owns, conditional on
-// the resourceVersion (and, for pods, the UID) it read (statusPatch), or a
+// the resourceVersion (and, for pods, the UID) it read (patch.go; a pod's
+// conditions that repeat a type are read from the API server first), or a
 // read-modify-write of spec.taints or of labels the controller sets
 // (patchNode); Events name objects by reference. A status PUT of a trimmed
 // object would wipe what the trim dropped, so there is none.
