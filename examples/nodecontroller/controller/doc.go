@@ -3,7 +3,7 @@
 // decision loop of package monitor (nodehealth, zonestate, evictionqueue and
 // taints together) against an API server.
 //
-// It models the kube-controller-manager v1.36 node-lifecycle-controller
+// It models the kube-controller-manager v1.37.2 node-lifecycle-controller
 // together with the taint-eviction-controller; the decisions, and where they
 // differ from upstream, are monitor's (see that package).
 //

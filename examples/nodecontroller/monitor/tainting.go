@@ -16,7 +16,7 @@ import (
 // MonitorPass queues an unhealthy node in its zone, TaintPass taints it
 // NoExecute at the zone's rate, and the Evictor (EvictionPass) deletes the
 // pods that do not tolerate the taint long enough. Upstream:
-// pkg/controller/nodelifecycle/node_lifecycle_controller.go at v1.36.3,
+// pkg/controller/nodelifecycle/node_lifecycle_controller.go at v1.37.2,
 // processTaintBaseEviction, doNoExecuteTaintingPass and markNodeAsReachable,
 // and pkg/controller/tainteviction.
 type taintMode struct{ m *Monitor }
