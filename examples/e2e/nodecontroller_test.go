@@ -61,7 +61,7 @@ import (
 	"github.com/kubelifecycle/lifecycle/zonestate"
 )
 
-// Upstream facts (kube-controller-manager v1.36), written out so that a drift
+// Upstream facts (kube-controller-manager v1.37.2), written out so that a drift
 // in the library's constants fails here too.
 const (
 	ncReasonUnknown       = "NodeStatusUnknown"

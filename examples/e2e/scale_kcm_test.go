@@ -42,6 +42,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilwait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -399,13 +400,15 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 	lostPods := len(lostNames) * p.podsPerNode
 	r.LostPods = lostPods
 	labelled := lostPods // the lost zone's pods that still carry their zone label
-	cluster.Eventually(t, p.outageWait, fmt.Sprintf("the %d pods of the lost zone deleted", lostPods), func(ctx context.Context) (bool, error) {
+	var listErr error    // the last failed List, retried
+	waitErr := utilwait.PollUntilContextTimeout(ctx, 100*time.Millisecond, p.outageWait, true, func(ctx context.Context) (bool, error) {
 		if proc.Exited() {
 			return false, fmt.Errorf("%s exited: %v", name, proc.Err())
 		}
 		l, err := pc.CoreV1().Pods(scaleKCMNS).List(ctx, metav1.ListOptions{ResourceVersion: "0", LabelSelector: "zone=" + scaleKCMLostZone})
 		if err != nil {
-			return false, err
+			listErr = err
+			return false, nil
 		}
 		if labelled = len(l.Items); labelled != lostPods {
 			// Their kubelet is stopped, so no pod is finalized: a write
@@ -422,6 +425,24 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 		return deleted == lostPods, nil
 	})
 	time.Sleep(2 * p.period) // the last writes' Events and the audit batch
+	// The fields first, whatever became of the deletions: a write that
+	// changed what it does not own can also keep them from happening (a
+	// status PUT of a trimmed cached object), and the finding is the write.
+	r.UnownedChanges = scaleOwnedFields(before, scaleObjects(t, cs, sample))
+	if name == "nodecontroller" {
+		for _, d := range r.UnownedChanges {
+			t.Errorf("nodecontroller changed a field it does not own: %s", d)
+		}
+	} else if len(r.UnownedChanges) > 0 {
+		t.Logf("kube-controller-manager changed fields ours does not own: %v", r.UnownedChanges)
+	}
+	if labelled != lostPods {
+		t.Fatalf("%s: %d of the lost zone's %d pods carry the label zone=%s; fields changed that it does not own: %v",
+			name, labelled, lostPods, scaleKCMLostZone, r.UnownedChanges)
+	}
+	if waitErr != nil {
+		t.Fatalf("e2e: the %d pods of the lost zone deleted: not within %v (%d deleted): %v (last List error: %v)", lostPods, p.outageWait, r.Deleted, waitErr, listErr)
+	}
 	cpu2, _, hwm, err := procStats(proc.PID())
 	if err != nil {
 		t.Fatal(err)
@@ -436,11 +457,6 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 			r.Tainted++
 		}
 	}
-	r.UnownedChanges = scaleOwnedFields(before, scaleObjects(t, cs, sample))
-	if labelled != lostPods {
-		t.Fatalf("%s: %d of the lost zone's %d pods carry the label zone=%s; fields changed that it does not own: %v",
-			name, labelled, lostPods, scaleKCMLostZone, r.UnownedChanges)
-	}
 	r.Events = scaleEvents(t, cs, p.period)
 	proc.Stop(10 * time.Second)
 	time.Sleep(2 * time.Second) // the audit batch is flushed at least every second
@@ -450,13 +466,6 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 	r.Took = time.Since(began)
 	if r.Tainted != len(lostNames) {
 		t.Errorf("%s: %d of the lost zone's %d nodes tainted NoExecute, want all", name, r.Tainted, len(lostNames))
-	}
-	if name == "nodecontroller" {
-		for _, d := range r.UnownedChanges {
-			t.Errorf("nodecontroller changed a field it does not own: %s", d)
-		}
-	} else if len(r.UnownedChanges) > 0 {
-		t.Logf("kube-controller-manager changed fields ours does not own: %v", r.UnownedChanges)
 	}
 	return r
 }
@@ -470,8 +479,11 @@ func runScaleSide(t *testing.T, p scaleParams, bins cluster.Binaries, name strin
 // nothing but the fields the controller owns has changed: a status PUT of
 // a trimmed cached pod would have wiped its container statuses, its other
 // conditions and its labels (a pod's status subresource takes labels and
-// annotations from the request; checked by reverting the write to a PUT:
-// the test then fails on the field comparison).
+// annotations from the request). The fields are compared as soon as the
+// outage wait ends, however it ends, and before anything else can fail the
+// test: checked by reverting the status writes to whole-status PUTs (the
+// test then fails with one error per changed field, the wiped labels,
+// conditions and container statuses).
 func TestNodeControllerWritesOnlyOwnedFields(t *testing.T) {
 	bins, err := cluster.FindBinaries()
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"runtime/debug"
 	"strconv"
 )
@@ -18,9 +19,14 @@ import (
 const defaultGOGC = 25
 
 // applyGOGC sets the garbage collector's target: defaultGOGC when GOGC is
-// unset or empty (as the runtime, which then uses 100); when it is set, the runtime has applied it already, and this only
-// checks it, because the runtime takes a value it cannot parse as 100
-// without a word.
+// unset or empty (the runtime then runs at 100). When GOGC is set, the
+// runtime has applied it already and this only checks it, because the
+// runtime takes a value it cannot parse as 100 without a word. It parses
+// as the runtime does (readGOGC in runtime/mgcpacer.go, Go 1.26): "off",
+// or a base-10 integer that fits in 32 bits, with an optional sign and
+// nothing else (no spaces, underscores or 0x); so GOGC=2147483648 is an
+// error, not a silent 100. A negative value, which the runtime takes as
+// off, is an error too: GOGC=off says that.
 func applyGOGC(lookup func(string) (string, bool)) error {
 	v, set := lookup("GOGC")
 	if !set || v == "" {
@@ -30,8 +36,12 @@ func applyGOGC(lookup func(string) (string, bool)) error {
 	if v == "off" {
 		return nil
 	}
-	if n, err := strconv.Atoi(v); err != nil || n < 0 {
-		return fmt.Errorf("GOGC=%q: want a percentage (an integer >= 0) or off", v)
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil {
+		return fmt.Errorf("GOGC=%q: not a decimal integer that fits in 32 bits, so the Go runtime runs at GOGC=100 instead: want a percentage from 0 to %d, or off", v, math.MaxInt32)
+	}
+	if n < 0 {
+		return fmt.Errorf("GOGC=%q: a negative percentage turns the garbage collector off: set GOGC=off to mean that, or a percentage from 0 to %d", v, math.MaxInt32)
 	}
 	return nil
 }

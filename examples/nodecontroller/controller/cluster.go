@@ -127,13 +127,15 @@ func (c *cluster) ListPodsOnNode(name string) []*v1.Pod {
 // conflict if the node changed since; the Monitor decides again on its next
 // pass, as upstream does after its retries. Unlike upstream's UpdateStatus
 // (tryUpdateNodeHealth), it sends only the conditions, never the rest of the
-// status, which the informer cache does not keep (trim.go).
+// status, which the informer cache does not keep (trim.go). A node whose
+// conditions repeat a type gets its whole condition list instead, by a JSON
+// merge patch with the same precondition (patch.go says why).
 func (c *cluster) UpdateNodeStatus(ctx context.Context, node *v1.Node, status *v1.NodeStatus) error {
-	patch, err := nodeStatusPatch(node, status)
+	patch, pt, err := nodeStatusPatch(node, status)
 	if err != nil || patch == nil {
 		return err
 	}
-	_, err = c.clients.NodeStatus.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, patch,
+	_, err = c.clients.NodeStatus.CoreV1().Nodes().Patch(ctx, node.Name, pt, patch,
 		metav1.PatchOptions{FieldManager: Name}, "status")
 	return err
 }
@@ -250,7 +252,10 @@ func taintPatch(rv string, taints []v1.Taint) ([]byte, error) {
 // conflict fails the write and the Monitor tries again later. Unlike
 // upstream's UpdateStatus of the whole pod (MarkPodsNotReady), it never
 // sends what the informer cache does not keep (container statuses and the
-// rest, trim.go). A write that turns the pod's Ready condition False records
+// rest, trim.go). A pod whose conditions repeat a type is read from the API
+// server and gets its whole condition list, by a JSON merge patch with the
+// same preconditions (podConditionsMergePatch; patch.go says why). A write
+// that turns the pod's Ready condition False records
 // upstream's per-pod Warning NodeNotReady "Node is not ready"
 // (MarkPodsNotReady in pkg/controller/util/node/controller_utils.go, which
 // records it after the write unless the pod is gone). In a monitor pass
@@ -261,12 +266,27 @@ func (c *cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.P
 		c.mark(item{kind: kindPod, namespace: pod.Namespace, name: pod.Name})
 		return nil
 	}
-	patch, err := podStatusPatch(pod, status)
-	if err != nil || patch == nil {
-		return err
+	pods := c.clients.Marking.CoreV1().Pods(pod.Namespace)
+	var live *v1.Pod
+	var err error
+	if podConditionsRepeat(pod, status) {
+		live, err = pods.Get(ctx, pod.Name, metav1.GetOptions{})
 	}
-	_, err = c.clients.Marking.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
-		metav1.PatchOptions{FieldManager: Name}, "status")
+	if err == nil {
+		patch, pt := []byte(nil), types.StrategicMergePatchType
+		if live != nil {
+			patch, err = podConditionsMergePatch(pod, live, status)
+			pt = types.MergePatchType
+		} else {
+			patch, err = podStatusPatch(pod, status)
+		}
+		if err != nil && !apierrors.IsConflict(err) || err == nil && patch == nil {
+			return err // a change that cannot be patched, or none
+		}
+		if err == nil {
+			_, err = pods.Patch(ctx, pod.Name, pt, patch, metav1.PatchOptions{FieldManager: Name}, "status")
+		}
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		c.failed(item{kind: kindPod, namespace: pod.Namespace, name: pod.Name})
 	}

@@ -22,7 +22,7 @@ const Name = "node-lifecycle-controller"
 // Config configures a Controller: the decision policy (monitor.Config) plus
 // the knobs of the client-go wiring. The API clients' QPS and burst belong to
 // the caller's rest.Config, not here (see Clients). DefaultConfig returns
-// the upstream v1.36 defaults.
+// the upstream v1.37.2 defaults.
 type Config struct {
 	// Monitor is the whole node lifecycle policy: grace periods, eviction
 	// rates and thresholds, monitor and tainting periods, the Evictor

@@ -3,7 +3,7 @@
 // decision loop of package monitor (nodehealth, zonestate, evictionqueue and
 // taints together) against an API server.
 //
-// It models the kube-controller-manager v1.36 node-lifecycle-controller
+// It models the kube-controller-manager v1.37.2 node-lifecycle-controller
 // together with the taint-eviction-controller; the decisions, and where they
 // differ from upstream, are monitor's (see that package).
 //
@@ -57,7 +57,9 @@
 //     (upstream: UpdateStatus of the whole node). It carries the cached
 //     resourceVersion, so it fails with a conflict when the node changed
 //     since; the Monitor skips the node and decides again at the next pass
-//     (upstream retries 5 times first).
+//     (upstream retries 5 times first). Conditions that repeat a type are
+//     written whole by a JSON merge patch instead (patch.go), so they end
+//     as upstream's UpdateStatus leaves them.
 //   - Node taints: read-modify-write with retry.RetryOnConflict and
 //     Config.ConflictBackoff (upstream: 5 steps of 100ms). The first read is
 //     from the cache, later ones from the API server. The write is a
@@ -66,7 +68,10 @@
 //     writer's taint is never lost.
 //   - Pod Ready=False: a strategic-merge patch of the Ready condition
 //     carrying the cached resourceVersion and UID (upstream: UpdateStatus
-//     of the whole pod); NotFound is ignored by the Monitor.
+//     of the whole pod); NotFound is ignored by the Monitor. A pod whose
+//     conditions repeat a type is read from the API server and its whole
+//     condition list written by a JSON merge patch with the same
+//     preconditions.
 //   - Eviction: the DisruptionTarget condition by a strategic-merge patch of
 //     the pod's status (nodehealth.DisruptionTargetStatus; skipped when the
 //     pod has that condition already; the patch carries the UID), then Delete with a UID precondition. A pod re-created

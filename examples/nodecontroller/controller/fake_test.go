@@ -147,9 +147,6 @@ func (s *serverSemantics) update(a k8stesting.Action) (bool, runtime.Object, err
 func (s *serverSemantics) patch(a k8stesting.Action) (bool, runtime.Object, error) {
 	pa := a.(k8stesting.PatchAction)
 	gvr := pa.GetResource()
-	if pa.GetPatchType() != types.StrategicMergePatchType {
-		return true, nil, apierrors.NewBadRequest("test server: only strategic-merge patches")
-	}
 	cur, cm, err := s.current(gvr, pa.GetNamespace(), pa.GetName())
 	if err != nil {
 		return true, nil, err
@@ -158,8 +155,15 @@ func (s *serverSemantics) patch(a k8stesting.Action) (bool, runtime.Object, erro
 	if err != nil {
 		return true, nil, err
 	}
-	patched := cur.DeepCopyObject()
-	out, err := strategicpatch.StrategicMergePatch(raw, pa.GetPatch(), patched)
+	var out []byte
+	switch pa.GetPatchType() {
+	case types.StrategicMergePatchType:
+		out, err = strategicpatch.StrategicMergePatch(raw, pa.GetPatch(), cur.DeepCopyObject())
+	case types.MergePatchType:
+		out, err = controller.ApplyMergePatch(raw, pa.GetPatch())
+	default:
+		return true, nil, apierrors.NewBadRequest("test server: only strategic-merge and JSON merge patches")
+	}
 	if err != nil {
 		return true, nil, apierrors.NewBadRequest(err.Error())
 	}

@@ -24,52 +24,113 @@ import (
 //
 // No write is built from what a trimmed object lacks: every write to a pod
 // or a node is a patch of the fields the controller owns, conditional on
-// the resourceVersion (and, for pods, the UID) it read (statusPatch), or a
+// the resourceVersion (and, for pods, the UID) it read (patch.go; a pod's
+// conditions that repeat a type are read from the API server first), or a
 // read-modify-write of spec.taints or of labels the controller sets
 // (patchNode); Events name objects by reference. A status PUT of a trimmed
 // object would wipe what the trim dropped, so there is none.
 
 // trimmer builds the trimmed copies the informers cache. It interns the
 // strings and toleration lists many pods share (namespaces, node names,
-// condition types and reasons, the tolerations of a template), up to
-// maxInterned distinct values each, so that 30 pods of one node hold one
-// copy of its name. It is safe for concurrent use (the informers transform
-// on their own goroutines).
+// condition types and reasons, the tolerations of a template), so that 30
+// pods of one node hold one copy of its name. Each table is bounded by
+// bytes as well as by count, and forgets what is no longer seen (see
+// internTable): a condition message that changes at every update (a
+// timestamp in it, a 32 KiB dump) would otherwise stay in the table for
+// good, however little of it the cache still holds. It is safe for
+// concurrent use (the informers transform on their own goroutines).
 type trimmer struct {
 	mu          sync.Mutex
-	strs        map[string]string
-	tolerations map[string]*[]v1.Toleration
+	strs        internTable[string]
+	tolerations internTable[*[]v1.Toleration]
 	key         strings.Builder
 }
 
-// maxInterned bounds each intern table: beyond it a value is kept as
-// decoded, so hostile or merely varied input cannot grow the table without
-// bound.
-const maxInterned = 1 << 16
+// The intern tables' bounds. A generation of a table holds at most
+// maxInterned values and maxInternedBytes bytes (a string's length, a
+// toleration list's key twice: the key and the copy it names, plus
+// internEntryBytes for the map entry each); a table keeps two generations.
+// A string longer than maxInternLen, or a toleration list whose key is
+// longer than maxInternTolerationsLen, is never interned: it is kept as
+// decoded (an object's own copy, freed with it). Such a string is most
+// likely a message (shared ones are short: names, reasons), and one entry
+// cannot take more than a small part of a generation.
+const (
+	maxInterned             = 1 << 16
+	maxInternedBytes        = 4 << 20
+	maxInternLen            = 1 << 10
+	maxInternTolerationsLen = 32 << 10
+	internEntryBytes        = 64
+)
 
-func newTrimmer() *trimmer {
-	return &trimmer{strs: make(map[string]string), tolerations: make(map[string]*[]v1.Toleration)}
+// internTable is a table of shared values by key in two generations: new
+// values go into the current one; when it is full (maxInterned values or
+// maxInternedBytes bytes) it becomes the previous one and the previous one
+// is dropped; a value found in the previous generation moves into the
+// current one. So a value in use stays shared, and one seen once (a
+// message that changes at every update) is forgotten after at most two
+// generations: the table never holds more than twice the bounds. A value
+// it forgets is still held by the objects that use it; the next one equal
+// to it is interned anew. Not safe for concurrent use (the trimmer's
+// mutex guards it).
+type internTable[V any] struct {
+	cur, prev           map[string]V
+	curBytes, prevBytes int
+	weight              int // bytes per byte of key: 1 when the key is the value, 2 when the value is a copy as large
 }
 
-// str returns the interned copy of s.
+// get returns the value interned under k, moving it into the current
+// generation when it is found in the previous one.
+func (t *internTable[V]) get(k string) (V, bool) {
+	if v, ok := t.cur[k]; ok {
+		return v, true
+	}
+	v, ok := t.prev[k]
+	if ok {
+		t.put(k, v)
+	}
+	return v, ok
+}
+
+// put interns v under k, starting a new generation first when the
+// current one is full.
+func (t *internTable[V]) put(k string, v V) {
+	cost := t.weight*len(k) + internEntryBytes
+	if t.cur == nil || len(t.cur) >= maxInterned || t.curBytes+cost > maxInternedBytes {
+		t.prev, t.prevBytes = t.cur, t.curBytes
+		t.cur, t.curBytes = make(map[string]V), 0
+	}
+	t.cur[k] = v
+	t.curBytes += cost
+}
+
+// bytes is what the table holds by its own count (both generations; a
+// value in both counts twice, as its map entries do).
+func (t *internTable[V]) bytes() int { return t.curBytes + t.prevBytes }
+
+func newTrimmer() *trimmer {
+	return &trimmer{strs: internTable[string]{weight: 1}, tolerations: internTable[*[]v1.Toleration]{weight: 2}}
+}
+
+// str returns the interned copy of s, or s itself when it is longer than
+// maxInternLen.
 func (t *trimmer) str(s string) string {
-	if s == "" {
-		return ""
+	if s == "" || len(s) > maxInternLen {
+		return s
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if i, ok := t.strs[s]; ok {
+	if i, ok := t.strs.get(s); ok {
 		return i
 	}
-	if len(t.strs) < maxInterned {
-		s = strings.Clone(s) // not a substring of a decode buffer
-		t.strs[s] = s
-	}
+	s = strings.Clone(s) // not a substring of a decode buffer
+	t.strs.put(s, s)
 	return s
 }
 
 // tols returns an interned, shared copy of ts (callers never modify it);
-// nil when ts is empty.
+// nil when ts is empty. A list whose key is longer than
+// maxInternTolerationsLen is copied, not interned.
 func (t *trimmer) tols(ts []v1.Toleration) *[]v1.Toleration {
 	if len(ts) == 0 {
 		return nil
@@ -90,15 +151,15 @@ func (t *trimmer) tols(ts []v1.Toleration) *[]v1.Toleration {
 		t.key.WriteByte(';')
 	}
 	k := t.key.String()
-	if shared, ok := t.tolerations[k]; ok {
+	if shared, ok := t.tolerations.get(k); ok {
 		return shared
 	}
 	cp := make([]v1.Toleration, len(ts))
 	for i := range ts {
 		ts[i].DeepCopyInto(&cp[i])
 	}
-	if len(t.tolerations) < maxInterned {
-		t.tolerations[k] = &cp
+	if len(k) <= maxInternTolerationsLen {
+		t.tolerations.put(k, &cp)
 	}
 	return &cp
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/utils/ptr"
 
@@ -164,8 +165,11 @@ func TestStatusPatchesKeepUnownedFields(t *testing.T) {
 	nst.Conditions[0].LastTransitionTime = metav1.NewTime(now)
 	nst.Conditions = append(nst.Conditions, v1.NodeCondition{Type: v1.NodeMemoryPressure, Status: v1.ConditionUnknown,
 		Reason: "NodeStatusNeverUpdated", LastHeartbeatTime: metav1.NewTime(now), LastTransitionTime: metav1.NewTime(now)})
-	patch, err = nodeStatusPatch(cachedNode, nst)
+	patch, pt, err := nodeStatusPatch(cachedNode, nst)
 	must(t, err)
+	if pt != types.StrategicMergePatchType {
+		t.Errorf("node status patch type %s, want %s", pt, types.StrategicMergePatchType)
+	}
 	var gotNode v1.Node
 	applyStatusPatch(t, liveNode, patch, &gotNode)
 	wantNode := liveNode.Status.DeepCopy()
@@ -182,7 +186,7 @@ func TestStatusPatchRefusesUnownedChange(t *testing.T) {
 	n := newTrimmer().node(fullNode())
 	nst := n.Status.DeepCopy()
 	nst.Phase = v1.NodeRunning
-	_, err = nodeStatusPatch(n, nst)
+	_, _, err = nodeStatusPatch(n, nst)
 	wantErr(t, err, "outside status.conditions")
 
 	patch, err := podStatusPatch(p, p.Status.DeepCopy())

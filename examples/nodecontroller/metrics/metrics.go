@@ -1,6 +1,6 @@
 // Package metrics exports a node lifecycle controller's numbers as
 // Prometheus metrics, on a registry of its own (never the global one), under
-// the names, labels, types and buckets kube-controller-manager v1.36.3 uses
+// the names, labels, types and buckets kube-controller-manager v1.37.2 uses
 // (pkg/controller/nodelifecycle/metrics.go and
 // pkg/controller/tainteviction/metrics/metrics.go), so that dashboards and
 // alerts written for it keep working, plus the lifecycle_ metrics upstream
@@ -163,7 +163,7 @@ func (m *Metrics) OnEvent(e monitor.Event) {
 		// The latency from the start of the eviction pass that deleted
 		// the pod (e.At) to now: the pass runs at the Monitor's next
 		// deadline, so when the controller keeps up this is upstream's
-		// time since the deletion was due. Unlike upstream v1.36.3, which
+		// time since the deletion was due. Unlike upstream v1.37.2, which
 		// observes the duration times 1e9 (kubernetes/kubernetes#141311),
 		// the value is in seconds.
 		m.podDeletionDuration.Observe(max(m.clock.Since(e.At).Seconds(), 0))

@@ -37,7 +37,7 @@ func node(name, zone string, ready v1.ConditionStatus, labels ...string) *v1.Nod
 }
 
 // TestUpstreamNamesTypesBuckets: every metric is exported under upstream's
-// name, type, labels and buckets (kube-controller-manager v1.36.3), and
+// name, type, labels and buckets (kube-controller-manager v1.37.2), and
 // ours under lifecycle_.
 func TestUpstreamNamesTypesBuckets(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)

@@ -11,7 +11,7 @@ import (
 )
 
 // Config is the whole policy of a node lifecycle controller. DefaultConfig
-// returns the Kubernetes v1.36 defaults.
+// returns the Kubernetes v1.37.2 defaults.
 type Config struct {
 	// Health holds the grace periods (--node-monitor-grace-period,
 	// --node-startup-grace-period).
@@ -85,7 +85,7 @@ type Config struct {
 	LeaseEvents bool
 }
 
-// DefaultConfig returns the Kubernetes v1.36 controller defaults.
+// DefaultConfig returns the Kubernetes v1.37.2 controller defaults.
 func DefaultConfig() Config {
 	return Config{
 		Health:        nodehealth.DefaultConfig(),

@@ -6,7 +6,7 @@
 // (monitortest.Cluster), so the simulator's timeline is the controller's own
 // behaviour.
 //
-// It models kube-controller-manager's node lifecycle controller at v1.36.3:
+// It models kube-controller-manager's node lifecycle controller at v1.37.2:
 // pkg/controller/nodelifecycle/node_lifecycle_controller.go (monitorNodeHealth,
 // processTaintBaseEviction, doNoExecuteTaintingPass, handleDisruption,
 // doNodeProcessingPassWorker) and the taint eviction controller in

@@ -10,7 +10,7 @@ import (
 
 // The deprecated beta labels that upstream's node lifecycle controller keeps
 // equal to their stable counterparts (labelReconcileInfo in
-// pkg/controller/nodelifecycle/node_lifecycle_controller.go at v1.36.3).
+// pkg/controller/nodelifecycle/node_lifecycle_controller.go at v1.37.2).
 const (
 	BetaLabelOS   = "beta.kubernetes.io/os"
 	BetaLabelArch = "beta.kubernetes.io/arch"
