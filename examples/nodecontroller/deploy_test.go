@@ -363,7 +363,7 @@ func exercise(t *testing.T, o *options) []access {
 // a fake clientset, each with its call site.
 var notExercised = []access{
 	{group: "", resource: "nodes", verb: "get"},                    // controller: cluster.readNode, re-read after a taint patch conflict
-	{namespace: "default", resource: "pods", verb: "get"},          // controller: cluster.EvictPod, when the cache lacks the pod
+	{namespace: "default", resource: "pods", verb: "get"},          // controller: cluster.EvictPod when the cache lacks the pod, UpdatePodStatus for a pod that repeats a condition type
 	{namespace: "default", resource: "events", verb: "patch"},      // client-go's recorder: a repeated Event
 	{namespace: "default", resource: "pods/status", verb: "patch"}, // monitor: Ready=False (exercised too when the watch is quick)
 }
