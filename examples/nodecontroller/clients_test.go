@@ -10,11 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/controller"
 )
 
 // TestDutyClients: every duty has a client of its own (its own token
 // bucket and user agent), and every client asks for protobuf with JSON as
-// a fallback, as kube-controller-manager's do.
+// a fallback, as kube-controller-manager's do; the device duty's dynamic
+// client (DeviceTaintRules) shares its duty's bucket and user agent and
+// asks for JSON.
 func TestDutyClients(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]string{} // user agent -> Accept
@@ -31,11 +35,11 @@ func TestDutyClients(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, events, err := dutyClients(rc)
+	cs, events, dyn, err := dutyClients(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clients := []kubernetes.Interface{base, cs.Marking, cs.Taints, cs.Evictions, events}
+	clients := []kubernetes.Interface{base, cs.Marking, cs.Taints, cs.Evictions, cs.Devices, events}
 	if len(clients) != duties {
 		t.Fatalf("%d clients, the flags' help says %d", len(clients), duties)
 	}
@@ -58,6 +62,15 @@ func TestDutyClients(t *testing.T) {
 			t.Errorf("client %q sends Accept %q, want %q", ua, accept, protobufOrJSON)
 		}
 	}
+	mu.Lock()
+	n := len(seen)
+	mu.Unlock()
+	_, _ = dyn.Resource(controller.DeviceTaintRulesResource).Get(context.Background(), "r", metav1.GetOptions{})
+	mu.Lock()
+	if len(seen) != n || seen["node-lifecycle-controller/"+controller.DeviceName] != "application/json" {
+		t.Errorf("the dynamic client: user agents %v, want %q with JSON", seen, "node-lifecycle-controller/"+controller.DeviceName)
+	}
+	mu.Unlock()
 	if nc := cs.NodeStatus; nc != nil {
 		t.Errorf("Clients.NodeStatus = %v, want nil (the main client)", nc)
 	}

@@ -23,15 +23,22 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/controller"
 )
 
 // manifests are the typed objects of deploy/, by kind.
@@ -283,11 +290,34 @@ func exercise(t *testing.T, o *options) []access {
 			&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: v1.NamespaceNodeLease, Name: n},
 				Spec: coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: epoch}}})
 	}
+	// The device duty's world: pod g on the live node uses claim c,
+	// allocated a device of pool pool-b that DeviceTaintRule r taints.
+	slice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s"}}
+	slice.Spec.Driver, slice.Spec.Pool = "gpu.example.com", resourcev1.ResourcePool{Name: "pool-b", Generation: 1, ResourceSliceCount: 1}
+	slice.Spec.Devices = []resourcev1.Device{{Name: "gpu-0"}}
+	claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c", UID: "uid-c"}}
+	claim.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
+		Request: "gpu", Driver: "gpu.example.com", Pool: "pool-b", Device: "gpu-0"}}}}
+	claim.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "g", UID: "uid-g"}}
 	client := fake.NewClientset(append(objs,
 		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: "uid-p"},
 			Spec:   v1.PodSpec{NodeName: "a"},
 			Status: v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}},
+		&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "g", UID: "uid-g"},
+			Spec:   v1.PodSpec{NodeName: "b", ResourceClaims: []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("c")}}},
+			Status: v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}}},
+		slice, claim,
 	)...)
+	client.Resources = []*metav1.APIResourceList{{GroupVersion: "resource.k8s.io/v1", APIResources: []metav1.APIResource{
+		{Name: "resourceslices"}, {Name: "resourceclaims"}, {Name: "devicetaintrules"}, {Name: "devicetaintrules/status"}}}}
+	rule := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+		"metadata": map[string]any{"name": "r", "uid": "uid-r", "generation": int64(1)},
+		"spec": map[string]any{"deviceSelector": map[string]any{"pool": "pool-b"},
+			"taint": map[string]any{"key": "maintenance", "effect": "NoExecute", "timeAdded": epoch.Add(time.Minute).Format(time.RFC3339)}},
+	}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(),
+		map[schema.GroupVersionResource]string{controller.DeviceTaintRulesResource: "DeviceTaintRuleList"}, rule)
 	leasesGVR := coordinationv1.SchemeGroupVersion.WithResource("leases")
 	renewB := func() { // the kubelet of b, straight into the tracker: not one of the program's calls
 		o, err := client.Tracker().Get(leasesGVR, v1.NamespaceNodeLease, "b")
@@ -302,7 +332,12 @@ func exercise(t *testing.T, o *options) []access {
 	}
 	var mu sync.Mutex
 	var got []access
-	client.PrependReactor("*", "*", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+	record := func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		if a.GetResource().Resource == "resource" {
+			// Discovery (/apis/resource.k8s.io/v1): a non-resource URL
+			// every authenticated user may read (system:discovery).
+			return false, nil, nil
+		}
 		acc := access{namespace: a.GetNamespace(), group: a.GetResource().Group, resource: a.GetResource().Resource, verb: a.GetVerb()}
 		if sub := a.GetSubresource(); sub != "" {
 			acc.resource += "/" + sub
@@ -317,13 +352,21 @@ func exercise(t *testing.T, o *options) []access {
 		got = append(got, acc)
 		mu.Unlock()
 		return false, nil, nil
-	})
-	client.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+	}
+	recordWatch := func(a k8stesting.Action) (bool, watch.Interface, error) {
 		mu.Lock()
 		got = append(got, access{namespace: a.GetNamespace(), group: a.GetResource().Group, resource: a.GetResource().Resource, verb: "watch"})
 		mu.Unlock()
 		return false, nil, nil
+	}
+	client.PrependReactor("*", "*", record)
+	client.PrependWatchReactor("*", recordWatch)
+	dyn.PrependReactor("patch", "devicetaintrules", func(a k8stesting.Action) (bool, k8sruntime.Object, error) {
+		return true, rule.DeepCopy(), nil // server-side apply of the status: the fake has none
 	})
+	dyn.PrependReactor("*", "*", record)
+	dyn.PrependWatchReactor("*", recordWatch)
+	o.dynamic = dyn
 	o.leaseDuration, o.renewDeadline, o.retryPeriod = 2*time.Second, 1500*time.Millisecond, 100*time.Millisecond // the Lease keeps whole seconds
 	o.port = 0
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Logger{}))
@@ -332,13 +375,14 @@ func exercise(t *testing.T, o *options) []access {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		_, err := client.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), "default", "p")
-		if err != nil && clk.Since(epoch) > 2*time.Minute {
-			break // evicted, and a few snapshot periods went by
+		_, gerr := client.Tracker().Get(v1.SchemeGroupVersion.WithResource("pods"), "default", "g")
+		if err != nil && gerr != nil && clk.Since(epoch) > 2*time.Minute {
+			break // both evicted, and a few snapshot periods went by
 		}
 		if time.Now().After(deadline) {
 			cancel()
 			<-done
-			t.Fatalf("pod p not evicted by %v", clk.Since(epoch))
+			t.Fatalf("pod p (%v) or g (%v) not evicted by %v", err, gerr, clk.Since(epoch))
 		}
 		mu.Lock()
 		leading := slices.ContainsFunc(got, func(a access) bool { return a.resource == "leases" && a.verb == "create" })
@@ -363,7 +407,7 @@ func exercise(t *testing.T, o *options) []access {
 // a fake clientset, each with its call site.
 var notExercised = []access{
 	{group: "", resource: "nodes", verb: "get"},                    // controller: cluster.readNode, re-read after a taint patch conflict
-	{namespace: "default", resource: "pods", verb: "get"},          // controller: cluster.EvictPod when the cache lacks the pod, UpdatePodStatus for a pod that repeats a condition type
+	{namespace: "default", resource: "pods", verb: "get"},          // controller: cluster.EvictPod and the device duty when the cache lacks the pod, UpdatePodStatus for a pod that repeats a condition type
 	{namespace: "default", resource: "events", verb: "patch"},      // client-go's recorder: a repeated Event
 	{namespace: "default", resource: "pods/status", verb: "patch"}, // monitor: Ready=False (exercised too when the watch is quick)
 }

@@ -60,6 +60,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -80,7 +81,8 @@ import (
 
 // Event source components, upstream's: the node lifecycle controller
 // records as node-controller, the taint eviction controller as
-// taint-eviction-controller.
+// taint-eviction-controller (the device taint eviction controller as
+// device-taint-eviction-controller: controller.DeviceName).
 const (
 	nodeComponent     = "node-controller"
 	evictionComponent = "taint-eviction-controller"
@@ -105,23 +107,31 @@ type options struct {
 	bindAddress string
 	port        int
 
+	controllers *controllersFlag
+	gates       gateSettings
+
 	set map[string]bool // flags given on the command line
 
-	events kubernetes.Interface // Events client; nil: the main client (tests)
+	events  kubernetes.Interface // Events client; nil: the main client (tests)
+	dynamic dynamic.Interface    // DeviceTaintRules client; nil: built from the main client's config (run), or none (tests)
 }
 
 // newFlagSet defines the flags on a new FlagSet, with the upstream defaults.
 func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
-	o := &options{cfg: controller.DefaultConfig()}
+	o := &options{cfg: controller.DefaultConfig(), controllers: newControllersFlag(), gates: gateSettings{deviceTaints: true, deviceTaintRules: true}}
 	fs := flag.NewFlagSet("nodecontroller", flag.ContinueOnError)
 	fs.SetOutput(out)
 	m := &o.cfg.Monitor
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to run against; empty: the in-cluster configuration (the pod's ServiceAccount), else the usual loading rules ($KUBECONFIG, ~/.kube/config)")
-	fs.Float64Var(&o.qps, "kube-api-qps", 20, fmt.Sprintf("QPS to the API server of each of the %d clients (informers and node status; pod marking; taints; evictions; Events), as kube-controller-manager's applies to each controller's client", duties))
+	fs.Float64Var(&o.qps, "kube-api-qps", 20, fmt.Sprintf("QPS to the API server of each of the %d clients (informers and node status; pod marking; taints; evictions; device taint evictions; Events), as kube-controller-manager's applies to each controller's client", duties))
 	fs.IntVar(&o.burst, "kube-api-burst", 30, fmt.Sprintf("burst to the API server of each of the %d clients", duties))
 	fs.DurationVar(&m.Health.GracePeriod, "node-monitor-grace-period", m.Health.GracePeriod, "silence after which a node is marked Unknown")
 	fs.DurationVar(&m.Health.StartupGracePeriod, "node-startup-grace-period", m.Health.StartupGracePeriod, "grace for a node that never posted a Ready condition")
-	fs.Var(&featureGates{&m.Health}, "feature-gates", "comma-separated Gate=true|false, as kube-controller-manager's; known: "+GateLeaseCircuitBreaker+" (default true: confirm with a live read before writing a node Unknown, and hold while the Lease or Node cache is behind; false: the v1.36 behaviour)")
+	fs.Var(&featureGates{&m.Health, &o.gates}, "feature-gates", "comma-separated Gate=true|false, as kube-controller-manager's; known: "+GateLeaseCircuitBreaker+" (default true: confirm with a live read before writing a node Unknown, and hold while the Lease or Node cache is behind; false: the v1.36 behaviour), "+
+		GateDeviceTaints+" (default true; false: no "+ctrlDeviceTaintEviction+"), "+GateDeviceTaintRules+" (default true; false: DeviceTaintRules ignored), "+GateDynamicResourceAllocation+" (locked to true)")
+	fs.Var(o.controllers, "controllers", "controllers to run, as kube-controller-manager's flag: '*' enables all on-by-default controllers, 'foo' enables foo, '-foo' disables foo; all: "+
+		strings.Join(knownControllers, ", ")+" (on by default; "+ctrlNodeLifecycle+" and "+ctrlTaintEviction+" only together)")
+	fs.IntVar(&o.cfg.Devices.Workers, "concurrent-device-taint-eviction-syncs", o.cfg.Devices.Workers, fmt.Sprintf("the number of operations (evicting pods, updating DeviceTaintRule status) allowed to run concurrently (1 to %d)", controller.MaxWorkers))
 	fs.DurationVar(&m.MonitorPeriod, "node-monitor-period", m.MonitorPeriod, "how often node health is checked")
 	fs.DurationVar(&m.TaintPeriod, "node-eviction-period", m.TaintPeriod, "how often the tainting and eviction queues are processed (at the latest)")
 	fs.Float64Var(&m.Zones.EvictionQPS, "node-eviction-rate", m.Zones.EvictionQPS, "nodes per second tainted NoExecute per healthy zone")
@@ -210,12 +220,43 @@ func (o *options) settings() (controller.Config, error) {
 	if _, _, err := o.snapshotConfigMap(); err != nil {
 		return cfg, err
 	}
+	if err := o.duties(&cfg); err != nil {
+		return cfg, err
+	}
 	cfg.OnEvent = logEvent
 	cfg.SkipFinalSnapshot = o.leaderElect
 	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("invalid flags (see -h for the flag of each field): %w", err)
 	}
 	return cfg, nil
+}
+
+// duties sets which duties cfg runs from --controllers and the feature
+// gates, as kube-controller-manager decides which controllers to start:
+// device-taint-eviction-controller needs DRADeviceTaints, its rules
+// DRADeviceTaintRules. node-lifecycle-controller and
+// taint-eviction-controller run together or not at all: unlike
+// kube-controller-manager, this program's Monitor makes the decisions of
+// both in one loop.
+func (o *options) duties(cfg *controller.Config) error {
+	if err := o.controllers.validate(); err != nil {
+		return err
+	}
+	node, taint := o.controllers.enabled(ctrlNodeLifecycle), o.controllers.enabled(ctrlTaintEviction)
+	if node != taint {
+		on, off := ctrlNodeLifecycle, ctrlTaintEviction
+		if taint {
+			on, off = off, on
+		}
+		return fmt.Errorf("--controllers=%s enables %s but not %s: this program runs the two together (disable or enable both)", o.controllers, on, off)
+	}
+	cfg.DisableNodeLifecycle = !node
+	cfg.Devices.Enabled = o.controllers.enabled(ctrlDeviceTaintEviction) && o.gates.deviceTaints
+	cfg.Devices.NoRules = !o.gates.deviceTaintRules
+	if !node && !cfg.Devices.Enabled {
+		return fmt.Errorf("--controllers=%s with --feature-gates=%s=%t: no controller to run", o.controllers, GateDeviceTaints, o.gates.deviceTaints)
+	}
+	return nil
 }
 
 // snapshotConfigMap splits -snapshot-configmap; empty names mean none.
@@ -339,7 +380,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	if o.cfg.Clients, o.events, err = dutyClients(rc); err != nil {
+	if o.cfg.Clients, o.events, o.dynamic, err = dutyClients(rc); err != nil {
 		return err
 	}
 	return runWith(ctx, o, client, clock.RealClock{})
@@ -362,6 +403,14 @@ func runWith(ctx context.Context, o *options, client kubernetes.Interface, clk c
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 	cfg.Recorder = events.NewRecorder(scheme.Scheme, v1.EventSource{Component: nodeComponent})
 	cfg.EvictionRecorder = events.NewRecorder(scheme.Scheme, v1.EventSource{Component: evictionComponent})
+	cfg.Devices.Recorder = events.NewRecorder(scheme.Scheme, v1.EventSource{Component: controller.DeviceName})
+	if cfg.Devices.Dynamic == nil {
+		cfg.Devices.Dynamic = o.dynamic
+	}
+	if cfg.Devices.Enabled && !cfg.Devices.NoRules && cfg.Devices.Dynamic == nil {
+		klog.InfoS("No dynamic client: DeviceTaintRules ignored")
+		cfg.Devices.NoRules = true
+	}
 
 	m := metrics.New(clk)
 	wire(&cfg, m)
@@ -446,6 +495,7 @@ func wire(cfg *controller.Config, m *metrics.Metrics) {
 	}
 	cfg.OnZones = m.ObserveZones
 	cfg.OnNodeHealth = m.ObserveNodeHealth
+	cfg.Devices.OnDeletion = m.ObserveDeviceDeletion
 }
 
 // newLeaderElector returns the elector of a Lease lock named by the

@@ -34,6 +34,10 @@ func trimmedPod(p *v1.Pod) *v1.Pod {
 			out.Status.Conditions = append(out.Status.Conditions, c)
 		}
 	}
+	out.Spec.ResourceClaims, out.Status.ResourceClaimStatuses = p.Spec.ResourceClaims, p.Status.ResourceClaimStatuses
+	if e := p.Status.ExtendedResourceClaimStatus; e != nil && e.ResourceClaimName != "" {
+		out.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: e.ResourceClaimName}
+	}
 	return out
 }
 
@@ -85,6 +89,13 @@ func TestCachedPodExact(t *testing.T) {
 		{"deleting, owned, tolerations", func(p *v1.Pod) {
 			p.DeletionTimestamp = ptr.To(metav1.NewTime(utc))
 		}, true},
+		{"resource claims", func(p *v1.Pod) {
+			p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: ptr.To("shared")},
+				{Name: "scratch", ResourceClaimTemplateName: ptr.To("tmpl")}}
+			p.Status.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: "scratch", ResourceClaimName: ptr.To("web-0-scratch")}}
+			p.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "web-0-extended",
+				RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "c", ResourceName: "example.com/gpu", RequestName: "r"}}}
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := fullPod()

@@ -8,10 +8,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/taints"
 	"github.com/kubelifecycle/lifecycle/zonestate"
 )
 
@@ -128,6 +130,67 @@ type Config struct {
 	// source component taint-eviction-controller, while Recorder's are
 	// node-controller's. nil means Recorder.
 	EvictionRecorder record.EventRecorder
+
+	// DisableNodeLifecycle, when true, turns off the node lifecycle duties
+	// (kube-controller-manager's node-lifecycle-controller and
+	// taint-eviction-controller): no Node or Lease informer, no monitor,
+	// tainting, eviction or marking loop, no node health snapshot. The pod
+	// informer runs when Devices needs it. The zero value runs them, as
+	// before.
+	DisableNodeLifecycle bool
+	// Devices configures the device taint eviction duty
+	// (kube-controller-manager's device-taint-eviction-controller), off
+	// unless Devices.Enabled. See DeviceConfig.
+	Devices DeviceConfig
+}
+
+// DeviceName is the device taint eviction duty's name: the name of
+// kube-controller-manager v1.37.2's device-taint-eviction-controller
+// (cmd/kube-controller-manager/names), its Event source component and the
+// field manager of its DeviceTaintRule status writes, as upstream's.
+const DeviceName = taints.DeviceControllerName
+
+// DeviceConfig configures the device taint eviction duty: pods using a
+// ResourceClaim allocated a device with a NoExecute taint (in its
+// ResourceSlice, or from a DeviceTaintRule) that the claim does not
+// tolerate are deleted, as kube-controller-manager v1.37.2's
+// device-taint-eviction-controller does (pkg/controller/devicetainteviction;
+// the decisions are taints.DeviceEvictor's). It shares the controller's pod
+// informer and watches ResourceSlices, ResourceClaims (resource.k8s.io/v1)
+// and, unless NoRules, DeviceTaintRules (resource.k8s.io/v1, through
+// Dynamic: client-go v0.35 has no typed client for them).
+type DeviceConfig struct {
+	// Enabled runs the duty. DefaultConfig leaves it off: it needs
+	// Dynamic for the rules (main.go turns it on, as
+	// kube-controller-manager's --controllers default does).
+	Enabled bool
+	// NoRules ignores DeviceTaintRules (no informer, no status writes), as
+	// upstream with the DRADeviceTaintRules feature gate off. The duty
+	// also runs without rules when the API server does not serve
+	// resource.k8s.io/v1 devicetaintrules (see Controller.Run).
+	NoRules bool
+	// Evictor is the DeviceEvictor's configuration (rule status period,
+	// limits). DefaultConfig sets taints.DefaultDeviceEvictorConfig().
+	Evictor taints.DeviceEvictorConfig
+	// Workers is how many deletions and rule status writes run at once
+	// (kube-controller-manager's --concurrent-device-taint-eviction-syncs,
+	// default 8), in [1, MaxWorkers].
+	Workers int
+	// Dynamic reads DeviceTaintRules and writes their status (server-side
+	// apply of the EvictionInProgress condition, as upstream). Required
+	// unless NoRules.
+	Dynamic dynamic.Interface
+	// Recorder, if not nil, records the duty's Events
+	// (DeviceTaintManagerEviction), which upstream records with source
+	// component device-taint-eviction-controller. nil means Recorder.
+	Recorder record.EventRecorder
+	// OnDeletion, if not nil, is called for every pod the duty deleted
+	// (or found terminating already, as upstream counts it) with the time
+	// from when the eviction was due to now, on the controller's clock:
+	// upstream's device_taint_eviction_controller_pod_deletions_total and
+	// pod_deletion_duration_seconds (metrics.Metrics.ObserveDeviceDeletion
+	// fits). It must be safe for concurrent use.
+	OnDeletion func(latency time.Duration)
 }
 
 // Clients are the clients of the controller's separate write duties. Each
@@ -151,11 +214,15 @@ type Clients struct {
 	// Evictions writes the DisruptionTarget conditions and deletes the
 	// pods (upstream's taint-eviction-controller).
 	Evictions kubernetes.Interface
+	// Devices writes the device taint eviction duty's DisruptionTarget
+	// conditions and deletes its pods (upstream's
+	// device-taint-eviction-controller has a client of its own).
+	Devices kubernetes.Interface
 }
 
 // withDefault returns cs with every nil client set to client.
 func (cs Clients) withDefault(client kubernetes.Interface) Clients {
-	for _, c := range []*kubernetes.Interface{&cs.NodeStatus, &cs.Marking, &cs.Taints, &cs.Evictions} {
+	for _, c := range []*kubernetes.Interface{&cs.NodeStatus, &cs.Marking, &cs.Taints, &cs.Evictions, &cs.Devices} {
 		if *c == nil {
 			*c = client
 		}
@@ -166,7 +233,9 @@ func (cs Clients) withDefault(client kubernetes.Interface) Clients {
 // DefaultConfig returns the upstream defaults: monitor.DefaultConfig(), the
 // kube-node-lease namespace, no resync, 4 workers (upstream's pod-update
 // worker count), upstream's taint-write backoff and no snapshots; the
-// memory of the initial sync released once (ReleaseMemoryAfterSync).
+// memory of the initial sync released once (ReleaseMemoryAfterSync); the
+// device duty off, with upstream's settings when turned on
+// (taints.DefaultDeviceEvictorConfig, 8 workers).
 func DefaultConfig() Config {
 	return Config{
 		Monitor:                monitor.DefaultConfig(),
@@ -175,8 +244,14 @@ func DefaultConfig() Config {
 		ConflictBackoff:        wait.Backoff{Steps: 5, Duration: 100 * time.Millisecond, Factor: 1, Jitter: 1},
 		SnapshotPeriod:         30 * time.Second,
 		ReleaseMemoryAfterSync: true,
+		Devices:                DeviceConfig{Evictor: taints.DefaultDeviceEvictorConfig(), Workers: DefaultDeviceWorkers},
 	}
 }
+
+// DefaultDeviceWorkers is DeviceConfig.Workers' default: kube-controller-manager
+// v1.37.2's --concurrent-device-taint-eviction-syncs
+// (RecommendedDefaultDeviceTaintEvictionControllerConfiguration).
+const DefaultDeviceWorkers = 8
 
 // MaxWorkers bounds Config.Workers, each a goroutine: upstream's
 // --concurrent-*-syncs flags have no maximum but default to 1 to 50, and
@@ -216,6 +291,17 @@ func (c Config) validate() error {
 	}
 	if _, err := labels.Parse(c.NodeSelector); err != nil {
 		errs = append(errs, fmt.Errorf("NodeSelector %q: %w", c.NodeSelector, err))
+	}
+	if c.DisableNodeLifecycle && !c.Devices.Enabled {
+		errs = append(errs, errors.New("DisableNodeLifecycle with Devices.Enabled false: no duty to run"))
+	}
+	if d := c.Devices; d.Enabled {
+		if d.Workers < 1 || d.Workers > MaxWorkers {
+			errs = append(errs, fmt.Errorf("Devices.Workers = %d must be in [1, %d] (MaxWorkers)", d.Workers, MaxWorkers))
+		}
+		if _, err := taints.NewDeviceEvictor(d.Evictor); err != nil {
+			errs = append(errs, fmt.Errorf("Devices.Evictor: %w", err))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -66,6 +66,8 @@ type Controller struct {
 	snapMu   sync.Mutex
 	lastSnap time.Time // clock time of the last saved snapshot
 	snapped  bool
+
+	dev *deviceDuty // nil: the device duty is off (device.go)
 }
 
 // New returns a controller that watches Nodes (those NodeSelector selects),
@@ -89,7 +91,8 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 	if cfg.Snapshots == nil {
 		cfg.Snapshots = NoSnapshots{}
 	}
-	trim := informers.WithTransform(newTrimmer().transform)
+	tr := newTrimmer()
+	trim := informers.WithTransform(tr.transform)
 	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, trim,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.NodeSelector }))
 	podFactory := informers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, trim)
@@ -146,26 +149,39 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Contro
 		mon.SetNodeHealthObserver(cfg.OnNodeHealth)
 	}
 	c.mon = mon
-	nodeReg, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.onNode,
-		UpdateFunc: func(_, obj any) { c.onNode(obj) },
-		DeleteFunc: c.onNode,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("nodecontroller: %w", err)
+	if cfg.DisableNodeLifecycle {
+		// The node and lease informers are never started (their listers
+		// stay empty) and the Monitor is never fed: only the pod informer
+		// runs, for the device duty.
+		c.factories = []informers.SharedInformerFactory{podFactory}
+		c.synced = []cache.InformerSynced{c.pods.HasSynced}
+	} else {
+		nodeReg, err := c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.onNode,
+			UpdateFunc: func(_, obj any) { c.onNode(obj) },
+			DeleteFunc: c.onNode,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("nodecontroller: %w", err)
+		}
+		podReg, err := c.pods.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc:    c.onPodAdd,
+			UpdateFunc: c.onPodUpdate,
+			DeleteFunc: c.onPodDelete,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("nodecontroller: %w", err)
+		}
+		// Synced once the caches are, and the handlers have queued the
+		// initial list.
+		c.synced = []cache.InformerSynced{c.nodes.HasSynced, c.pods.HasSynced, leases.Informer().HasSynced,
+			nodeReg.HasSynced, podReg.HasSynced}
 	}
-	podReg, err := c.pods.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    c.onPodAdd,
-		UpdateFunc: c.onPodUpdate,
-		DeleteFunc: c.onPodDelete,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("nodecontroller: %w", err)
+	if cfg.Devices.Enabled {
+		if c.dev, err = newDeviceDuty(c, client, tr); err != nil {
+			return nil, err
+		}
 	}
-	// Synced once the caches are, and the handlers have queued the
-	// initial list.
-	c.synced = []cache.InformerSynced{c.nodes.HasSynced, c.pods.HasSynced, leases.Informer().HasSynced,
-		nodeReg.HasSynced, podReg.HasSynced}
 	return c, nil
 }
 
@@ -241,19 +257,23 @@ func (c *Controller) Start(ctx context.Context) error {
 			c.startErr = ErrNotSynced
 			return
 		}
-		c.restore(ctx)
+		if !c.cfg.DisableNodeLifecycle {
+			c.restore(ctx)
+		}
 	})
 	return c.startErr
 }
 
-// HasSynced reports whether Start has synced the informer caches.
+// HasSynced reports whether Start has synced the informer caches, and
+// the device duty (when on and the API server serves its resources) its
+// own.
 func (c *Controller) HasSynced() bool {
 	for _, s := range c.synced {
 		if !s() {
 			return false
 		}
 	}
-	return true
+	return c.dev == nil || c.dev.hasSynced()
 }
 
 // Shutdown stops the workqueue and the informers and waits for the
@@ -268,6 +288,9 @@ func (c *Controller) Shutdown() {
 	c.stopMu.Unlock()
 	for _, f := range c.factories {
 		f.Shutdown()
+	}
+	if c.dev != nil {
+		c.dev.shutdown()
 	}
 }
 
@@ -290,28 +313,33 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.Start(ctx); err != nil {
 		return err
 	}
-	logger.Info("Starting controller", "workers", max(c.cfg.Workers, 1),
-		"monitorPeriod", c.cfg.Monitor.MonitorPeriod, "gracePeriod", c.cfg.Monitor.Health.GracePeriod)
 	var wg sync.WaitGroup
-	for range max(c.cfg.Workers, 1) {
-		wg.Go(func() {
-			for c.processNext(ctx, c.queue) {
-			}
-		})
+	if !c.cfg.DisableNodeLifecycle {
+		logger.Info("Starting controller", "workers", max(c.cfg.Workers, 1),
+			"monitorPeriod", c.cfg.Monitor.MonitorPeriod, "gracePeriod", c.cfg.Monitor.Health.GracePeriod)
+		for range max(c.cfg.Workers, 1) {
+			wg.Go(func() {
+				for c.processNext(ctx, c.queue) {
+				}
+			})
+		}
+		c.asyncMarking.Store(true)
+		for range max(c.cfg.Monitor.Workers, 1) {
+			wg.Go(func() {
+				for c.processNext(ctx, c.markQueue) {
+				}
+			})
+		}
+		wg.Go(func() { c.monitorLoop(ctx) })
+		wg.Go(func() { c.taintLoop(ctx) })
+		wg.Go(func() { c.evictionLoop(ctx) })
 	}
-	c.asyncMarking.Store(true)
-	for range max(c.cfg.Monitor.Workers, 1) {
-		wg.Go(func() {
-			for c.processNext(ctx, c.markQueue) {
-			}
-		})
+	if c.dev != nil {
+		wg.Go(func() { c.dev.run(ctx) })
 	}
 	if c.cfg.ReleaseMemoryAfterSync {
 		wg.Go(func() { c.releaseMemoryAfterSync(ctx) })
 	}
-	wg.Go(func() { c.monitorLoop(ctx) })
-	wg.Go(func() { c.taintLoop(ctx) })
-	wg.Go(func() { c.evictionLoop(ctx) })
 	<-ctx.Done()
 	c.queue.ShutDown()
 	c.markQueue.ShutDown()
@@ -322,8 +350,15 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := c.SaveSnapshot(sctx); err != nil {
-		logger.Error(err, "Saving the node health snapshot on shutdown")
+	if !c.cfg.DisableNodeLifecycle {
+		if err := c.SaveSnapshot(sctx); err != nil {
+			logger.Error(err, "Saving the node health snapshot on shutdown")
+		}
+	}
+	if c.dev != nil {
+		if err := c.SaveDeviceSnapshot(sctx); err != nil {
+			logger.Error(err, "Saving the device taint eviction snapshot on shutdown")
+		}
 	}
 	logger.Info("Shutting down controller")
 	return nil

@@ -46,6 +46,18 @@ type podExtra struct {
 	phase      v1.PodPhase
 	reason     string
 	conditions []v1.PodCondition // the owned ones, in order, when not cond
+	claims     *podClaims        // nil: the pod uses no ResourceClaim
+}
+
+// podClaims are the ResourceClaims a pod uses, as the device taint
+// eviction duty reads them (taints.DeviceEvictor.SetPod):
+// spec.resourceClaims, status.resourceClaimStatuses and the name of
+// status.extendedResourceClaimStatus's claim (its request mappings are not
+// kept).
+type podClaims struct {
+	spec     []v1.PodResourceClaim
+	statuses []v1.PodResourceClaimStatus
+	extended string
 }
 
 type podFlags uint8
@@ -203,6 +215,9 @@ func (p *cachedPod) phaseValue() v1.PodPhase {
 	return podPhases[p.phase]
 }
 
+// hasClaims reports whether the pod uses ResourceClaims.
+func (p *cachedPod) hasClaims() bool { return p.extra != nil && p.extra.claims != nil }
+
 func (p *cachedPod) reason() string {
 	if p.extra != nil {
 		return p.extra.reason
@@ -226,8 +241,8 @@ func (p *cachedPod) sameUID(q *cachedPod) bool {
 }
 
 // pod returns a new *v1.Pod with the cached fields. Its tolerations (and
-// extra's conditions) are shared with the cache: read only, as every
-// object a Cluster read returns.
+// extra's conditions and claims) are shared with the cache: read only, as
+// every object a Cluster read returns.
 func (p *cachedPod) pod() *v1.Pod {
 	out := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -239,6 +254,13 @@ func (p *cachedPod) pod() *v1.Pod {
 	}
 	if p.owner != nil {
 		out.OwnerReferences = []metav1.OwnerReference{*p.owner}
+	}
+	if p.hasClaims() {
+		c := p.extra.claims
+		out.Spec.ResourceClaims, out.Status.ResourceClaimStatuses = c.spec, c.statuses
+		if c.extended != "" {
+			out.Status.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: c.extended}
+		}
 	}
 	return out
 }

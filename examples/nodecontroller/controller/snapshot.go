@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubelifecycle/lifecycle/nodehealth"
+	"github.com/kubelifecycle/lifecycle/taints"
 )
 
 // SnapshotStore persists the node health records (nodehealth.Record) across
@@ -39,6 +40,11 @@ func (NoSnapshots) Save(context.Context, []nodehealth.Record) error { return nil
 // records as gzip-compressed JSON. Compression keeps 5,000 nodes (about
 // 1.5 MB of JSON) well under the 1 MiB object size limit.
 const SnapshotKey = "nodehealth.json.gz"
+
+// DeviceSnapshotKey is the ConfigMap binaryData key where ConfigMapStore
+// keeps the device taint eviction duty's snapshot (DeviceSnapshotStore):
+// a taints.DeviceSnapshot as gzip-compressed JSON.
+const DeviceSnapshotKey = "devicetaints.json.gz"
 
 // Limits on a snapshot ConfigMapStore reads, so that a corrupt or hostile
 // ConfigMap (a small gzip stream can expand to gigabytes) cannot exhaust the
@@ -130,20 +136,96 @@ func (s *ConfigMapStore) Save(ctx context.Context, records []nodehealth.Record) 
 	if err != nil {
 		return fmt.Errorf("nodecontroller: save snapshot: %w", err)
 	}
+	return s.save(ctx, SnapshotKey, data)
+}
+
+// LoadDevices reads the device taint eviction snapshot (DeviceSnapshotKey);
+// a missing ConfigMap or key is an empty one. It is bounded as Load:
+// MaxBytes of decompressed JSON, and MaxRecords entries (pods and rules).
+func (s *ConfigMapStore) LoadDevices(ctx context.Context) (taints.DeviceSnapshot, error) {
+	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, s.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return taints.DeviceSnapshot{}, nil
+	}
+	if err != nil {
+		return taints.DeviceSnapshot{}, fmt.Errorf("nodecontroller: load snapshot %s/%s: %w", s.namespace, s.name, err)
+	}
+	data, ok := cm.BinaryData[DeviceSnapshotKey]
+	if !ok {
+		return taints.DeviceSnapshot{}, nil
+	}
+	maxRecords, maxBytes := s.limits()
+	ds, err := decodeDeviceSnapshot(data, maxRecords, maxBytes)
+	if err != nil {
+		return taints.DeviceSnapshot{}, fmt.Errorf("nodecontroller: load snapshot %s/%s key %s: %w", s.namespace, s.name, DeviceSnapshotKey, err)
+	}
+	return ds, nil
+}
+
+// SaveDevices writes the device taint eviction snapshot
+// (DeviceSnapshotKey) beside the node health records, creating the
+// ConfigMap when it does not exist; like Save, it fails with a conflict
+// when the ConfigMap changed between its read and its write.
+func (s *ConfigMapStore) SaveDevices(ctx context.Context, ds taints.DeviceSnapshot) error {
+	if maxRecords, _ := s.limits(); len(ds.Evicted)+len(ds.Rules) > maxRecords {
+		return fmt.Errorf("nodecontroller: save snapshot %s/%s: %w: %d device entries, more than MaxRecords = %d",
+			s.namespace, s.name, ErrSnapshotLimit, len(ds.Evicted)+len(ds.Rules), maxRecords)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	err := json.NewEncoder(zw).Encode(ds)
+	if err == nil {
+		err = zw.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("nodecontroller: save snapshot: %w", err)
+	}
+	return s.save(ctx, DeviceSnapshotKey, buf.Bytes())
+}
+
+// decodeDeviceSnapshot decodes a gzip-compressed JSON DeviceSnapshot,
+// reading at most maxBytes decompressed bytes and accepting at most
+// maxRecords entries.
+func decodeDeviceSnapshot(data []byte, maxRecords int, maxBytes int64) (taints.DeviceSnapshot, error) {
+	var ds taints.DeviceSnapshot
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return ds, fmt.Errorf("corrupt snapshot: %w", err)
+	}
+	defer zr.Close()
+	dec := json.NewDecoder(&spaceCollapser{r: &capReader{r: zr, left: maxBytes, limit: maxBytes}})
+	if err := dec.Decode(&ds); err != nil {
+		return taints.DeviceSnapshot{}, corrupt(err)
+	}
+	if tok, err := dec.Token(); err != io.EOF {
+		if err == nil {
+			err = fmt.Errorf("data after the snapshot: %v", tok)
+		}
+		return taints.DeviceSnapshot{}, corrupt(err)
+	}
+	if n := len(ds.Evicted) + len(ds.Rules); n > maxRecords {
+		return taints.DeviceSnapshot{}, fmt.Errorf("%w: %d device entries, more than MaxRecords = %d", ErrSnapshotLimit, n, maxRecords)
+	}
+	return ds, nil
+}
+
+// save writes data under key, creating the ConfigMap when it does not
+// exist, else updating it with the resourceVersion read.
+func (s *ConfigMapStore) save(ctx context.Context, key string, data []byte) error {
 	cms := s.client.CoreV1().ConfigMaps(s.namespace)
 	cm, err := cms.Get(ctx, s.name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = cms.Create(ctx, &v1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: s.namespace},
-			BinaryData: map[string][]byte{SnapshotKey: data},
+			BinaryData: map[string][]byte{key: data},
 		}, metav1.CreateOptions{FieldManager: Name})
 	case err == nil:
 		cm = cm.DeepCopy()
 		if cm.BinaryData == nil {
 			cm.BinaryData = map[string][]byte{}
 		}
-		cm.BinaryData[SnapshotKey] = data
+		cm.BinaryData[key] = data
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: Name})
 	}
 	if err != nil {

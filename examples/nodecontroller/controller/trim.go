@@ -16,9 +16,11 @@ import (
 // pods without managed fields. What is kept:
 //
 //	Pod:  name, namespace, UID, resourceVersion, generation, deletionTimestamp,
-//	      the controller owner reference; spec.nodeName, spec.tolerations;
-//	      status.phase, status.reason and the Ready and DisruptionTarget
-//	      conditions
+//	      the controller owner reference; spec.nodeName, spec.tolerations,
+//	      spec.resourceClaims; status.phase, status.reason, the Ready and
+//	      DisruptionTarget conditions, status.resourceClaimStatuses and the
+//	      claim name of status.extendedResourceClaimStatus
+//	ResourceSlice, ResourceClaim, DeviceTaintRule: devicetrim.go
 //	Node: metadata without annotations and managed fields; the whole spec;
 //	      status.conditions (no images, volumes, addresses, capacity, nodeInfo)
 //
@@ -176,6 +178,9 @@ func (t *trimmer) transform(obj any) (any, error) {
 	case *v1.Node:
 		return t.node(o), nil
 	}
+	if out, ok := t.device(obj); ok {
+		return out, nil
+	}
 	return stripManagedFields(obj)
 }
 
@@ -203,6 +208,9 @@ func (t *trimmer) pod(p *v1.Pod) *cachedPod {
 		}
 	}
 	out.setConditions(p.Status.Conditions, t.str)
+	if c := trimPodClaims(p); c != nil {
+		out.extras().claims = c
+	}
 	return out
 }
 

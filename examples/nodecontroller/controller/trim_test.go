@@ -7,15 +7,18 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
 	"github.com/kubelifecycle/lifecycle/nodehealth"
+	"github.com/kubelifecycle/lifecycle/taints"
 )
 
 // fullPod is a pod as a kubelet leaves it: containers, volumes, container
@@ -221,5 +224,84 @@ func wantErr(t *testing.T, err error, substr string) {
 	t.Helper()
 	if err == nil || !strings.Contains(err.Error(), substr) {
 		t.Errorf("error = %v, want one containing %q", err, substr)
+	}
+}
+
+// TestTrimDeviceObjects: ResourceSlices keep their pool and each device's
+// name and taints; ResourceClaims their controller owner, allocation
+// results (with tolerations) and reservations; a DeviceTaintRule (as the
+// dynamic client decodes it) its selector, taint and EvictionInProgress
+// condition. The arguments are never changed.
+func TestTrimDeviceObjects(t *testing.T) {
+	tr := newTrimmer()
+	at := metav1.NewTime(testutil.Epoch)
+	taint := resourcev1.DeviceTaint{Key: "k", Value: "v", Effect: resourcev1.DeviceTaintEffectNoExecute, TimeAdded: &at}
+	s := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s", UID: "uid-s", ResourceVersion: "3",
+		Labels: map[string]string{"a": "b"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "driver"}}}}
+	s.Spec.Driver, s.Spec.Pool = "d", resourcev1.ResourcePool{Name: "p", Generation: 2, ResourceSliceCount: 1}
+	s.Spec.NodeName = ptr.To("node-a")
+	s.Spec.Devices = []resourcev1.Device{
+		{Name: "gpu-0", Taints: []resourcev1.DeviceTaint{taint},
+			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"model": {StringValue: ptr.To("X")}},
+			Capacity:   map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: resource.MustParse("80Gi")}}},
+		{Name: "gpu-1"},
+	}
+	before := s.DeepCopy()
+	gotSlice, _ := tr.transform(s)
+	mustEqual(t, "slice argument after transform", s, before)
+	wantSlice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "s", UID: "uid-s", ResourceVersion: "3"}}
+	wantSlice.Spec.Driver, wantSlice.Spec.Pool = "d", s.Spec.Pool
+	wantSlice.Spec.Devices = []resourcev1.Device{{Name: "gpu-0", Taints: []resourcev1.DeviceTaint{taint}}, {Name: "gpu-1"}}
+	mustEqual(t, "trimmed slice", gotSlice, wantSlice)
+
+	c := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "uid-c", ResourceVersion: "4",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "uid-x"},
+			{APIVersion: "v1", Kind: "Pod", Name: "web-0", UID: "uid-web-0", Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}}}
+	c.Spec.Devices.Requests = []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu",
+		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: "true"}}}}}}
+	tol := resourcev1.DeviceToleration{Key: "k", Operator: resourcev1.DeviceTolerationOpExists, Effect: resourcev1.DeviceTaintEffectNoExecute, TolerationSeconds: ptr.To[int64](5)}
+	c.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+		Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: "d", Pool: "p", Device: "gpu-0", Tolerations: []resourcev1.DeviceToleration{tol}}},
+		Config:  []resourcev1.DeviceAllocationConfiguration{{Source: resourcev1.AllocationConfigSourceClaim}},
+	}}
+	c.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "web-0", UID: "uid-web-0"}}
+	c.Status.Devices = []resourcev1.AllocatedDeviceStatus{{Driver: "d", Pool: "p", Device: "gpu-0"}}
+	beforeClaim := c.DeepCopy()
+	gotClaim, _ := tr.transform(c)
+	mustEqual(t, "claim argument after transform", c, beforeClaim)
+	wantClaim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "uid-c", ResourceVersion: "4",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "web-0", UID: "uid-web-0", Controller: ptr.To(true)}}}}
+	wantClaim.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+		Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: "d", Pool: "p", Device: "gpu-0", Tolerations: []resourcev1.DeviceToleration{tol}}}}}
+	wantClaim.Status.ReservedFor = c.Status.ReservedFor
+	mustEqual(t, "trimmed claim", gotClaim, wantClaim)
+
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON([]byte(`{"apiVersion":"resource.k8s.io/v1","kind":"DeviceTaintRule",
+		"metadata":{"name":"r","uid":"uid-r","generation":3,"resourceVersion":"9","annotations":{"a":"b"},"managedFields":[{"manager":"kubectl"}]},
+		"spec":{"deviceSelector":{"driver":"d","pool":"p"},"taint":{"key":"k","value":"v","effect":"NoExecute","timeAdded":"2026-01-01T00:00:00Z"}},
+		"status":{"conditions":[{"type":"Other","status":"True","reason":"R","message":"","lastTransitionTime":"2026-01-01T00:00:00Z"},
+			{"type":"EvictionInProgress","status":"False","reason":"NotStarted","message":"","observedGeneration":3,"lastTransitionTime":"2026-01-01T00:00:05Z"}]}}`)); err != nil {
+		t.Fatal(err)
+	}
+	gotRule, _ := tr.transform(u)
+	r := gotRule.(*cachedRule)
+	want := taints.DeviceTaintRule{Name: "r", UID: "uid-r", Generation: 3,
+		Selector: &taints.DeviceTaintSelector{Driver: ptr.To("d"), Pool: ptr.To("p")},
+		Taint:    resourcev1.DeviceTaint{Key: "k", Value: "v", Effect: resourcev1.DeviceTaintEffectNoExecute, TimeAdded: &at},
+		Conditions: []metav1.Condition{{Type: "EvictionInProgress", Status: metav1.ConditionFalse, Reason: "NotStarted", ObservedGeneration: 3,
+			LastTransitionTime: metav1.NewTime(testutil.Epoch.Add(5 * time.Second))}}}
+	if r.decodeErr != nil || r.Name != "r" || r.UID != "uid-r" || r.ResourceVersion != "9" || r.Annotations != nil || r.ManagedFields != nil {
+		t.Errorf("cached rule metadata %+v, error %v", r.ObjectMeta, r.decodeErr)
+	}
+	if !equality.Semantic.DeepEqual(r.rule, want) {
+		t.Errorf("cached rule\n%+v\nwant\n%+v", r.rule, want)
+	}
+	// A rule the converter cannot read keeps its identity and selects nothing.
+	bad := u.DeepCopy()
+	bad.Object["spec"] = map[string]any{"taint": "not an object"}
+	gotBad, _ := tr.transform(bad)
+	if b := gotBad.(*cachedRule); b.decodeErr == nil || b.Name != "r" || b.rule.Selector != nil {
+		t.Errorf("unreadable rule cached as %+v", b)
 	}
 }

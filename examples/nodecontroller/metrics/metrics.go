@@ -1,8 +1,9 @@
 // Package metrics exports a node lifecycle controller's numbers as
 // Prometheus metrics, on a registry of its own (never the global one), under
 // the names, labels, types and buckets kube-controller-manager v1.37.2 uses
-// (pkg/controller/nodelifecycle/metrics.go and
-// pkg/controller/tainteviction/metrics/metrics.go), so that dashboards and
+// (pkg/controller/nodelifecycle/metrics.go,
+// pkg/controller/tainteviction/metrics/metrics.go and
+// pkg/controller/devicetainteviction/metrics/metrics.go), so that dashboards and
 // alerts written for it keep working, plus the lifecycle_ metrics upstream
 // lacks: per-zone queue depth and tainting rate, pending evictions, the
 // next deadline and leader status.
@@ -38,6 +39,8 @@ const (
 	UpdateAllNodesHealthDuration = "node_collector_update_all_nodes_health_duration_seconds"
 	PodDeletionsTotal            = "taint_eviction_controller_pod_deletions_total"
 	PodDeletionDuration          = "taint_eviction_controller_pod_deletion_duration_seconds"
+	DevicePodDeletionsTotal      = "device_taint_eviction_controller_pod_deletions_total"
+	DevicePodDeletionDuration    = "device_taint_eviction_controller_pod_deletion_duration_seconds"
 
 	ZoneQueueDepth      = "lifecycle_zone_queue_depth"
 	ZoneEvictionRate    = "lifecycle_zone_eviction_rate"
@@ -70,6 +73,8 @@ type Metrics struct {
 	nodeHealthDuration, allNodes    prometheus.Histogram
 	podDeletions                    prometheus.Counter
 	podDeletionDuration             prometheus.Histogram
+	devicePodDeletions              prometheus.Counter
+	devicePodDeletionDuration       prometheus.Histogram
 	zoneRate                        *prometheus.GaugeVec
 	leader                          prometheus.Gauge
 	passesHeld                      prometheus.Counter
@@ -106,13 +111,19 @@ func New(clk clock.PassiveClock) *Metrics {
 		podDeletionDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: PodDeletionDuration,
 			Help:    "Latency, in seconds, between the time when a taint effect has been activated for the Pod and its deletion via TaintEvictionController.",
 			Buckets: []float64{0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240}}),
+		devicePodDeletions: prometheus.NewCounter(prometheus.CounterOpts{Name: DevicePodDeletionsTotal,
+			Help: "Total number of Pods deleted by DeviceTaintEvictionController since its start."}),
+		devicePodDeletionDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: DevicePodDeletionDuration,
+			Help:    "Latency, in seconds, between the time when a device taint effect has been activated and a Pod's deletion via DeviceTaintEvictionController.",
+			Buckets: []float64{0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240}}),
 		zoneRate: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: ZoneEvictionRate,
 			Help: "Nodes per second the zone's NoExecute tainting queue lets through (0: stopped), set when the zone's state changes."}, []string{"zone"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: Leader,
 			Help: "1 while this replica holds the leader lease (or runs without leader election), else 0."}),
 	}
 	m.Registry.MustRegister(m.zoneHealth, m.zoneSize, m.unhealthy, m.evictions, m.nodeHealthDuration, m.allNodes,
-		m.podDeletions, m.podDeletionDuration, m.zoneRate, m.leader, (*sourceCollector)(m))
+		m.podDeletions, m.podDeletionDuration, m.devicePodDeletions, m.devicePodDeletionDuration,
+		m.zoneRate, m.leader, (*sourceCollector)(m))
 	m.passesHeld = prometheus.NewCounter(prometheus.CounterOpts{Name: PassesHeld,
 		Help: "Monitor passes held because the Lease (or Node) cache was behind the API server (NodeControllerLeaseCircuitBreaker): no node was written Unknown."})
 	m.Registry.MustRegister(m.passesHeld)
@@ -172,6 +183,19 @@ func (m *Metrics) OnEvent(e monitor.Event) {
 	case monitor.KindHealthHeld:
 		m.passesHeld.Inc()
 	}
+}
+
+// ObserveDeviceDeletion counts one pod deleted by the device taint
+// eviction duty (or found terminating already, as upstream counts it) in
+// device_taint_eviction_controller_pod_deletions_total, and records the
+// time from when its eviction was due (the taint's TimeAdded plus the
+// toleration) to the deletion in
+// device_taint_eviction_controller_pod_deletion_duration_seconds, in
+// seconds, as upstream's maybeDeletePod does; it fits
+// controller.DeviceConfig.OnDeletion. A negative latency counts as 0.
+func (m *Metrics) ObserveDeviceDeletion(latency time.Duration) {
+	m.devicePodDeletions.Inc()
+	m.devicePodDeletionDuration.Observe(max(latency.Seconds(), 0))
 }
 
 // ObserveNodeHealth records one node's health update in
