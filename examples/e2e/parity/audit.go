@@ -4,7 +4,8 @@
 //
 // Each controller runs against a fresh kube-apiserver whose audit policy
 // ([Policy]) logs every write to Nodes, Pods and Events with the request
-// and response bodies. [ReadAuditLog] reads such a log, [BuildTrace] turns
+// and response bodies ([PolicyWith] can add DeviceTaintRules, whose
+// status the device taint eviction controller writes). [ReadAuditLog] reads such a log, [BuildTrace] turns
 // one controller's writes into a [Trace] (times relative to the scenario's
 // origin, every write reduced to the fields it changed), and [Compare]
 // lists the [Difference]s between two traces.

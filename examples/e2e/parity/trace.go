@@ -23,7 +23,8 @@ const (
 	RemovedValue = "<removed>"
 )
 
-// Write is one write to a Node or a Pod, reduced to what it changed.
+// Write is one write to a Node, a Pod or a DeviceTaintRule, reduced to
+// what it changed.
 type Write struct {
 	// At is when the apiserver received the request, from the origin.
 	At time.Duration
@@ -91,8 +92,9 @@ type Trace struct {
 	// Start is when the scenario started (the nodes were silenced): the
 	// writes before it are setup.
 	Start time.Time
-	// Writes are the controller's successful writes to Nodes and Pods, in
-	// the order the apiserver received them.
+	// Writes are the controller's successful writes to Nodes, Pods and
+	// DeviceTaintRules (resource.k8s.io), in the order the apiserver
+	// received them.
 	Writes []Write
 	// Failed are its writes that failed (conflicts, for example).
 	Failed []Write
@@ -115,8 +117,9 @@ func ignoredPath(p string) bool {
 // BuildTrace reduces the audit events to the writes of the controller
 // (byController tells its writes from the test's), with times from origin;
 // the writes before start are marked setup. Every
-// successful write to a Node or Pod, by anyone, updates the object's
-// known state, so that each controller write is reduced to its changes.
+// successful write to a Node, Pod or DeviceTaintRule (when the audit policy
+// logs them: PolicyWith), by anyone, updates the object's known state, so
+// that each controller write is reduced to its changes.
 func BuildTrace(events []AuditEvent, byController func(*AuditEvent) bool, origin, start time.Time) (Trace, error) {
 	tr := Trace{Origin: origin, Start: start}
 	state := map[string]map[string]any{} // resource/namespace/name → flattened object
@@ -142,6 +145,10 @@ func BuildTrace(events []AuditEvent, byController func(*AuditEvent) bool, origin
 			}
 			continue
 		case "nodes", "pods":
+		case "devicetaintrules": // the device taint eviction controller's rule status
+			if ref.APIGroup != "resource.k8s.io" {
+				continue
+			}
 		default:
 			continue
 		}

@@ -244,3 +244,42 @@ lifecycle_pending_evictions 3
 		t.Errorf("queue depth series = %d, want 2", n)
 	}
 }
+
+// TestDeviceMetrics: the device taint eviction controller's two metrics
+// under upstream's names, help texts, types, (no) labels and buckets
+// (pkg/controller/devicetainteviction/metrics at v1.37.2), observed in
+// seconds.
+func TestDeviceMetrics(t *testing.T) {
+	m := metrics.New(clocktesting.NewFakeClock(epoch))
+	m.ObserveDeviceDeletion(3 * time.Second)
+	m.ObserveDeviceDeletion(-time.Second) // a clock step: 0
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		got[f.GetName()] = f
+	}
+	total, hist := got["device_taint_eviction_controller_pod_deletions_total"], got["device_taint_eviction_controller_pod_deletion_duration_seconds"]
+	if total == nil || hist == nil {
+		t.Fatalf("device metrics not exported: %v", fams)
+	}
+	if total.GetType() != dto.MetricType_COUNTER || total.GetHelp() != "Total number of Pods deleted by DeviceTaintEvictionController since its start." ||
+		len(total.GetMetric()) != 1 || len(total.GetMetric()[0].GetLabel()) != 0 || total.GetMetric()[0].GetCounter().GetValue() != 2 {
+		t.Errorf("pod_deletions_total = %v", total)
+	}
+	h := hist.GetMetric()[0].GetHistogram()
+	if hist.GetType() != dto.MetricType_HISTOGRAM ||
+		hist.GetHelp() != "Latency, in seconds, between the time when a device taint effect has been activated and a Pod's deletion via DeviceTaintEvictionController." ||
+		h.GetSampleCount() != 2 || h.GetSampleSum() != 3 {
+		t.Errorf("pod_deletion_duration_seconds = %v", hist)
+	}
+	var b []float64
+	for _, bk := range h.GetBucket() {
+		b = append(b, bk.GetUpperBound())
+	}
+	if want := []float64{0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 120, 180, 240}; !slices.Equal(b, want) {
+		t.Errorf("buckets %v, want %v", b, want)
+	}
+}
