@@ -27,6 +27,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -205,6 +206,10 @@ func runDeviceSide(t *testing.T, bins cluster.Binaries, start controllerStarter)
 	c, auditLog := startAuditedClusterWith(t, bins, parity.PolicyWith(devicePolicyRules))
 	cs := c.Clientset(t)
 	uids := setupDeviceWorld(t, cs)
+	// Start in the next second, so that no status the controller writes
+	// carries a rule's creationTimestamp (whether it does would depend on
+	// how fast each controller starts).
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	p, err := start(c)
 	if err != nil {
 		t.Fatal(err)
@@ -223,23 +228,33 @@ func runDeviceSide(t *testing.T, bins cluster.Binaries, start controllerStarter)
 	})
 	t.Logf("controller synced in %v", time.Since(started).Round(100*time.Millisecond))
 
+	// The triggers, at once (each write on its own goroutine, so that a
+	// slow write on a loaded machine delays only its own scenario).
 	origin := time.Now().Truncate(time.Second).Add(time.Second)
 	time.Sleep(time.Until(origin))
-	for _, s := range devScenarios {
-		switch s.trigger {
-		case trigSlice:
-			setSliceTaint(t, cs, s, &resourcev1.DeviceTaint{Key: devTaint, Effect: resourcev1.DeviceTaintEffectNoExecute, TimeAdded: &metav1.Time{Time: origin}})
-		case trigRule:
-			if _, err := cs.ResourceV1().DeviceTaintRules().Create(ctx, devTaintRule(s, resourcev1.DeviceTaintEffectNoExecute, origin), metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
+	errs := make([]error, len(devScenarios))
+	var wg sync.WaitGroup
+	for i, s := range devScenarios {
+		wg.Go(func() {
+			switch s.trigger {
+			case trigSlice:
+				errs[i] = setSliceTaint(cs, s, &resourcev1.DeviceTaint{Key: devTaint, Effect: resourcev1.DeviceTaintEffectNoExecute, TimeAdded: &metav1.Time{Time: origin}})
+			case trigRule:
+				_, errs[i] = cs.ResourceV1().DeviceTaintRules().Create(ctx, devTaintRule(s, resourcev1.DeviceTaintEffectNoExecute, origin), metav1.CreateOptions{})
 			}
-		}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("origin %s: triggers written in %v", stamp(origin), time.Since(origin).Round(time.Millisecond))
 	time.Sleep(time.Until(origin.Add(devCancelAfter)))
 	for _, s := range devScenarios {
 		if s.untaint {
-			setSliceTaint(t, cs, s, nil)
+			if err := setSliceTaint(cs, s, nil); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	for _, s := range devScenarios {
@@ -358,20 +373,20 @@ func devTaintRule(s devScenario, effect resourcev1.DeviceTaintEffect, at time.Ti
 }
 
 // setSliceTaint sets (nil: removes) the taint of the scenario's device.
-func setSliceTaint(t *testing.T, cs kubernetes.Interface, s devScenario, taint *resourcev1.DeviceTaint) {
-	t.Helper()
+func setSliceTaint(cs kubernetes.Interface, s devScenario, taint *resourcev1.DeviceTaint) error {
 	ctx := context.Background()
 	slice, err := cs.ResourceV1().ResourceSlices().Get(ctx, s.ns(), metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	slice.Spec.Devices[0].Taints = nil
 	if taint != nil {
 		slice.Spec.Devices[0].Taints = []resourcev1.DeviceTaint{*taint}
 	}
 	if _, err := cs.ResourceV1().ResourceSlices().Update(ctx, slice, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("taint ResourceSlice %s: %v", s.ns(), err)
+		return fmt.Errorf("taint ResourceSlice %s: %w", s.ns(), err)
 	}
+	return nil
 }
 
 // compareDeviceOutcome checks what the API holds at the end on both
