@@ -205,7 +205,7 @@ func runDeviceSide(t *testing.T, bins cluster.Binaries, start controllerStarter)
 	ctx := context.Background()
 	c, auditLog := startAuditedClusterWith(t, bins, parity.PolicyWith(devicePolicyRules))
 	cs := c.Clientset(t)
-	uids := setupDeviceWorld(t, cs)
+	uids := setupDeviceWorld(t, cs, devScenarios)
 	// Start in the next second, so that no status the controller writes
 	// carries a rule's creationTimestamp (whether it does would depend on
 	// how fast each controller starts).
@@ -309,11 +309,11 @@ func runDeviceSide(t *testing.T, bins cluster.Binaries, start controllerStarter)
 // setupDeviceWorld creates every scenario's namespace, slice, claim (then
 // its allocation through the status subresource) and pods, and the
 // preview's None rule. It returns the pods' UIDs by ns/name.
-func setupDeviceWorld(t *testing.T, cs kubernetes.Interface) map[string]types.UID {
+func setupDeviceWorld(t *testing.T, cs kubernetes.Interface, scenarios []devScenario) map[string]types.UID {
 	t.Helper()
 	ctx := context.Background()
 	uids := map[string]types.UID{}
-	for _, s := range devScenarios {
+	for _, s := range scenarios {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.ns()}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -462,4 +462,86 @@ func compareDeviceOutcome(t *testing.T, up, nc devSide) {
 	}
 	b, _ := json.Marshal(map[string]int{"upstream": len(up.events), "ours": len(nc.events)})
 	t.Logf("Events: %s", b)
+}
+
+// TestDeviceTaintRulesNotServed: an API server that serves
+// resource.k8s.io/v1 but not its devicetaintrules
+// (--runtime-config=resource.k8s.io/v1/devicetaintrules=false), and a
+// slice taint. Ours runs without rules and deletes the pod;
+// kube-controller-manager v1.37.2's device-taint-eviction-controller waits
+// for its DeviceTaintRule informer, which never syncs, so it deletes
+// nothing (its outcome is reported, not required). About 20 s.
+func TestDeviceTaintRulesNotServed(t *testing.T) {
+	bins := binariesWithKCM(t)
+	ours := nodeControllerBinary(t)
+	const wait = 8 * time.Second // after the taint, for upstream
+	outcome := map[string]string{}
+	var mu sync.Mutex
+	t.Run("sides", func(t *testing.T) {
+		for _, side := range []string{sideUpstream, sideOurs} {
+			t.Run(side, func(t *testing.T) {
+				t.Parallel()
+				c, err := cluster.Start(context.Background(), cluster.Options{Binaries: bins, Logf: t.Logf,
+					ExtraAPIServerFlags: []string{"--runtime-config=resource.k8s.io/v1/devicetaintrules=false"}})
+				if err != nil {
+					t.Fatalf("cluster.Start() = %v", err)
+				}
+				t.Cleanup(func() { _ = c.Stop() })
+				cs := c.Clientset(t)
+				if _, err := cs.ResourceV1().DeviceTaintRules().List(context.Background(), metav1.ListOptions{}); err == nil {
+					t.Fatalf("devicetaintrules served despite the runtime config")
+				}
+				s := devScenario{name: "slice", pods: []string{"p"}, trigger: trigSlice, evicted: []string{"p"}}
+				setupDeviceWorld(t, cs, []devScenario{s})
+				var p *cluster.Process
+				if side == sideUpstream {
+					p, err = c.StartControllerManager(bins, []string{"device-taint-eviction-controller"}, "--v=2")
+				} else {
+					p, err = c.StartProcess("nodecontroller", ours, "-kubeconfig="+c.Kubeconfig(), "-leader-elect=false", "-port=0",
+						"--controllers=device-taint-eviction-controller", "-v=2")
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				stopProcessAtEnd(t, p)
+				time.Sleep(2 * time.Second) // both start and list within this on an idle machine
+				tainted := time.Now()
+				if err := setSliceTaint(cs, s, &resourcev1.DeviceTaint{Key: devTaint, Effect: resourcev1.DeviceTaintEffectNoExecute}); err != nil {
+					t.Fatal(err)
+				}
+				deleted := func(ctx context.Context) (bool, error) {
+					if p.Exited() {
+						return false, fmt.Errorf("controller exited: %v", p.Err())
+					}
+					pod, err := cs.CoreV1().Pods(s.ns()).Get(ctx, "p", metav1.GetOptions{})
+					return err == nil && pod.DeletionTimestamp != nil, err
+				}
+				if side == sideOurs {
+					cluster.Eventually(t, 60*time.Second, "pod deleted by ours, without rules", deleted)
+					mu.Lock()
+					outcome[side] = fmt.Sprintf("deleted %v after the taint", time.Since(tainted).Round(100*time.Millisecond))
+					mu.Unlock()
+					return
+				}
+				time.Sleep(time.Until(tainted.Add(wait)))
+				ok, err := deleted(context.Background())
+				res := fmt.Sprintf("not deleted within %v (%v)", wait, err)
+				if ok {
+					res = fmt.Sprintf("deleted within %v", wait)
+				}
+				if b, err := os.ReadFile(p.LogPath()); err == nil {
+					if strings.Contains(string(b), "the server could not find the requested resource") {
+						res += "; its log: the DeviceTaintRule list fails (the server could not find the requested resource)"
+					}
+					if !strings.Contains(string(b), "Underlying informers have synced") {
+						res += ", and its controller never logs \"Underlying informers have synced\""
+					}
+				}
+				mu.Lock()
+				outcome[side] = res
+				mu.Unlock()
+			})
+		}
+	})
+	t.Logf("devicetaintrules not served, a slice taint: kube-controller-manager %s; ours %s", outcome[sideUpstream], outcome[sideOurs])
 }
