@@ -3,7 +3,8 @@
 // clock, until interrupted: in a pod with the in-cluster configuration (its
 // ServiceAccount), or against the cluster of -kubeconfig. It logs every
 // decision with klog, records the Kubernetes Events upstream's controllers
-// record (NodeNotReady, TaintManagerEviction, ...), and serves /healthz,
+// record (NodeNotReady, TaintManagerEviction, DeviceTaintManagerEviction,
+// ...), and serves /healthz,
 // /readyz and /metrics over plain HTTP on -bind-address:-port.
 //
 // Every flag is checked, and the whole controller configuration built and
@@ -29,11 +30,15 @@
 // variable says otherwise (gogc.go: a quarter less memory for a few percent
 // more CPU); a GOGC the runtime cannot parse is an error.
 //
-// Run it only where kube-controller-manager's own node-lifecycle-controller
-// and taint-eviction-controller are off (for example
-// --controllers=*,-node-lifecycle-controller,-taint-eviction-controller, or
-// a bare kube-apiserver), or the two will fight over the same taints.
-// deploy/ has the image and manifests (kubectl apply -k).
+// It runs kube-controller-manager's node-lifecycle-controller,
+// taint-eviction-controller and device-taint-eviction-controller, chosen
+// with kube-controller-manager's --controllers flag (all three by default;
+// the first two together) and feature gates (DRADeviceTaints,
+// DRADeviceTaintRules). Run it only where kube-controller-manager's own
+// are off (for example
+// --controllers=*,-node-lifecycle-controller,-taint-eviction-controller,-device-taint-eviction-controller,
+// or a bare kube-apiserver), or the two will fight over the same taints and
+// pods. deploy/ has the image and manifests (kubectl apply -k).
 //
 //	go run ./examples/nodecontroller -kubeconfig ~/.kube/config -leader-elect=false -v=2
 //	go run ./examples/nodecontroller -h

@@ -300,14 +300,21 @@ func (c *Controller) Shutdown() {
 // an eviction pass each on a loop of its own every Monitor.TaintPeriod,
 // earlier when their deadline or a new decision calls for it, and
 // Monitor.Workers marking workers taking the monitor passes' pod
-// Ready=False writes (loops.go: no duty waits behind another's writes).
+// Ready=False writes (loops.go: no duty waits behind another's writes);
+// none of these with Config.DisableNodeLifecycle. With Config.Devices
+// enabled, the device taint eviction duty runs on a loop of its own
+// (device.go): StartDevices, whose caches do not hold the node duties (an
+// API server that does not serve resource.k8s.io/v1 slices and claims
+// leaves the duty off, with an error logged), then DevicePass whenever
+// work is due or an informer event arrives.
 // When ctx is done every loop stops and in-flight writes are cancelled
 // with it; then, unless Config.SkipFinalSnapshot, Run saves a last
-// snapshot (with a 10s timeout). It returns ErrNotSynced when it cannot
-// start, nil after a normal shutdown.
+// snapshot (with a 10s timeout), the device one too. It returns
+// ErrNotSynced when it cannot start, nil after a normal shutdown.
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrashWithContext(ctx)
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	base := klog.FromContext(ctx)
+	logger := base.WithValues("controller", Name)
 	ctx = klog.NewContext(ctx, logger)
 	defer c.Shutdown()
 	if err := c.Start(ctx); err != nil {
@@ -335,7 +342,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		wg.Go(func() { c.evictionLoop(ctx) })
 	}
 	if c.dev != nil {
-		wg.Go(func() { c.dev.run(ctx) })
+		wg.Go(func() { c.dev.run(klog.NewContext(ctx, base)) }) // its logger names its own controller
 	}
 	if c.cfg.ReleaseMemoryAfterSync {
 		wg.Go(func() { c.releaseMemoryAfterSync(ctx) })
@@ -344,8 +351,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.queue.ShutDown()
 	c.markQueue.ShutDown()
 	wg.Wait()
+	if !c.cfg.DisableNodeLifecycle {
+		defer logger.Info("Shutting down controller")
+	}
 	if c.cfg.SkipFinalSnapshot {
-		logger.Info("Shutting down controller")
 		return nil
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -357,10 +366,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	if c.dev != nil {
 		if err := c.SaveDeviceSnapshot(sctx); err != nil {
-			logger.Error(err, "Saving the device taint eviction snapshot on shutdown")
+			base.Error(err, "Saving the device taint eviction snapshot on shutdown", "controller", DeviceName)
 		}
 	}
-	logger.Info("Shutting down controller")
 	return nil
 }
 

@@ -5,7 +5,9 @@
 //
 // It models the kube-controller-manager v1.37.2 node-lifecycle-controller
 // together with the taint-eviction-controller; the decisions, and where they
-// differ from upstream, are monitor's (see that package).
+// differ from upstream, are monitor's (see that package). With
+// Config.Devices it also runs the device-taint-eviction-controller (see
+// "Device taints" below); with Config.DisableNodeLifecycle only that.
 //
 // # Wiring
 //
@@ -106,6 +108,46 @@
 // counts tolerations from the taints' timeAdded. Nodes keep their NoExecute
 // taints across a restart (monitor does not remove them on first sight).
 //
+// # Device taints
+//
+// The device taint eviction duty (Config.Devices, device.go) is
+// kube-controller-manager v1.37.2's device-taint-eviction-controller
+// (pkg/controller/devicetainteviction, KEP-5055) on
+// taints.DeviceEvictor: a pod using a ResourceClaim allocated a device with
+// a NoExecute taint (in its ResourceSlice, or from a DeviceTaintRule) that
+// the claim does not tolerate is deleted, at the taint's timeAdded plus
+// the claim's tolerationSeconds. It shares the pod informer (a cached pod
+// keeps its claims), adds ResourceSlice and ResourceClaim informers
+// (resource.k8s.io/v1, trimmed: devicetrim.go) and a DeviceTaintRule
+// informer (resource.k8s.io/v1 through a dynamic client, which client-go
+// v0.35 needs), and writes what upstream writes, as upstream writes it:
+//
+//   - a Normal DeviceTaintManagerEviction Event "Marking for deletion"
+//     (source device-taint-eviction-controller; involvedObject the pod's
+//     apiVersion, kind, namespace, name and UID), then the DisruptionTarget
+//     condition (DeletionByDeviceTaintManager) by a status patch carrying
+//     the pod's UID, then Delete with a UID precondition; a pod already
+//     terminating is counted, without an Event or a write;
+//   - "Cancelling deletion" when a scheduled deletion is cancelled;
+//   - the EvictionInProgress condition of each DeviceTaintRule by
+//     server-side apply of its status (field manager
+//     device-taint-eviction-controller, force, the rule's UID), at once
+//     for a new rule or spec and at most every 10 s while pods are
+//     evicted;
+//   - failed writes retried with upstream's per-item backoff (5 ms
+//     doubling to 1,000 s), never abandoned.
+//
+// Unlike upstream: the pod is read from the shared cache before its
+// deletion (upstream GETs it; the UID preconditions keep a stale read from
+// touching another pod); the duty waits for its own caches, so a missing
+// RBAC grant or API never holds the node duties; an API server that does
+// not serve resource.k8s.io/v1 devicetaintrules runs the duty without
+// rules (upstream's controller never starts), one that serves no slices or
+// claims leaves it off (ErrDevicesNotServed); with a DeviceSnapshotStore
+// (ConfigMapStore is one) the pods it evicted and each rule's count of
+// evicted pods survive a restart (upstream counts a still terminating pod
+// again and its rule status goes back to NotStarted).
+//
 // # Time
 //
 // Every decision uses the injected clock (clock.RealClock{} in production).
@@ -117,7 +159,8 @@
 //
 // Tests can run the controller without Run: Start (informers, cache sync,
 // snapshot restore), then ProcessEvents, MonitorPass and TaintPass at the
-// fake clock's time, and Shutdown; Cluster exposes the cache-backed reads to
+// fake clock's time (StartDevices and DevicePass for the device duty), and
+// Shutdown; Cluster exposes the cache-backed reads to
 // wait for the informers. The package's own tests do this on the fake
 // clientset, with reactors that add an API server's optimistic concurrency
 // and UID preconditions, which the fake lacks.
