@@ -39,6 +39,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -635,6 +636,40 @@ func TestDeployRBACAndMetrics(t *testing.T) {
 		}
 	}
 
+	// The device-taint-eviction-controller under the same RBAC: a
+	// NoExecute DeviceTaintRule on the device of a claim a pod uses (the
+	// pod bound to a node no agent runs): its status applied, the pod
+	// evicted, upstream's metrics.
+	ds := devScenario{name: "rule", pods: []string{"p"}, trigger: trigRule, evicted: []string{"p"}}
+	setupDeviceWorld(t, e.cs, []devScenario{ds})
+	if _, err := e.cs.ResourceV1().DeviceTaintRules().Create(ctx, devTaintRule(ds, resourcev1.DeviceTaintEffectNoExecute, time.Now()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Eventually(t, 30*time.Second, "the device-tainted pod evicted and the rule's status written", func(ctx context.Context) (bool, error) {
+		p, err := e.cs.CoreV1().Pods(ds.ns()).Get(ctx, "p", metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp == nil {
+			return false, err
+		}
+		rule, err := e.cs.ResourceV1().DeviceTaintRules().Get(ctx, ds.ns(), metav1.GetOptions{})
+		return err == nil && len(rule.Status.Conditions) > 0, err
+	})
+	cluster.Eventually(t, 30*time.Second, "the device eviction in /metrics", func(ctx context.Context) (bool, error) {
+		ms, err := r.scrape(ctx)
+		if err != nil {
+			return false, err
+		}
+		if v, ok := series(ms, "device_taint_eviction_controller_pod_deletions_total"); !ok || v != 1 {
+			return false, fmt.Errorf("device_taint_eviction_controller_pod_deletions_total = %g (found %v), want 1", v, ok)
+		}
+		if _, ok := ms["# TYPE device_taint_eviction_controller_pod_deletion_duration_seconds histogram"]; !ok {
+			return false, errors.New("no histogram device_taint_eviction_controller_pod_deletion_duration_seconds")
+		}
+		if n, _ := series(ms, "device_taint_eviction_controller_pod_deletion_duration_seconds_count"); n != 1 {
+			return false, fmt.Errorf("device_taint_eviction_controller_pod_deletion_duration_seconds_count = %g, want 1", n)
+		}
+		return true, nil
+	})
+
 	// The leader's health and readiness endpoints.
 	for _, path := range []string{"/healthz", "/readyz"} {
 		url := strings.TrimSuffix(r.metrics, "/metrics") + path
@@ -667,6 +702,23 @@ func TestDeployFailover(t *testing.T) {
 	}
 	t.Logf("leader %s (%s), standby %s", leader.name, ptr.Deref(l1.Spec.HolderIdentity, ""), standby.name)
 	waitNoAdmissionTaints(t, e.cs, nodes, leader.proc)
+
+	// The device duty's restart safety: the leader evicts a pod for a
+	// DeviceTaintRule (the pod, bound to a node no agent runs, stays
+	// terminating) and saves that in the snapshot ConfigMap.
+	ds := devScenario{name: "rule", pods: []string{"p"}, trigger: trigRule, evicted: []string{"p"}}
+	setupDeviceWorld(t, e.cs, []devScenario{ds})
+	if _, err := e.cs.ResourceV1().DeviceTaintRules().Create(ctx, devTaintRule(ds, resourcev1.DeviceTaintEffectNoExecute, time.Now()), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cluster.Eventually(t, 30*time.Second, "the device pod evicted by the leader, and saved", func(ctx context.Context) (bool, error) {
+		p, err := e.cs.CoreV1().Pods(ds.ns()).Get(ctx, "p", metav1.GetOptions{})
+		if err != nil || p.DeletionTimestamp == nil {
+			return false, err
+		}
+		cm, err := e.cs.CoreV1().ConfigMaps(l1.Namespace).Get(ctx, l1.Name+"-snapshot", metav1.GetOptions{})
+		return err == nil && len(cm.BinaryData["devicetaints.json.gz"]) > 0, err
+	})
 
 	// n1 goes silent and is tainted at T (timeAdded); the leader evicts the
 	// 0 s pod; the 12 s pod counts down from T.
@@ -725,9 +777,34 @@ func TestDeployFailover(t *testing.T) {
 		t.Errorf("n1's NoExecute taint after the failover = %s, want timeAdded %s kept", jsonString(tk), stamp(T))
 	}
 
+	// The new leader restored the device snapshot: the terminating pod is
+	// neither counted again nor written, and its rule keeps its count
+	// (upstream's would count it again and say NotStarted).
+	cluster.Eventually(t, 30*time.Second, "the rule's status after the failover", func(ctx context.Context) (bool, error) {
+		r, err := e.cs.ResourceV1().DeviceTaintRules().Get(ctx, ds.ns(), metav1.GetOptions{})
+		if err != nil || len(r.Status.Conditions) == 0 {
+			return false, err
+		}
+		c := r.Status.Conditions[0]
+		if c.Reason != "Completed" || c.Message != "1 pod evicted since starting the controller." {
+			return false, fmt.Errorf("condition %s %q, want Completed with the count", c.Reason, c.Message)
+		}
+		return true, nil
+	})
+	if ms, err := standby.scrape(ctx); err != nil {
+		t.Error(err)
+	} else if v, ok := series(ms, "device_taint_eviction_controller_pod_deletions_total"); !ok || v != 0 {
+		t.Errorf("the new leader's device_taint_eviction_controller_pod_deletions_total = %g (found %v), want 0", v, ok)
+	}
+
 	standby.proc.Stop(10 * time.Second)
 	byReplica, all := e.saRequests(t)
 	checkNoRefusal(t, all)
+	for _, ev := range byReplica[standby.name] {
+		if isWrite(&ev) && ev.ObjectRef != nil && ev.ObjectRef.Resource == "pods" && ev.ObjectRef.Namespace == ds.ns() {
+			t.Errorf("the new leader wrote the device pod the old one evicted: %s %s", ev.Verb, ev.RequestURI)
+		}
+	}
 	// Who wrote what, and when: the killed leader only before the kill, the
 	// new one only from its acquireTime on; the delete of n1-tol by the new
 	// leader, at T + tol + at most 3 s.

@@ -146,7 +146,8 @@
 // claims leaves it off (ErrDevicesNotServed); with a DeviceSnapshotStore
 // (ConfigMapStore is one) the pods it evicted and each rule's count of
 // evicted pods survive a restart (upstream counts a still terminating pod
-// again and its rule status goes back to NotStarted).
+// again, in its metrics and its rule's count, which starts at 0: the
+// rule says NotStarted until then, and for good when the pod is gone).
 //
 // # Time
 //
