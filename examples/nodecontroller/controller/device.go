@@ -75,6 +75,7 @@ type deviceDuty struct {
 	startOnce   sync.Once
 	startErr    error
 	ruleFactory dynamicinformer.DynamicSharedInformerFactory // nil: no rules
+	ruleStore   cache.Store                                  // the rules' cache; nil: no rules
 	stopMu      sync.Mutex
 	stop        context.CancelFunc
 	active      bool // start found the resources served and synced
@@ -200,6 +201,7 @@ func (d *deviceDuty) start(ctx context.Context) error {
 				return
 			}
 			synced = append(synced, inf.HasSynced, reg.HasSynced)
+			d.ruleStore = inf.GetStore()
 			d.ruleFactory.Start(ictx.Done())
 		}
 		d.factory.Start(ictx.Done())
@@ -710,6 +712,7 @@ func (d *deviceDuty) restore(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	s, err := store.LoadDevices(ctx)
 	if err == nil {
+		s = d.existing(s)
 		err = d.ev.Restore(d.c.clock.Now(), s)
 	}
 	if err != nil {
@@ -729,6 +732,27 @@ func (d *deviceDuty) restore(ctx context.Context) {
 	if len(s.Evicted)+len(s.Rules) > 0 {
 		logger.Info("Restored device taint eviction snapshot", "evictedPods", len(s.Evicted), "rules", len(s.Rules))
 	}
+}
+
+// existing returns the entries of s whose pod (by namespace, name and
+// UID) or rule (by name and UID) the synced caches hold, in place. The
+// DeviceEvictor keeps restored entries of objects it has not seen, and
+// Snapshot reports them again, so without this the UIDs of pods deleted
+// while no controller ran would be saved and restored forever.
+func (d *deviceDuty) existing(s taints.DeviceSnapshot) taints.DeviceSnapshot {
+	s.Evicted = slices.DeleteFunc(s.Evicted, func(e taints.DeviceEvictedPod) bool {
+		p, err := d.c.cluster.getPod(e.Pod.Namespace, e.Pod.Name)
+		return err != nil || p.UID != e.UID
+	})
+	s.Rules = slices.DeleteFunc(s.Rules, func(r taints.DeviceRuleCount) bool {
+		if d.ruleStore == nil {
+			return true
+		}
+		obj, ok, err := d.ruleStore.GetByKey(r.Rule)
+		cr, isRule := obj.(*cachedRule)
+		return err != nil || !ok || !isRule || cr.UID != r.UID
+	})
+	return s
 }
 
 // snapshotDue returns when the device snapshot is next to be saved: when

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -808,5 +809,41 @@ func TestDeviceRuleCountsPodDeletedBeforeDone(t *testing.T) {
 	})
 	if got := string(f.applies()[1].GetPatch()); !strings.Contains(got, `"message":"1 pod evicted since starting the controller.","observedGeneration":1,"reason":"Completed"`) {
 		t.Errorf("status after the eviction: %s, want Completed with 1 pod evicted", got)
+	}
+}
+
+// TestDeviceSnapshotDropsGone: a device snapshot is restored only for the
+// pods and rules that still exist (same UID): the DeviceEvictor keeps
+// restored entries of objects it never sees and its Snapshot lists them
+// again, so the UIDs of pods deleted while no controller ran were saved and
+// restored at every restart, for good.
+func TestDeviceSnapshotDropsGone(t *testing.T) {
+	f := newDevFixture(t, devRule("drain", resourcev1.DeviceTaintEffectNoExecute, testutil.Epoch))
+	p := devPod("job", "c")
+	f.create(devSlice("gpu-0"), devClaim("c", "gpu-0", nil, p), p)
+	store, err := controller.NewConfigMapStore(f.client, "kube-system", "snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SaveDevices(f.ctx, taints.DeviceSnapshot{
+		Evicted: []taints.DeviceEvictedPod{
+			{Pod: types.NamespacedName{Namespace: devNS, Name: "job"}, UID: "uid-job"},
+			{Pod: types.NamespacedName{Namespace: devNS, Name: "gone"}, UID: "uid-gone"},
+			{Pod: types.NamespacedName{Namespace: devNS, Name: "job"}, UID: "uid-job-before"},
+		},
+		Rules: []taints.DeviceRuleCount{{Rule: "drain", UID: "uid-drain", Evicted: 3}, {Rule: "old", UID: "uid-old", Evicted: 1}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.deviceConfig()
+	cfg.Snapshots = store
+	f.start(cfg)
+	f.state("job", taints.DeviceDone)
+	want := taints.DeviceSnapshot{
+		Evicted: []taints.DeviceEvictedPod{{Pod: types.NamespacedName{Namespace: devNS, Name: "job"}, UID: "uid-job"}},
+		Rules:   []taints.DeviceRuleCount{{Rule: "drain", UID: "uid-drain", Evicted: 3}},
+	}
+	if got := f.c.Devices().Snapshot(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Snapshot() after the restore = %+v, want %+v", got, want)
 	}
 }
