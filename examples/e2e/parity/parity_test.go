@@ -268,3 +268,45 @@ func TestPolicyWith(t *testing.T) {
 		t.Errorf("PolicyWith(%q) = %q, want no ServiceAccount rule", rule, got)
 	}
 }
+
+// TestBuildTraceDeviceTaintRules: a DeviceTaintRule's status write (a
+// server-side apply, audited as a patch) is traced and reduced to the
+// condition fields it changed, against the rule as created; a resource of
+// the same name in another API group is not.
+func TestBuildTraceDeviceTaintRules(t *testing.T) {
+	withGroup := func(l, group string) string {
+		return strings.Replace(l, `"objectRef":{`, `"objectRef":{"apiGroup":"`+group+`",`, 1)
+	}
+	rule := func(rv, cond string) string {
+		return `{"kind":"DeviceTaintRule","metadata":{"name":"r","resourceVersion":"` + rv + `","creationTimestamp":"2026-01-01T00:00:00Z"},` +
+			`"spec":{"taint":{"key":"k","effect":"NoExecute"}},"status":{` + cond + `}}`
+	}
+	cond := `"conditions":[{"type":"EvictionInProgress","status":"False","reason":"Completed","message":"1 pod evicted since starting the controller.","observedGeneration":1,"lastTransitionTime":"2026-01-01T00:00:20Z"}]`
+	apply := `{"apiVersion":"resource.k8s.io/v1","kind":"DeviceTaintRule","metadata":{"name":"r","uid":"u"},"status":{` + cond + `}}`
+	tr := trace(t, "kcm",
+		withGroup(line(0, "test", "create", "devicetaintrules", "", "r", "", 201, "", rule("1", "")), "resource.k8s.io"),
+		withGroup(line(20*time.Second, "kcm", "patch", "devicetaintrules", "", "r", "status", 200, apply, rule("2", cond)), "resource.k8s.io"),
+		withGroup(line(21*time.Second, "kcm", "patch", "devicetaintrules", "", "r", "status", 200, apply, rule("3", cond)), "other.example.com"),
+	)
+	if len(tr.Writes) != 1 {
+		t.Fatalf("trace = %s", tr.Summary())
+	}
+	w := tr.Writes[0]
+	if w.Object != "devicetaintrules//r/status" || w.Verb != "patch" || w.At != 10*time.Second {
+		t.Errorf("write = %+v", w)
+	}
+	want := map[string]string{
+		"status.conditions[EvictionInProgress].type":               `"EvictionInProgress"`,
+		"status.conditions[EvictionInProgress].status":             `"False"`,
+		"status.conditions[EvictionInProgress].reason":             `"Completed"`,
+		"status.conditions[EvictionInProgress].message":            `"1 pod evicted since starting the controller."`,
+		"status.conditions[EvictionInProgress].observedGeneration": "1",
+		"status.conditions[EvictionInProgress].lastTransitionTime": TimeValue,
+	}
+	if fmt.Sprint(w.Changes) != fmt.Sprint(want) || w.Times["status.conditions[EvictionInProgress].lastTransitionTime"] != 10*time.Second {
+		t.Errorf("changes = %v, times %v; want %v", w.Changes, w.Times, want)
+	}
+	if !slices.Contains(w.Request, "metadata.uid") || !slices.Contains(w.Request, "status.conditions[EvictionInProgress].message") {
+		t.Errorf("request paths %v", w.Request)
+	}
+}
