@@ -3,7 +3,7 @@ package sim
 import "time"
 
 // NewScenario returns a scenario named name that simulates duration over
-// zones, with the Kubernetes v1.36 defaults (DefaultPolicy, DefaultKubelet)
+// zones, with the Kubernetes v1.37.2 defaults (DefaultPolicy, DefaultKubelet)
 // and no events: the same value LoadScenario returns for a file with only
 // those fields. Add events with Scenario.On or to Events directly.
 func NewScenario(name string, duration time.Duration, zones ...Zone) *Scenario {
