@@ -66,3 +66,16 @@ func ZoneDark(at time.Duration, zone string) Event {
 func ZoneRestore(at time.Duration, zone string) Event {
 	return Event{At: Duration(at), Action: ActionZoneRestore, Zone: zone}
 }
+
+// LeaseWatchStall returns an event freezing the controller's Lease cache
+// at at (its Lease watch stalls) while the kubelets keep renewing (action
+// lease-watch-stall).
+func LeaseWatchStall(at time.Duration) Event {
+	return Event{At: Duration(at), Action: ActionLeaseWatchStall}
+}
+
+// LeaseWatchResume returns an event letting the controller's Lease cache
+// catch up at at (action lease-watch-resume).
+func LeaseWatchResume(at time.Duration) Event {
+	return Event{At: Duration(at), Action: ActionLeaseWatchResume}
+}

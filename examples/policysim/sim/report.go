@@ -348,11 +348,11 @@ func downLine(nodeSecs float64, longestNode time.Duration, nodesAtEnd int, podSe
 		seconds(nodeSecs), Dur(longestNode), plural(nodesAtEnd, "node", "nodes"), seconds(podSecs), Dur(longestPod), plural(podsAtEnd, "pod", "pods"))
 }
 
-// seconds formats a number of seconds as Dur does, or in seconds when it
-// is too long for a time.Duration.
+// seconds formats a number of seconds (node- or pod-seconds) as Dur does
+// up to 100 hours, in hours with one decimal from there ("6380.8h").
 func seconds(s float64) string {
-	if s >= float64(math.MaxInt64/int64(time.Second)) {
-		return strconv.FormatFloat(s, 'g', 6, 64) + "s"
+	if s >= 100*3600 {
+		return strconv.FormatFloat(s/3600, 'f', 1, 64) + "h"
 	}
 	return Dur(time.Duration(math.Round(s*10)) * 100 * time.Millisecond)
 }
