@@ -21,6 +21,10 @@ const (
 	DefaultLeaseRenewInterval = 10 * time.Second
 	// DefaultStatusUpdateFrequency is nodeStatusUpdateFrequency (10 s).
 	DefaultStatusUpdateFrequency = 10 * time.Second
+	// DefaultStatusSyncPeriod is the kubelet status manager's syncPeriod
+	// (10 s, a constant in pkg/kubelet/status/status_manager.go at
+	// v1.37.2).
+	DefaultStatusSyncPeriod = 10 * time.Second
 	// DefaultHousekeepingPeriod is housekeepingPeriod (2 s), the period of
 	// HandlePodCleanups.
 	DefaultHousekeepingPeriod = 2 * time.Second
@@ -64,8 +68,15 @@ type Config struct {
 	LeaseRenewInterval time.Duration
 	// StatusUpdateFrequency is how often each node's status is posted
 	// (conditions with a new heartbeat); a condition change is posted at
-	// once.
+	// once. A status another writer left (the node lifecycle controller's
+	// Ready=Unknown) is overwritten at the next post.
 	StatusUpdateFrequency time.Duration
+	// StatusSyncPeriod is how often the pods' statuses in the API are
+	// checked, as the kubelet's status manager does (SyncStatuses): a
+	// running pod whose Ready condition another writer set to False (the
+	// node lifecycle controller's MarkPodsNotReady) is synced again, which
+	// writes Ready=True back.
+	StatusSyncPeriod time.Duration
 	// HousekeepingPeriod is how often the workers are reconciled with the
 	// API's pods and the runtime (SyncKnownPods, restarts, orphans).
 	HousekeepingPeriod time.Duration
@@ -88,6 +99,7 @@ func DefaultConfig() Config {
 		LeaseDuration:         DefaultLeaseDuration,
 		LeaseRenewInterval:    DefaultLeaseRenewInterval,
 		StatusUpdateFrequency: DefaultStatusUpdateFrequency,
+		StatusSyncPeriod:      DefaultStatusSyncPeriod,
 		HousekeepingPeriod:    DefaultHousekeepingPeriod,
 		Parallelism:           8,
 		PodWorker:             podworker.DefaultConfig(),
@@ -134,8 +146,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: no runtime", ErrInvalidConfig)
 	case c.LeaseDuration < time.Second || c.LeaseDuration > MaxLeaseDuration:
 		return fmt.Errorf("%w: LeaseDuration %v outside [1s, %v] (MaxLeaseDuration)", ErrInvalidConfig, c.LeaseDuration, MaxLeaseDuration)
-	case c.LeaseRenewInterval <= 0 || c.StatusUpdateFrequency <= 0 || c.HousekeepingPeriod <= 0:
-		return fmt.Errorf("%w: LeaseRenewInterval, StatusUpdateFrequency and HousekeepingPeriod must be positive", ErrInvalidConfig)
+	case c.LeaseRenewInterval <= 0 || c.StatusUpdateFrequency <= 0 || c.StatusSyncPeriod <= 0 || c.HousekeepingPeriod <= 0:
+		return fmt.Errorf("%w: LeaseRenewInterval, StatusUpdateFrequency, StatusSyncPeriod and HousekeepingPeriod must be positive", ErrInvalidConfig)
 	case c.Parallelism < 1 || c.Parallelism > 1000:
 		return fmt.Errorf("%w: Parallelism %d outside [1, 1000]", ErrInvalidConfig, c.Parallelism)
 	case c.StaticPodPath != "" && c.FileCheckFrequency <= 0:
