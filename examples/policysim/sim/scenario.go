@@ -31,7 +31,8 @@ type Scenario struct {
 	Duration Duration `json:"duration"`
 	// Policy is the node lifecycle controller's configuration.
 	Policy Policy `json:"policy"`
-	// Kubelet is how often every live kubelet heartbeats.
+	// Kubelet is how often every live kubelet heartbeats, and how it
+	// undoes the controller's writes over its status (Reconcile).
 	Kubelet Kubelet `json:"kubelet"`
 	// Zones is the cluster: at least one zone.
 	Zones []Zone `json:"zones"`

@@ -23,7 +23,7 @@ type Summary struct {
 	Nodes              int            `json:"nodes"`
 	Pods               int            `json:"pods"`
 	PodsMarkedNotReady int            `json:"podsMarkedNotReady"`
-	PodsReadyAgain     int            `json:"podsReadyAgain"` // marked Ready again by their resumed kubelet
+	PodsReadyAgain     int            `json:"podsReadyAgain"` // made Ready again by their kubelet (resumed, or undoing the controller's Ready=False)
 	PodsEvicted        int            `json:"podsEvicted"`
 	// NodeSecondsDown, LongestNodeDown, NodesDownAtEnd, PodSecondsNotReady,
 	// LongestPodNotReady and PodsNotReadyAtEnd are the zones' (see
