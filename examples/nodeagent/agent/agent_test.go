@@ -128,6 +128,8 @@ func TestConfigValidation(t *testing.T) {
 		{"too many", func(c *Config) { c.Nodes = make([]NodeConfig, MaxNodes+1) }, "limit of 10000"},
 		{"no runtime", func(c *Config) { c.Runtime = nil }, "no runtime"},
 		{"zero period", func(c *Config) { c.HousekeepingPeriod = 0 }, "positive"},
+		{"zero status sync", func(c *Config) { c.StatusSyncPeriod = 0 }, "StatusSyncPeriod and HousekeepingPeriod must be positive"},
+		{"negative report frequency", func(c *Config) { c.StatusReportFrequency = -time.Second }, "StatusReportFrequency -1s is negative"},
 		{"parallelism", func(c *Config) { c.Parallelism = 0 }, "Parallelism 0"},
 	}
 	for _, tt := range tests {
@@ -693,6 +695,63 @@ func TestPodsDifferSemantically(t *testing.T) {
 		tc.change(p)
 		if got := podsDifferSemantically(base, p); got != tc.want {
 			t.Errorf("%s: podsDifferSemantically = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestNodeStatusReportFrequency: with StatusReportFrequency, a status
+// update tick posts only when the Node in the API differs from the
+// agent's conditions (the node lifecycle controller's Ready=Unknown) or the
+// report frequency has passed, as the kubelet's tryUpdateNodeStatus; at 0
+// every tick posts.
+func TestNodeStatusReportFrequency(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.StatusReportFrequency = 5 * time.Minute })
+	if err := f.a.RegisterNode(f.ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	tick := func(want bool) {
+		t.Helper()
+		f.clk.Step(10 * time.Second)
+		if posted, err := f.a.UpdateNodeStatus(f.ctx, "n1"); err != nil || posted != want {
+			t.Errorf("UpdateNodeStatus at %v = %v, %v; want %v", f.clk.Since(epoch), posted, err, want)
+		}
+	}
+	tick(true) // never posted
+	tick(false)
+	n, err := f.client.CoreV1().Nodes().Get(f.ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n.Status.Conditions {
+		if c := &n.Status.Conditions[i]; c.Type == v1.NodeReady {
+			c.Status, c.Reason, c.Message = v1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status."
+		}
+	}
+	if _, err := f.client.CoreV1().Nodes().UpdateStatus(f.ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tick(true) // the controller's Unknown differs
+	n, _ = f.client.CoreV1().Nodes().Get(f.ctx, "n1", metav1.GetOptions{})
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady && (c.Status != v1.ConditionTrue || c.Reason != "KubeletReady") {
+			t.Errorf("Ready after the update = %s/%s, want True/KubeletReady", c.Status, c.Reason)
+		}
+	}
+	tick(false)
+	f.clk.Step(5 * time.Minute)
+	tick(true) // the report frequency passed
+	if c := f.a.Counters(); c.NodeStatusPosts != 3 {
+		t.Errorf("NodeStatusPosts = %d, want 3", c.NodeStatusPosts)
+	}
+
+	every := newFixture(t, nil)
+	if err := every.a.RegisterNode(every.ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		every.clk.Step(10 * time.Second)
+		if posted, err := every.a.UpdateNodeStatus(every.ctx, "n1"); err != nil || !posted {
+			t.Errorf("UpdateNodeStatus without a report frequency = %v, %v; want a post at every tick", posted, err)
 		}
 	}
 }

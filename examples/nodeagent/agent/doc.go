@@ -59,16 +59,17 @@
 //
 // No admission, no probes, no images, volumes or cgroups: a pod's
 // containers run as soon as the runtime starts them and are ready at once.
-// A node's status is posted at every StatusUpdateFrequency tick, changed or
-// not; the kubelet computes it at every tick too (nodeStatusUpdateFrequency)
-// but posts it only when it differs from the Node in its informer or
-// nodeStatusReportFrequency (5 min) has passed (tryUpdateNodeStatus in
-// pkg/kubelet/kubelet_node_status.go at v1.37.2). The agent's posts are a
-// superset of the kubelet's: a Ready=Unknown the node lifecycle controller
-// wrote is overwritten at the next tick by both, but a StatusUpdateFrequency
-// raised to stand for the report frequency delays that too. Unlike the
-// kubelet's node status loop (wait.JitterUntil, jitter 0.04), the ticks have
-// no jitter.
+// By default a node's status is posted at every StatusUpdateFrequency tick,
+// changed or not; the kubelet computes it at every tick too
+// (nodeStatusUpdateFrequency) but posts it only when it differs from the
+// Node in its informer or nodeStatusReportFrequency (5 min) has passed
+// (tryUpdateNodeStatus in pkg/kubelet/kubelet_node_status.go at v1.37.2),
+// which Config.StatusReportFrequency turns on (the agent reads the Node
+// with a GET). Either way a Ready=Unknown the node lifecycle controller
+// wrote is overwritten at the next tick, as by the kubelet; a
+// StatusUpdateFrequency raised to stand for the report frequency delays
+// that too, where StatusReportFrequency does not. Unlike the kubelet's node
+// status loop (wait.JitterUntil, jitter 0.04), the ticks have no jitter.
 // Status is an Update with the resourceVersion instead of the status
 // manager's patch, so a concurrent writer's change is never overwritten.
 // Static pods are bound to the first node of Config.Nodes. Unlike the
