@@ -12,6 +12,7 @@
 //	go run ./examples/policysim -legacy-node-eviction # the pre-1.27 eviction mode
 //	go run ./examples/policysim -compare              # both modes side by side
 //	go run ./examples/policysim -sweep nodeEvictionRate=0.05,0.1,0.2
+//	go run ./examples/policysim -sweep nodeEvictionRate=0.05,0.1 -sweep reconcile=false,true  # a grid
 //
 // The simulation itself is the importable package
 // examples/policysim/sim (Run, the scenario types, the reports); this

@@ -3,7 +3,7 @@ package sim
 import "time"
 
 // NewScenario returns a scenario named name that simulates duration over
-// zones, with the Kubernetes v1.36 defaults (DefaultPolicy, DefaultKubelet)
+// zones, with the Kubernetes v1.37.2 defaults (DefaultPolicy, DefaultKubelet)
 // and no events: the same value LoadScenario returns for a file with only
 // those fields. Add events with Scenario.On or to Events directly.
 func NewScenario(name string, duration time.Duration, zones ...Zone) *Scenario {
@@ -65,4 +65,17 @@ func ZoneDark(at time.Duration, zone string) Event {
 // ZoneRestore returns an event resuming every kubelet of zone at at.
 func ZoneRestore(at time.Duration, zone string) Event {
 	return Event{At: Duration(at), Action: ActionZoneRestore, Zone: zone}
+}
+
+// LeaseWatchStall returns an event freezing the controller's Lease cache
+// at at (its Lease watch stalls) while the kubelets keep renewing (action
+// lease-watch-stall).
+func LeaseWatchStall(at time.Duration) Event {
+	return Event{At: Duration(at), Action: ActionLeaseWatchStall}
+}
+
+// LeaseWatchResume returns an event letting the controller's Lease cache
+// catch up at at (action lease-watch-resume).
+func LeaseWatchResume(at time.Duration) Event {
+	return Event{At: Duration(at), Action: ActionLeaseWatchResume}
 }

@@ -31,6 +31,9 @@ const (
 	KindKubeletStopped  Kind = "kubelet-stopped"   // the kubelet stopped heartbeating
 	KindKubeletStarted  Kind = "kubelet-started"   // the kubelet runs again and reports Ready
 	KindKubeletNotReady Kind = "kubelet-not-ready" // the kubelet reports Ready=False
+	// The kubelet undoing the controller's writes (Kubelet.Reconcile).
+	KindKubeletReposted  Kind = "kubelet-reposted"   // it found the controller's Ready=Unknown and posted its status again
+	KindKubeletPodsReady Kind = "kubelet-pods-ready" // its status manager put its pods' Ready=True back
 	// The controller's Lease cache (scenario actions lease-watch-stall and
 	// lease-watch-resume).
 	KindLeaseWatchStalled Kind = "lease-watch-stalled" // the controller's Lease cache froze

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -211,7 +212,14 @@ func writeHeader(w io.Writer, res *Result) {
 		p.DefaultNotReadyTolerationSeconds, p.DefaultUnreachableTolerationSeconds)
 	fmt.Fprintf(w, "rates     per zone, nodes/s: Normal %g; PartialDisruption (>= %s not ready) %g above %d nodes, else 0; FullDisruption %s\n",
 		p.NodeEvictionRate, strconv.FormatFloat(p.UnhealthyZoneThreshold*100, 'f', -1, 32)+"%", p.SecondaryNodeEvictionRate, p.LargeClusterSizeThreshold, full)
-	fmt.Fprintf(w, "kubelets  Lease renewed every %v, status posted every %v\n", sc.Kubelet.LeaseRenewInterval.D(), sc.Kubelet.StatusUpdateInterval.D())
+	k := sc.Kubelet
+	fmt.Fprintf(w, "kubelets  Lease renewed every %v, status posted every %v; ", k.LeaseRenewInterval.D(), k.StatusUpdateInterval.D())
+	if k.Reconcile {
+		fmt.Fprintf(w, "the controller's writes over their status undone at the next node status update (every %v) and pod status sync (every %v)\n",
+			k.NodeStatusUpdateFrequency.D(), k.PodStatusSyncPeriod.D())
+	} else {
+		fmt.Fprintln(w, "the controller's writes over their status left as they are (reconcile off)")
+	}
 	fmt.Fprintf(w, "cluster   %s, %s, %s; simulated %s\n", plural(len(sc.Zones), "zone", "zones"), plural(res.Summary.Nodes, "node", "nodes"), plural(res.Summary.Pods, "pod", "pods"), Dur(sc.Duration.D()))
 }
 
@@ -266,6 +274,9 @@ func writeSummary(w io.Writer, res *Result) {
 		for _, k := range z.NotEvicted {
 			fmt.Fprintf(tw, "  not evicted\t\t%s: %s\n", plural(k.Pods, "pod", "pods"), k.Why)
 		}
+		if z.NodeSecondsDown > 0 || z.PodSecondsNotReady > 0 {
+			fmt.Fprintf(tw, "  down\t\t%s\n", downLine(z.NodeSecondsDown, z.LongestNodeDown, z.NodesDownAtEnd, z.PodSecondsNotReady, z.LongestPodNotReady, z.PodsNotReadyAtEnd))
+		}
 		if p := sum.Pending; p != nil && zi < len(p.Zones) {
 			if zp := p.Zones[zi]; zp.NodesQueued > 0 || zp.Evictions > 0 {
 				fmt.Fprintf(tw, "  NOT FINISHED\t%s\t%s\n", Offset(sum.end()), pendingLabel(zp))
@@ -275,6 +286,7 @@ func writeSummary(w io.Writer, res *Result) {
 	}
 	fmt.Fprintf(w, "all zones: %d pods, %d marked not ready (%d ready again), %d evicted, %d left\n",
 		sum.Pods, sum.PodsMarkedNotReady, sum.PodsReadyAgain, sum.PodsEvicted, sum.Pods-sum.PodsEvicted)
+	fmt.Fprintf(w, "down: %s\n", downLine(sum.NodeSecondsDown, sum.LongestNodeDown, sum.NodesDownAtEnd, sum.PodSecondsNotReady, sum.LongestPodNotReady, sum.PodsNotReadyAtEnd))
 	writePending(w, sum)
 	if len(sum.FullDisruption) == 0 {
 		fmt.Fprintln(w, "full disruption mode: never")
@@ -327,6 +339,23 @@ func writePending(w io.Writer, sum *Summary) {
 }
 
 func (s *Summary) end() time.Duration { return s.Duration }
+
+// downLine says how long nodes and pods were down: their time down added
+// up (node- and pod-seconds), the longest span, and how many were still
+// down at the end.
+func downLine(nodeSecs float64, longestNode time.Duration, nodesAtEnd int, podSecs float64, longestPod time.Duration, podsAtEnd int) string {
+	return fmt.Sprintf("%s of node time (longest %s; %s down at the end), %s of pod time not ready (longest %s; %s at the end)",
+		seconds(nodeSecs), Dur(longestNode), plural(nodesAtEnd, "node", "nodes"), seconds(podSecs), Dur(longestPod), plural(podsAtEnd, "pod", "pods"))
+}
+
+// seconds formats a number of seconds (node- or pod-seconds) as Dur does
+// up to 100 hours, in hours with one decimal from there ("6380.8h").
+func seconds(s float64) string {
+	if s >= 100*3600 {
+		return strconv.FormatFloat(s/3600, 'f', 1, 64) + "h"
+	}
+	return Dur(time.Duration(math.Round(s*10)) * 100 * time.Millisecond)
+}
 
 // times notes that n events happened to fewer nodes ("(3 times)").
 func times(n, nodes int) string {

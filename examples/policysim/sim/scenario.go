@@ -31,7 +31,8 @@ type Scenario struct {
 	Duration Duration `json:"duration"`
 	// Policy is the node lifecycle controller's configuration.
 	Policy Policy `json:"policy"`
-	// Kubelet is how often every live kubelet heartbeats.
+	// Kubelet is how often every live kubelet heartbeats, and how it
+	// undoes the controller's writes over its status (Reconcile).
 	Kubelet Kubelet `json:"kubelet"`
 	// Zones is the cluster: at least one zone.
 	Zones []Zone `json:"zones"`
@@ -42,7 +43,7 @@ type Scenario struct {
 
 // Policy is the node lifecycle controller's configuration, named after the
 // kube-controller-manager and kube-apiserver flags. Omitted fields keep the
-// Kubernetes v1.36 defaults (DefaultPolicy).
+// Kubernetes v1.37.2 defaults (DefaultPolicy).
 type Policy struct {
 	NodeMonitorPeriod         Duration `json:"nodeMonitorPeriod"`         // --node-monitor-period, 5s
 	NodeMonitorGracePeriod    Duration `json:"nodeMonitorGracePeriod"`    // --node-monitor-grace-period, 50s (40s before 1.32)
@@ -72,14 +73,41 @@ type Policy struct {
 // Lease every LeaseRenewInterval and posts its node status (a new Ready
 // heartbeat) every StatusUpdateInterval, both first at t=0. A kubelet that
 // resumes reports its pods Ready again PodReadyDelay later.
+//
+// With Reconcile (DefaultKubelet; omitted in a file: true) a running
+// kubelet puts back what the controller wrote over its own status, as the
+// kubelet does (v1.37.2): its node's Ready condition at its next node
+// status update (every NodeStatusUpdateFrequency from its start), its
+// pods' Ready condition at its status manager's next sync (every
+// PodStatusSyncPeriod from its start). Without it, the behaviour of this
+// simulator before it modelled that: a node falsely written Unknown stays
+// so until the kubelet's next status report (StatusUpdateInterval), and
+// its pods stay NotReady for the rest of the run.
 type Kubelet struct {
 	LeaseRenewInterval   Duration `json:"leaseRenewInterval"`   // 10s (25% of the 40s lease)
 	StatusUpdateInterval Duration `json:"statusUpdateInterval"` // 5m (nodeStatusReportFrequency)
 	// PodReadyDelay is how long after resuming the kubelet marks its pods
 	// Ready again (containers restarted, readiness probes passing); 10s.
 	// Shorter than the monitor period, the controller, which still sees
-	// the node not ready, may mark them not ready again (as upstream).
+	// the node not ready, marks them not ready again (as upstream), and
+	// with Reconcile the kubelet's next pod status sync puts them back.
 	PodReadyDelay Duration `json:"podReadyDelay"`
+	// Reconcile makes a running kubelet undo the controller's writes over
+	// its status (see the type's doc); false turns that off.
+	Reconcile bool `json:"reconcile"`
+	// NodeStatusUpdateFrequency is how often a running kubelet computes its
+	// node status and compares it with the API server's, posting it when
+	// they differ (--node-status-update-frequency, 10s: syncNodeStatus and
+	// tryUpdateNodeStatus in pkg/kubelet/kubelet_node_status.go). The
+	// controller's Ready=Unknown is such a difference. Used with Reconcile.
+	NodeStatusUpdateFrequency Duration `json:"nodeStatusUpdateFrequency"`
+	// PodStatusSyncPeriod is how often the kubelet's status manager
+	// compares every pod's status in the API server with its own and
+	// writes back what differs (syncPeriod, 10s, a constant upstream:
+	// syncBatch and needsReconcile in pkg/kubelet/status/status_manager.go).
+	// The controller's pod Ready=False is such a difference. Used with
+	// Reconcile.
+	PodStatusSyncPeriod Duration `json:"podStatusSyncPeriod"`
 }
 
 // Zone is a group of identical nodes named <zone>-<index> (zero-padded),
@@ -183,7 +211,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// DefaultPolicy returns the Kubernetes v1.36 defaults.
+// DefaultPolicy returns the Kubernetes v1.37.2 defaults (kube-controller-
+// manager's and kube-apiserver's), the Lease circuit breaker on.
 func DefaultPolicy() Policy {
 	return Policy{
 		NodeMonitorPeriod:                   Duration(5 * time.Second),
@@ -199,10 +228,13 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// DefaultKubelet returns today's kubelet defaults: Lease renewed every 10s,
-// status reported every 5m when nothing changes.
+// DefaultKubelet returns the kubelet's v1.37.2 defaults: Lease renewed
+// every 10s, status reported every 5m when nothing changes, node status
+// compared with the API server's every 10s and pod statuses every 10s, the
+// controller's writes over them undone (Reconcile).
 func DefaultKubelet() Kubelet {
-	return Kubelet{LeaseRenewInterval: Duration(10 * time.Second), StatusUpdateInterval: Duration(5 * time.Minute), PodReadyDelay: Duration(10 * time.Second)}
+	return Kubelet{LeaseRenewInterval: Duration(10 * time.Second), StatusUpdateInterval: Duration(5 * time.Minute), PodReadyDelay: Duration(10 * time.Second),
+		Reconcile: true, NodeStatusUpdateFrequency: Duration(10 * time.Second), PodStatusSyncPeriod: Duration(10 * time.Second)}
 }
 
 // ErrScenario is wrapped by every error LoadScenario returns.
@@ -591,6 +623,20 @@ func (v *validator) scenario(sc *Scenario) {
 	if d := sc.Kubelet.PodReadyDelay.D(); d < 0 || d > MaxDuration {
 		w.failAt("kubelet.podReadyDelay", "must be in [0s, %v], got %v", MaxDuration, d)
 	}
+	for _, d := range []struct {
+		path string
+		v    Duration
+	}{
+		{"kubelet.nodeStatusUpdateFrequency", sc.Kubelet.NodeStatusUpdateFrequency},
+		{"kubelet.podStatusSyncPeriod", sc.Kubelet.PodStatusSyncPeriod},
+	} {
+		switch {
+		case sc.Kubelet.Reconcile && (d.v.D() < MinInterval || d.v.D() > MaxDuration):
+			w.failAt(d.path, "must be in [%v, %v] with reconcile, got %v", MinInterval, MaxDuration, d.v.D())
+		case d.v < 0 || d.v.D() > MaxDuration:
+			w.failAt(d.path, "must be in [0s, %v], got %v", MaxDuration, d.v.D())
+		}
+	}
 	v.zonesOf(sc)
 	for i := range sc.Events {
 		v.event(sc, fmt.Sprintf("events[%d]", i), &sc.Events[i])
@@ -892,7 +938,7 @@ const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are 
   name: my-outage                  # default: the file name
   description: one line for -list
   duration: 10m                    # required: how long to simulate (t=0 .. duration)
-  policy:                          # omitted fields keep the Kubernetes v1.36 defaults
+  policy:                          # omitted fields keep the Kubernetes v1.37.2 defaults
     nodeMonitorPeriod: 5s          # --node-monitor-period
     nodeMonitorGracePeriod: 50s    # --node-monitor-grace-period (40s before 1.32)
     nodeStartupGracePeriod: 60s    # --node-startup-grace-period
@@ -903,10 +949,14 @@ const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are 
     fullDisruptionQPS: 0           # optional: rate of a dark zone among healthy ones (unset: nodeEvictionRate)
     defaultNotReadyTolerationSeconds: 300     # kube-apiserver admission defaults
     defaultUnreachableTolerationSeconds: 300
+    nodeControllerLeaseCircuitBreaker: true   # the v1.37 feature gate (false: v1.36)
   kubelet:
     leaseRenewInterval: 10s        # every live kubelet renews its Lease...
     statusUpdateInterval: 5m       # ...and posts its status (a Ready heartbeat), both first at t=0
     podReadyDelay: 10s             # a resumed kubelet reports its pods Ready again this much later
+    reconcile: true                # a running kubelet puts back what the controller wrote over its status:
+    nodeStatusUpdateFrequency: 10s #   its node's Ready at its next node status update (--node-status-update-frequency)
+    podStatusSyncPeriod: 10s       #   its pods' Ready at its status manager's next sync
   zones:                           # at least one
     - name: zone-a                 # nodes are zone-a-0, zone-a-1, ... (zero-padded)
       region: region-1             # optional
@@ -924,12 +974,16 @@ const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are 
           daemonSet: true          # tolerates not-ready/unreachable forever
   events:                          # applied in time order (ties: file order)
     - at: 1m
-      action: stop                 # stop | resume | not-ready | zone-dark | zone-restore
+      action: stop                 # stop | resume | not-ready | zone-dark | zone-restore | lease-watch-stall | lease-watch-resume
       node: zone-a-3               # stop/resume/not-ready: node, nodes: [...], or zone (+ count: first N nodes)
     - {at: 5m, action: zone-dark, zone: zone-b}
+    - {at: 6m, action: lease-watch-stall}   # no target
+    - {at: 7m, action: lease-watch-resume}
 
   stop: the kubelet stops renewing its Lease and posting status.
   resume: it runs again, renews and posts Ready=True at once, then on schedule.
   not-ready: it runs and reports Ready=False (the controller taints not-ready, no Unknown).
   zone-dark / zone-restore: stop / resume every kubelet of the zone.
+  lease-watch-stall / lease-watch-resume: the controller's Lease cache freezes / catches up
+    while the kubelets keep renewing.
 `

@@ -29,6 +29,17 @@ func TestLoadScenarioDefaults(t *testing.T) {
 	}
 }
 
+// TestReconcileOffTakesZeroPeriods: without reconcile the kubelets' status
+// loops are not used, and zero periods are valid (a Kubelet built in Go
+// before the fields existed).
+func TestReconcileOffTakesZeroPeriods(t *testing.T) {
+	sc := load(t, minimal)
+	sc.Kubelet = Kubelet{LeaseRenewInterval: Duration(10 * time.Second), StatusUpdateInterval: Duration(5 * time.Minute)}
+	if err := sc.Validate(); err != nil {
+		t.Errorf("Validate(reconcile off, zero periods) = %v", err)
+	}
+}
+
 func TestLoadScenarioFull(t *testing.T) {
 	src := `name: full
 description: every field
@@ -127,6 +138,12 @@ func TestLoadScenarioErrors(t *testing.T) {
 			`s.yaml:1:11: duration: want a duration string such as "40s" or "5m", got 300`},
 		{"bad duration", "duration: 5 minutes\nzones: [{name: a, nodes: 1}]\n",
 			`s.yaml:1:11: duration: invalid duration "5 minutes"`},
+		{"no node status update with reconcile", "duration: 5m\nkubelet: {nodeStatusUpdateFrequency: 0s}\nzones: [{name: a, nodes: 1}]\n",
+			`s.yaml:2:11: kubelet.nodeStatusUpdateFrequency: must be in [100ms, 168h0m0s] with reconcile, got 0s`},
+		{"pod status sync too short", "duration: 5m\nkubelet: {podStatusSyncPeriod: 10ms}\nzones: [{name: a, nodes: 1}]\n",
+			`s.yaml:2:11: kubelet.podStatusSyncPeriod: must be in [100ms, 168h0m0s] with reconcile, got 10ms`},
+		{"negative period without reconcile", "duration: 5m\nkubelet: {reconcile: false, podStatusSyncPeriod: -1s}\nzones: [{name: a, nodes: 1}]\n",
+			`kubelet.podStatusSyncPeriod: must be in [0s, 168h0m0s], got -1s`},
 		{"list for a mapping", "duration: 5m\npolicy: [1]\nzones: [{name: a, nodes: 1}]\n",
 			`s.yaml:2:9: policy: want a mapping, got a list`},
 		{"mapping for a list", "duration: 5m\nzones: {name: a}\n",

@@ -330,7 +330,7 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 	if !opt.plain && !hasLeaseWatchEvents(sc) {
 		// The circuit breaker's live reads would always find what the
 		// cache holds (no stall), and confirm every stale verdict: the
-		// v1.36 path decides the same without them.
+		// path without confirmation (v1.36's) decides the same without them.
 		cfg.Health.Confirmation = nodehealth.ConfirmNone
 	}
 	var err error
@@ -358,8 +358,11 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 		s.zoneOfKey[zonestate.Key(newNode(NodeName(z.Name, 0, z.Nodes), &sc.Zones[zi], Epoch, Epoch))] = z.Name
 	}
 	s.kubelets = make([]kubelet, len(s.nodes))
+	s.down = make([]nodeDown, len(s.nodes))
+	s.downs = make([]zoneDown, len(sc.Zones))
 	for i := range s.kubelets {
 		s.kubelets[i] = kubelet{alive: true, ready: v1.ConditionTrue}
+		s.down[i].api = v1.ConditionTrue
 		s.schedule(i, 0)
 	}
 	s.events = slices.Clone(sc.Events)
@@ -374,6 +377,7 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 	if err := s.loop(); err != nil {
 		return nil, err
 	}
+	s.closeDown()
 
 	res := &Result{Scenario: sc, Options: opt, Config: MonitorConfig(sc, opt), Entries: s.entries,
 		MonitorPasses: s.monitorPasses, TaintPasses: s.taintPasses, End: s.t, sim: s}
@@ -590,6 +594,13 @@ type sim struct {
 	// when events concern each kubelet (renewals.go).
 	space   time.Duration
 	evTimes eventTimes
+
+	// down is each node's Ready status and pods in the API server, downs
+	// each zone's time down (downtime.go); counts the cluster's Counts
+	// when they were last read.
+	down   []nodeDown
+	downs  []zoneDown
+	counts monitortest.Counts
 }
 
 // kubelet is one simulated kubelet. gen invalidates its scheduled
@@ -598,6 +609,13 @@ type kubelet struct {
 	alive bool
 	ready v1.ConditionStatus
 	gen   uint32
+	// start is when it last (re)started: its node status updates and pod
+	// status syncs tick from then (reconcile.go). podsReadyAt is when its
+	// pods are Ready in its own view (a restart's PodReadyDelay later).
+	start, podsReadyAt time.Duration
+	// nodeSync and podSync: a reaction to the controller's writes is
+	// planned.
+	nodeSync, podSync bool
 }
 
 // slowPod is the first pod evicted at the latest eviction instant of a zone,
@@ -631,6 +649,9 @@ func (s *sim) record(e monitor.Event) {
 		en.State = e.State.String()
 	}
 	s.entries = append(s.entries, en)
+	if i, ok := s.byName[e.Node]; ok {
+		s.written(i, e.Kind)
+	}
 }
 
 // onEvict runs inside the cluster's EvictPod, while the Evictor still has
@@ -758,15 +779,21 @@ func (s *sim) heartbeats(t time.Duration) error {
 			s.cal.add(s.nextLease(int(e.node), t), e)
 		case beatStatus:
 			if !s.skipStatus(int(e.node), t) {
-				s.c.PostNodeStatus(s.ctx, name, k.ready, s.now())
+				s.post(int(e.node), k.ready)
 			}
 			s.cal.add(t+s.sc.Kubelet.StatusUpdateInterval.D(), e)
 		case beatPods:
 			if k.ready == v1.ConditionTrue {
-				s.c.SetPodsReady(s.ctx, name, s.now())
+				s.podsReady(int(e.node))
 				if err := s.spend(s.podsPerNode[s.nodes[e.node].zone]); err != nil {
 					return err
 				}
+			}
+		case beatNodeSync:
+			s.nodeSync(int(e.node))
+		case beatPodSync:
+			if err := s.podSync(int(e.node)); err != nil {
+				return err
 			}
 		}
 	}
@@ -824,6 +851,7 @@ func (s *sim) apply(e *Event) error {
 			}
 			k.alive = false
 			k.gen++
+			k.nodeSync, k.podSync = false, false
 			add(KindKubeletStopped)
 		case ActionResume, ActionZoneRestore:
 			if k.alive && k.ready == v1.ConditionTrue {
@@ -848,15 +876,17 @@ func (s *sim) start(i int, ready v1.ConditionStatus) {
 	k := &s.kubelets[i]
 	k.alive, k.ready = true, ready
 	k.gen++
+	k.start, k.podsReadyAt = s.t, s.t+s.sc.Kubelet.PodReadyDelay.D()
+	k.nodeSync, k.podSync = false, false
 	name := s.nodes[i].name
 	s.c.RenewLease(name, s.now())
-	s.c.PostNodeStatus(s.ctx, name, ready, s.now())
+	s.post(i, ready)
 	s.schedule(i, s.t)
 	if ready == v1.ConditionTrue {
 		if d := s.sc.Kubelet.PodReadyDelay.D(); d > 0 {
 			s.cal.add(s.t+d, calEntry{node: int32(i), what: beatPods, gen: k.gen})
 		} else {
-			s.c.SetPodsReady(s.ctx, name, s.now())
+			s.podsReady(i)
 		}
 	}
 }
@@ -886,11 +916,14 @@ func (s *sim) targets(e *Event) []int {
 	return slices.Compact(out)
 }
 
-// The kinds of kubelet heartbeat.
+// The kinds of kubelet heartbeat, in the order a kubelet's of one instant
+// run.
 const (
 	beatLease uint8 = iota + 1
 	beatStatus
-	beatPods // once, after a restart: the pods are Ready again
+	beatPods     // once, after a restart: the pods are Ready again
+	beatNodeSync // a node status update that finds the controller's write (reconcile.go)
+	beatPodSync  // a pod status sync that finds the controller's writes
 )
 
 // calEntry is one planned heartbeat.

@@ -23,8 +23,17 @@ type Summary struct {
 	Nodes              int            `json:"nodes"`
 	Pods               int            `json:"pods"`
 	PodsMarkedNotReady int            `json:"podsMarkedNotReady"`
-	PodsReadyAgain     int            `json:"podsReadyAgain"` // marked Ready again by their resumed kubelet
+	PodsReadyAgain     int            `json:"podsReadyAgain"` // made Ready again by their kubelet (resumed, or undoing the controller's Ready=False)
 	PodsEvicted        int            `json:"podsEvicted"`
+	// NodeSecondsDown, LongestNodeDown, NodesDownAtEnd, PodSecondsNotReady,
+	// LongestPodNotReady and PodsNotReadyAtEnd are the zones' (see
+	// ZoneSummary): sums, and the longest of any zone.
+	NodeSecondsDown    float64       `json:"nodeSecondsDown"`
+	LongestNodeDown    time.Duration `json:"longestNodeDown"`
+	NodesDownAtEnd     int           `json:"nodesDownAtEnd"`
+	PodSecondsNotReady float64       `json:"podSecondsNotReady"`
+	LongestPodNotReady time.Duration `json:"longestPodNotReady"`
+	PodsNotReadyAtEnd  int           `json:"podsNotReadyAtEnd"`
 	// FullDisruption lists the spans in full disruption mode (no Ready node
 	// in any zone: every eviction stops).
 	FullDisruption []Span        `json:"fullDisruption"`
@@ -68,6 +77,25 @@ type ZoneSummary struct {
 	PodsEvicted       int            `json:"podsEvicted"`
 	FirstEviction     *time.Duration `json:"firstEviction"`
 	LastEviction      *time.Duration `json:"lastEviction"`
+	// PodsMarkedNotReady counts the controller's writes that took one of
+	// the zone's pods from Ready to not ready (a pod marked again counts
+	// again).
+	PodsMarkedNotReady int `json:"podsMarkedNotReady"`
+	// How long the zone's nodes and pods were down. A node is down while
+	// its Ready condition in the API server is not True: from the
+	// controller's Unknown (or the kubelet's False) until the kubelet posts
+	// True. A pod is down from the controller's Ready=False until the
+	// kubelet puts Ready back or the pod is evicted. NodeSecondsDown and
+	// PodSecondsNotReady add up every node's and pod's time down (node-
+	// and pod-seconds), LongestNodeDown and LongestPodNotReady are the
+	// longest single spans; spans still open at the end count up to it,
+	// and NodesDownAtEnd and PodsNotReadyAtEnd count them.
+	NodeSecondsDown    float64       `json:"nodeSecondsDown"`
+	LongestNodeDown    time.Duration `json:"longestNodeDown"`
+	NodesDownAtEnd     int           `json:"nodesDownAtEnd"`
+	PodSecondsNotReady float64       `json:"podSecondsNotReady"`
+	LongestPodNotReady time.Duration `json:"longestPodNotReady"`
+	PodsNotReadyAtEnd  int           `json:"podsNotReadyAtEnd"`
 	// States lists the zone's state changes; FinalState is its last state.
 	States     []StateChange `json:"states"`
 	FinalState string        `json:"finalState"`
@@ -205,6 +233,16 @@ func summarize(res *Result, s *sim) Summary {
 		if sp := s.slowest[i]; sp.set {
 			z.Slowest = slowest(res, sp)
 		}
+		d := s.downs[i]
+		z.PodsMarkedNotReady = d.marked
+		z.NodeSecondsDown, z.LongestNodeDown, z.NodesDownAtEnd = d.nodeSeconds, d.longestNode, d.nodesAtEnd
+		z.PodSecondsNotReady, z.LongestPodNotReady, z.PodsNotReadyAtEnd = d.podSeconds, d.longestPod, d.podsAtEnd
+		sum.NodeSecondsDown += d.nodeSeconds
+		sum.LongestNodeDown = max(sum.LongestNodeDown, d.longestNode)
+		sum.NodesDownAtEnd += d.nodesAtEnd
+		sum.PodSecondsNotReady += d.podSeconds
+		sum.LongestPodNotReady = max(sum.LongestPodNotReady, d.longestPod)
+		sum.PodsNotReadyAtEnd += d.podsAtEnd
 		z.NotEvicted = s.notEvicted(res, set.unknown)
 	}
 	return sum
