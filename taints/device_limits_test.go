@@ -475,7 +475,10 @@ func TestDeviceHoldChangesCoalesce(t *testing.T) {
 	runLim(t, l, []limStep{
 		{0, "taint and untaint", do(func(l *lim) { l.taint("a", 2, noExecute(limT0)); l.taint("a", 0, nil) }), ""},
 		{0, "changes", (*lim).changes, "-"},
-		{0, "taint, release", func(l *lim) string { l.taint("a", 2, noExecute(limT0)); return fmt.Sprint(l.d.ReleaseHold(l.now, "gpu")) }, "true"},
+		{0, "taint, release", func(l *lim) string {
+			l.taint("a", 2, noExecute(limT0))
+			return fmt.Sprint(l.d.ReleaseHold(l.now, "gpu"))
+		}, "true"},
 		{0, "changes", (*lim).changes, "DeviceTaintEvictionHoldReleased: Hold released: 2 of 2 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%; evictions proceed until the share falls to 50% or below."},
 		{0, "ReleaseHold unknown", func(l *lim) string { return fmt.Sprint(l.d.ReleaseHold(l.now, "nic")) }, "false"},
 	})
