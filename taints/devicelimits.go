@@ -378,7 +378,8 @@ func (d *DeviceEvictor) settle(now time.Time) []*devClaim {
 }
 
 // flipped asks for the status of every NoExecute rule that may select a
-// device of the drivers vs and returns their allocated claims.
+// device of the drivers vs and returns the allocated claims of their
+// tainted devices (the only claims whose eviction a hold changes).
 func (d *DeviceEvictor) flipped(now time.Time, vs []*devDriver) []*devClaim {
 	if len(vs) == 0 {
 		return nil
@@ -397,8 +398,8 @@ func (d *DeviceEvictor) flipped(now time.Time, vs []*devDriver) []*devClaim {
 		if !slices.ContainsFunc(vs, func(v *devDriver) bool { return v.name == k.driver }) {
 			continue
 		}
-		for _, cs := range p.users {
-			for _, c := range cs {
+		for dev := range p.hits {
+			for _, c := range p.users[dev] {
 				if c.mark != d.mark {
 					c.mark = d.mark
 					out = append(out, c)
