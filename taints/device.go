@@ -1287,8 +1287,12 @@ func (d *DeviceEvictor) evaluate(now time.Time, p *devPod) {
 	}
 	at, ok := d.podEviction(p)
 	if !ok {
+		held := d.heldPod(p)
+		if held {
+			d.touchRules(now, p) // its rules' pending pods changed all the same
+		}
 		if p.state == stScheduled {
-			if !d.heldPod(p) { // a hold is reported per driver, not as a cancellation
+			if !held { // a hold is reported per driver, not as a cancellation
 				d.noteCancelled(p)
 			}
 			d.queue.remove(p)
@@ -1310,7 +1314,7 @@ func (d *DeviceEvictor) evaluate(now time.Time, p *devPod) {
 func (d *DeviceEvictor) touchRules(now time.Time, p *devPod) {
 	for i := range int(p.nlinks) {
 		l := p.linkAt(i)
-		if len(l.claim.rules) == 0 || !l.claim.has || !d.linkValid(p, l) {
+		if len(l.claim.rules) == 0 || !(l.claim.has || l.claim.held) || !d.linkValid(p, l) {
 			continue
 		}
 		for _, r := range l.claim.rules {

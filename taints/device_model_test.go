@@ -75,12 +75,8 @@ func (m *devModel) device(driver, pool, name string) *resourcev1.Device {
 	return nil
 }
 
-// claimEviction is upstream claimEvictionTime, the taints of held
-// drivers' devices aside.
-func (m *devModel) claimEviction(c *resourcev1.ResourceClaim) (time.Time, bool) {
-	return m.claimEvictionHolds(c, false)
-}
-
+// claimEvictionHolds is upstream claimEvictionTime, the taints of held
+// drivers' devices aside unless ignoreHolds.
 func (m *devModel) claimEvictionHolds(c *resourcev1.ResourceClaim, ignoreHolds bool) (time.Time, bool) {
 	var when time.Time
 	has := false
