@@ -68,6 +68,6 @@ func ExampleDeviceBlastRadius() {
 	// Warning DeviceTaintEvictionHeld: Evictions held: 4 of 4 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%.
 	// rule drain True EvictionHeld: 4 pods need to be evicted in 1 namespace. 4 of them held: Evictions held: 4 of 4 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%.
 	// 0 evicted; pod ml/trainer-0: not evicted: held by the blast-radius limit of driver(s) gpu.example.com; claim gpu-0 Held
-	// Normal DeviceTaintEvictionResumed: Evictions resumed: 0 of 4 allocated devices of driver gpu.example.com (0%) have an untolerated NoExecute taint.
+	// Normal DeviceTaintEvictionResumed: Evictions not held: 0 of 4 allocated devices of driver gpu.example.com (0%) have an untolerated NoExecute taint.
 	// 0 evicted, 0 cancelled
 }

@@ -202,7 +202,7 @@ func TestDeviceBreakerPoolTaint(t *testing.T) {
 	}{
 		{"untainted", []limStep{
 			{50 * time.Second, "untaint pool a", do(func(l *lim) { l.taint("a", 4, nil) }), ""},
-			{50 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions resumed: 1 of 8 allocated devices of driver gpu (12.5%) have an untolerated NoExecute taint."},
+			{50 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 1 of 8 allocated devices of driver gpu (12.5%) have an untolerated NoExecute taint."},
 			{50 * time.Second, "Due", (*lim).due, "p-b-0 (ResourceSlice gpu-b gpu/b/dev-0 taint #0)"},
 			{50 * time.Second, "Explain p-a-0", func(l *lim) string { return l.explain("p-a-0") }, "NotTainted"},
 		}},
@@ -219,7 +219,7 @@ func TestDeviceBreakerPoolTaint(t *testing.T) {
 			// The share falls to 40% or below: armed again, and the
 			// next pool-wide taint is held.
 			{70 * time.Second, "untaint pool a and b", do(func(l *lim) { l.taint("a", 4, nil); l.taint("b", 4, nil) }), ""},
-			{70 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions resumed: 0 of 8 allocated devices of driver gpu (0%) have an untolerated NoExecute taint."},
+			{70 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 0 of 8 allocated devices of driver gpu (0%) have an untolerated NoExecute taint."},
 			{80 * time.Second, "taint pool b", do(func(l *lim) { l.taint("b", 4, noExecute(limT0.Add(80*time.Second))) }), ""},
 			{80 * time.Second, "limits", (*lim).limits, "gpu Holding 4/8 held 2 throttled 0"}, // p-b-0 and p-b-1 are gone
 		}},

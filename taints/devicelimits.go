@@ -126,7 +126,8 @@ const (
 type DeviceDriverLimit struct {
 	Driver string
 	State  DeviceHoldState
-	// Since is when State began (the now of the call that changed it).
+	// Since is when State began (the now of the call that changed it);
+	// zero for a driver Armed since it was first seen.
 	Since            time.Time
 	AllocatedDevices int
 	TaintedDevices   int
@@ -174,7 +175,7 @@ func (l DeviceDriverLimit) Message() string {
 	case DeviceHoldReleased:
 		return "Hold released: " + counts + ", more than " + limit + "; evictions proceed until the share falls to " + limit + " or below."
 	}
-	return "Evictions resumed: " + counts + "."
+	return "Evictions not held: " + counts + "."
 }
 
 // percent formats a share as a percentage with at most one decimal.
