@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -497,5 +498,85 @@ func TestDeviceDriverLimitsOff(t *testing.T) {
 	}
 	if l.d.ReleaseHold(l.now, "gpu") {
 		t.Error("ReleaseHold = true without a breaker")
+	}
+}
+
+// TestDeviceRateProperty: random taints, clock steps (some backwards) and
+// worker passes on two drivers. Whatever happens, each driver's hand-outs
+// in any interval [t1, t2] number at most Burst + QPS·(t2 - t1) (retries
+// included: each takes a token); and a worker that sleeps until
+// NextDeadline hands out every due eviction, each wake-up making progress.
+func TestDeviceRateProperty(t *testing.T) {
+	for seed := range 40 {
+		r := rand.New(rand.NewPCG(uint64(seed), 7))
+		qps := []float64{0.5, 3, 10}[r.IntN(3)]
+		burst := 1 + r.IntN(3)
+		l := newLim(t, limConfig(DeviceBlastRadius{QPS: qps, Burst: burst}))
+		l.pool("a", "pa", 12, 12).pool("b", "pb", 12, 12)
+		out := map[string][]time.Time{} // driver -> hand-out times
+		last := limT0                   // the latest now: an earlier one counts as it
+		pass := func() int {
+			xs := l.d.Due(l.now)
+			for _, x := range xs {
+				drv := "a"
+				if strings.Contains(x.Pod.Name, "-pb-") {
+					drv = "b"
+				}
+				out[drv] = append(out[drv], last)
+				if r.IntN(4) == 0 {
+					l.d.Retry(l.now, x, time.Duration(r.IntN(3))*time.Second)
+				} else {
+					l.d.Done(l.now, x, DeviceDeleted)
+				}
+			}
+			return len(xs)
+		}
+		for range 60 {
+			switch r.IntN(4) {
+			case 0:
+				pool := []string{"pa", "pb"}[r.IntN(2)]
+				l.taint(pool, r.IntN(13), noExecute(last.Add(time.Duration(r.IntN(20)-10)*time.Second)))
+			case 1:
+				l.now = l.now.Add(time.Duration(r.IntN(3000)-500) * time.Millisecond)
+				if l.now.After(last) {
+					last = l.now
+				}
+			default:
+				pass()
+			}
+		}
+		// Sleep until NextDeadline until nothing is left.
+		for i := 0; ; i++ {
+			at, ok := l.d.NextDeadline()
+			if !ok {
+				break
+			}
+			if i > 1000 {
+				t.Fatalf("seed %d: NextDeadline still %v after 1000 wake-ups", seed, at)
+			}
+			if at.After(l.now) {
+				l.now = at
+			}
+			if l.now.After(last) {
+				last = l.now
+			}
+			if pass() == 0 && l.d.Len() > 0 {
+				if at2, _ := l.d.NextDeadline(); !at2.After(at) {
+					t.Fatalf("seed %d: woke at NextDeadline %v, nothing handed out, next deadline %v", seed, at, at2)
+				}
+			}
+		}
+		if l.d.Len() != 0 {
+			t.Errorf("seed %d: %d evictions left with no deadline", seed, l.d.Len())
+		}
+		for drv, ts := range out {
+			for i := range ts {
+				for j := i; j < len(ts); j++ {
+					if n, limit := j-i+1, float64(burst)+qps*ts[j].Sub(ts[i]).Seconds(); float64(n) > limit+1e-9 {
+						t.Fatalf("seed %d: driver %s handed out %d in [%v, %v], more than %v (QPS %v, burst %d)", seed, drv, n, ts[i].Sub(limT0), ts[j].Sub(limT0), limit, qps, burst)
+					}
+				}
+			}
+		}
 	}
 }
