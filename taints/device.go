@@ -146,7 +146,9 @@ type DeviceTaintRule struct {
 // out with Due, the cancellations with AppendCancelled and the rules'
 // EvictionInProgress conditions with RuleStatuses. It runs no goroutines
 // and reads no clock; every time-dependent method takes now, and a now
-// earlier than one already seen counts as that one.
+// earlier than one already seen counts as that one. Beyond upstream, and
+// off by default: a per-driver rate and breaker (DeviceBlastRadius) and
+// warnings about TimeAdded and selector hazards (AppendWarnings).
 //
 // Memory: about 130 bytes a pod, 460 an allocated claim and 110 a
 // published device (TestDeviceMemoryPerPod), strings shared with the
@@ -386,7 +388,9 @@ func (d *DeviceEvictor) advance(now time.Time) time.Time {
 // re-evaluated, and with them their pods. A nil slice is ignored. A slice
 // over Limits (DevicesPerSlice, TaintsPerDevice) returns an error wrapping
 // ErrDeviceLimit and changes nothing. An unchanged slice costs a lookup and
-// a comparison and allocates nothing.
+// a comparison and allocates nothing. With KeepWarnings, a NoExecute
+// taint's TimeAdded moved later or an effect escalated under an old one is
+// reported by AppendWarnings.
 func (d *DeviceEvictor) SetSlice(now time.Time, slice *resourcev1.ResourceSlice) error {
 	if slice == nil {
 		return nil
@@ -1343,7 +1347,9 @@ func (d *DeviceEvictor) schedule(p *devPod, at time.Time) {
 // a new UID) gets a status check at once, as does a changed spec; every
 // allocated claim is then re-evaluated (upstream handleRuleChange; rule
 // changes are rare). A rule without TimeAdded counts from when the
-// DeviceEvictor first saw its taint.
+// DeviceEvictor first saw its taint. With KeepWarnings, an empty selector,
+// a TimeAdded moved later or an effect escalated under an old one is
+// reported by AppendWarnings.
 func (d *DeviceEvictor) SetRule(now time.Time, rule DeviceTaintRule) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -1396,7 +1402,7 @@ func (d *DeviceEvictor) SetRule(now time.Time, rule DeviceTaintRule) {
 		return
 	}
 	if d.cfg.KeepWarnings > 0 {
-		d.ruleWarnings(now, r, oldTaint, specChanged)
+		d.ruleWarnings(now, r, oldTaint)
 	}
 	d.statusNow(r, now)
 	d.resetEvicting()

@@ -217,11 +217,11 @@ func (d *DeviceEvictor) flushSliceWarnings(now time.Time, sw *sliceWarnings) {
 	}
 }
 
-// ruleWarnings reports a rule update's hazards: old is the rule's taint
-// before (nil for a new rule).
-func (d *DeviceEvictor) ruleWarnings(now time.Time, r *devRule, old *resourcev1.DeviceTaint, specChanged bool) {
+// ruleWarnings reports the hazards of a rule whose spec changed: old is
+// its taint before (nil for a new rule).
+func (d *DeviceEvictor) ruleWarnings(now time.Time, r *devRule, old *resourcev1.DeviceTaint) {
 	w := DeviceWarning{At: now, Rule: r.name, RuleUID: r.uid, Taint: r.taint, Count: 1}
-	if s := r.sel; specChanged && s != nil && s.Driver == nil && s.Pool == nil && s.Device == nil {
+	if s := r.sel; s != nil && s.Driver == nil && s.Pool == nil && s.Device == nil {
 		w.Kind = DeviceWarningSelectsAll
 		d.warn(w)
 	}
