@@ -206,7 +206,8 @@ func waitCached(t *testing.T, c *controller.Controller, want map[string]types.UI
 }
 
 // waitDeletingNodeEvents waits for upstream's DeletingNode Event on each
-// node (by name and UID), recorded as upstream records it.
+// node, recorded as upstream records it: on {APIVersion: v1, Kind: Node,
+// the node's name and UID}.
 func (e *cnEnv) waitDeletingNodeEvents(nodes ...*v1.Node) {
 	t := e.t
 	t.Helper()
@@ -218,10 +219,12 @@ func (e *cnEnv) waitDeletingNodeEvents(nodes ...*v1.Node) {
 			if err != nil {
 				return false, err
 			}
+			// The involvedObject upstream's MonitorNodes records.
+			ref := v1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}
 			for _, ev := range l.Items {
-				if ev.Type != v1.EventTypeNormal || ev.Message != want || ev.Source.Component != "cloud-node-lifecycle-controller" || ev.InvolvedObject.UID != n.UID {
-					return false, fmt.Errorf("DeletingNode Event on %s: type %s, message %q, source %q, uid %s; want Normal, %q, cloud-node-lifecycle-controller, %s",
-						n.Name, ev.Type, ev.Message, ev.Source.Component, ev.InvolvedObject.UID, want, n.UID)
+				if ev.Type != v1.EventTypeNormal || ev.Message != want || ev.Source.Component != "cloud-node-lifecycle-controller" || ev.InvolvedObject != ref {
+					return false, fmt.Errorf("DeletingNode Event on %s: type %s, message %q, source %q, involvedObject %+v; want Normal, %q, cloud-node-lifecycle-controller, %+v",
+						n.Name, ev.Type, ev.Message, ev.Source.Component, ev.InvolvedObject, want, ref)
 				}
 			}
 			return len(l.Items) > 0, nil
