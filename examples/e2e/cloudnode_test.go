@@ -214,21 +214,24 @@ func (e *cnEnv) waitDeletingNodeEvents(nodes ...*v1.Node) {
 	for _, n := range nodes {
 		sel := "involvedObject.kind=Node,involvedObject.name=" + n.Name + ",reason=" + controller.ReasonDeletingNode
 		want := "Deleting node " + n.Name + " because it does not exist in the cloud provider"
+		// The involvedObject upstream's MonitorNodes records.
+		ref := v1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}
+		var wrong []string // an Event recorded otherwise: no use waiting
 		cluster.Eventually(t, waitTimeout, "DeletingNode Event on "+n.Name, func(ctx context.Context) (bool, error) {
 			l, err := e.cs.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: sel})
 			if err != nil {
 				return false, err
 			}
-			// The involvedObject upstream's MonitorNodes records.
-			ref := v1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}
 			for _, ev := range l.Items {
 				if ev.Type != v1.EventTypeNormal || ev.Message != want || ev.Source.Component != "cloud-node-lifecycle-controller" || ev.InvolvedObject != ref {
-					return false, fmt.Errorf("DeletingNode Event on %s: type %s, message %q, source %q, involvedObject %+v; want Normal, %q, cloud-node-lifecycle-controller, %+v",
-						n.Name, ev.Type, ev.Message, ev.Source.Component, ev.InvolvedObject, want, ref)
+					wrong = append(wrong, fmt.Sprintf("type %s, message %q, source %q, involvedObject %+v", ev.Type, ev.Message, ev.Source.Component, ev.InvolvedObject))
 				}
 			}
 			return len(l.Items) > 0, nil
 		})
+		for _, w := range wrong {
+			t.Errorf("DeletingNode Event on %s: %s; want Normal, %q, cloud-node-lifecycle-controller, %+v", n.Name, w, want, ref)
+		}
 	}
 }
 
