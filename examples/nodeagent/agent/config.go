@@ -12,7 +12,7 @@ import (
 )
 
 // Defaults, the kubelet's (pkg/kubelet/apis/config/v1beta1/defaults.go and
-// pkg/kubelet/kubelet.go at v1.36.3).
+// pkg/kubelet/kubelet.go at v1.37.2).
 const (
 	// DefaultLeaseDuration is nodeLeaseDurationSeconds (40 s).
 	DefaultLeaseDuration = 40 * time.Second

@@ -4,13 +4,14 @@
 // one whose faults are scriptable). It is the caller loop of podworker's
 // package doc, wired to client-go.
 //
-// # What it does, and the upstream code it follows (v1.36.3)
+// # What it does, and the upstream code it follows (v1.37.2)
 //
 //   - Registers each Node (labels from NodeConfig) or adopts the existing
 //     one (pkg/kubelet/kubelet_node_status.go, registerWithAPIServer).
 //   - Renews each Node's Lease in kube-node-lease every LeaseRenewInterval,
 //     an update with the resourceVersion it read, and a fresh Get after a
-//     failure (pkg/kubelet/nodelease, component-helpers/apimachinery/lease).
+//     failure (the lease controller of k8s.io/component-helpers/apimachinery/lease,
+//     which pkg/kubelet/kubelet.go starts).
 //   - Posts each Node's conditions (Ready, MemoryPressure, DiskPressure,
 //     PIDPressure, with the kubelet's reasons and messages) every
 //     StatusUpdateFrequency and at once when SetNodeCondition changes one,
@@ -72,7 +73,9 @@
 // status loop (wait.JitterUntil, jitter 0.04), the ticks have no jitter.
 // Status is an Update with the resourceVersion instead of the status
 // manager's patch, so a concurrent writer's change is never overwritten.
-// Static pods are bound to the first node of Config.Nodes. Unlike the
+// Static pods are bound to the first node of Config.Nodes; a generated
+// static pod UID is not the kubelet's, and static pods get no NoExecute
+// toleration (see ReadManifests). Unlike the
 // kubelet, which recreates a mirror pod only when its hash differs, a
 // mirror pod left in a terminal phase by an earlier instance with the same
 // UID is replaced, since the API refuses to move a pod out of a terminal

@@ -18,7 +18,7 @@ import (
 )
 
 // The kubelet's condition reasons and messages
-// (pkg/kubelet/nodestatus/setters.go at v1.36.3).
+// (pkg/kubelet/nodestatus/setters.go at v1.37.2).
 var conditionText = map[v1.NodeConditionType][2][2]string{ // [healthy?][reason, message]
 	v1.NodeReady: {
 		{"KubeletNotReady", "container runtime is down"},
@@ -178,7 +178,7 @@ func (a *Agent) runNode(ctx context.Context, n *node) {
 
 // RegisterNode creates the Node object, or adopts the existing one, as the
 // kubelet's tryRegisterWithAPIServer does. The labels are the kubelet's
-// (initialNode in pkg/kubelet/kubelet_node_status.go at v1.36.3):
+// (initialNode in pkg/kubelet/kubelet_node_status.go at v1.37.2):
 // kubernetes.io/hostname, the OS and architecture under their stable and
 // their deprecated beta keys, then those of its NodeConfig.
 func (a *Agent) RegisterNode(ctx context.Context, name string) error {

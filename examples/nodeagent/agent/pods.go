@@ -214,13 +214,14 @@ func (a *Agent) desired() []*v1.Pod {
 }
 
 // Housekeeping is one pass of upstream HandlePodCleanups
-// (pkg/kubelet/kubelet_pods.go at v1.36.3): SyncKnownPods with the config
+// (pkg/kubelet/kubelet_pods.go at v1.37.2): SyncKnownPods with the config
 // pods; a Create for every active desired pod the workers forgot (UID
 // reuse); a kill for terminal, deleted pods the workers do not know
 // (kubernetes/kubernetes#118497); a runtime-only kill (grace 1) for every
-// runtime pod whose UID the workers do not know or finished
-// (kubernetes/kubernetes#139833); mirror pods without a static pod are
-// deleted; then the metrics are published.
+// runtime pod whose UID the workers do not know or, unlike upstream (which
+// counts a finished pod as known), finished (kubernetes/kubernetes#139833);
+// mirror pods without a static pod are deleted; then the metrics are
+// published.
 func (a *Agent) Housekeeping(ctx context.Context) {
 	a.housekeepConfig(ctx)
 	if a.static != nil {
