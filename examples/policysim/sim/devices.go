@@ -485,7 +485,7 @@ func (s *sim) applyRule(e *Event) {
 		var parts []string
 		for _, f := range []struct {
 			name, v string
-			p      **string
+			p       **string
 		}{{"driver", es.Driver, &sel.Driver}, {"pool", es.Pool, &sel.Pool}, {"device", es.Device, &sel.Device}} {
 			if f.v != "" {
 				v := f.v
