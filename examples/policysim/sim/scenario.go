@@ -1004,6 +1004,10 @@ const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are 
     defaultNotReadyTolerationSeconds: 300     # kube-apiserver admission defaults
     defaultUnreachableTolerationSeconds: 300
     nodeControllerLeaseCircuitBreaker: true   # the v1.37 feature gate (false: v1.36)
+    deviceEvictionQPS: 0           # device taints, per DRA driver (ours; 0: no limit, upstream): pods/s
+    deviceEvictionBurst: 1         #   the rate's burst
+    deviceMaxShare: 0              #   breaker: hold a driver's evictions while more than this share of
+    deviceMinDevices: 0            #   its allocated devices (and more than this many) are tainted
   kubelet:
     leaseRenewInterval: 10s        # every live kubelet renews its Lease...
     statusUpdateInterval: 5m       # ...and posts its status (a Ready heartbeat), both first at t=0
@@ -1026,6 +1030,20 @@ const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are 
         - name: logs
           perNode: 1
           daemonSet: true          # tolerates not-ready/unreachable forever
+    - name: zone-c
+      nodes: 10
+      devices:                     # DRA devices on every node: slice <node>-<driver>, pool <node>,
+        - {driver: gpu.nvidia.com, perNode: 8}   # devices gpu-0 … gpu-7 (at most 128)
+      pods:
+        - name: train
+          perNode: 8
+          deviceClaim:             # each pod uses a ResourceClaim allocated devices on its node
+            driver: gpu.nvidia.com
+            share: 1               # the share of the group's pods with a claim (default 1)
+            podsPerClaim: 1        # pods sharing a claim (default 1)
+            devicesPerClaim: 1     # devices per claim (default 1)
+            tolerations: [{key: gpu.nvidia.com/xid, operator: Exists, effect: NoExecute, tolerationSeconds: 30}]
+  devices: []                      # device sets on every node of every zone, beside each zone's
   events:                          # applied in time order (ties: file order)
     - at: 1m
       action: stop                 # stop | resume | not-ready | zone-dark | zone-restore | lease-watch-stall | lease-watch-resume
@@ -1033,6 +1051,22 @@ const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are 
     - {at: 5m, action: zone-dark, zone: zone-b}
     - {at: 6m, action: lease-watch-stall}   # no target
     - {at: 7m, action: lease-watch-resume}
+    - at: 2m
+      action: device-taint         # a driver taints devices NoExecute (TimeAdded: when each is tainted)
+      driver: gpu.nvidia.com
+      share: 0.1                   # or count: N (default: every device of the scope)
+      zone: zone-c                 # scope: node, nodes or zone (default: the whole cluster)
+      over: 1m                     # spread over a window (default: all at once)...
+      every: 5s                    # ...in batches (default: one device at a time)
+      taint: {key: gpu.nvidia.com/xid, value: "79", effect: NoExecute}   # default key <driver>/unhealthy
+    - {at: 6m, action: device-untaint, driver: gpu.nvidia.com, taint: {key: gpu.nvidia.com/xid}}
+    - at: 3m
+      action: device-rule          # a DeviceTaintRule (created, or changed)
+      rule: drain-c-0
+      selector: {pool: zone-c-0}   # driver, pool (a node), device; {} selects every device
+      taint: {key: maintenance, effect: NoExecute}   # NoExecute, NoSchedule or None (dry run)
+    - {at: 4m, action: device-rule-delete, rule: drain-c-0}
+    - {at: 5m, action: device-release-hold, driver: gpu.nvidia.com}   # an operator ends a breaker's hold
 
   stop: the kubelet stops renewing its Lease and posting status.
   resume: it runs again, renews and posts Ready=True at once, then on schedule.
@@ -1040,4 +1074,7 @@ const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are 
   zone-dark / zone-restore: stop / resume every kubelet of the zone.
   lease-watch-stall / lease-watch-resume: the controller's Lease cache freezes / catches up
     while the kubelets keep renewing.
+  device-taint / device-untaint: a DRA driver adds / removes a taint on devices of its slices.
+  device-rule / device-rule-delete: a DeviceTaintRule is created or changed / deleted.
+  device-release-hold: the blast-radius breaker's hold on a driver is released.
 `

@@ -315,7 +315,8 @@ func FuzzLoadScenario(f *testing.F) {
 		f.Add(src)
 	}
 	for _, s := range []string{minimal, "", "{}", "duration: 5m\nzones: [{name: a, nodes: 1}]\nevents: [{at: 1m, action: stop, zone: a, count: 1}]\n",
-		"a: &x {b: *x}\n", "duration: 1m\nzones: [{name: \"on\", region: off, nodes: 1}]\n", "duration: 1m\npolicy: {fullDisruptionQPS: null}\nzones: [{name: a, nodes: 2, pods: [{perNode: 1, tolerations: [{operator: Exists}]}]}]\n"} {
+		"a: &x {b: *x}\n", "duration: 1m\nzones: [{name: \"on\", region: off, nodes: 1}]\n", "duration: 1m\npolicy: {fullDisruptionQPS: null}\nzones: [{name: a, nodes: 2, pods: [{perNode: 1, tolerations: [{operator: Exists}]}]}]\n",
+		gpuZone + "events: [{at: 1m, action: device-taint, driver: gpu.example.com, share: 0.5, over: 10s, every: 1s, taint: {key: k, value: \"v\"}}, {at: 2m, action: device-rule, rule: r, selector: {}, taint: {key: k, effect: None}}]\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
