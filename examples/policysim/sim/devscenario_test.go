@@ -27,7 +27,9 @@ func TestLoadScenarioDeviceErrors(t *testing.T) {
 	}
 	gpu := "[{driver: gpu.example.com, perNode: 8}]"
 	event := func(e string) string { return gpuZone + "events:\n  - " + e + "\n" }
-	policy := func(p string) string { return strings.Replace(gpuZone, "duration: 10m\n", "duration: 10m\npolicy: {"+p+"}\n", 1) }
+	policy := func(p string) string {
+		return strings.Replace(gpuZone, "duration: 10m\n", "duration: 10m\npolicy: {"+p+"}\n", 1)
+	}
 	tooManyRules := gpuZone + "events:\n"
 	for i := range MaxDeviceRules + 1 {
 		tooManyRules += fmt.Sprintf("  - {at: 1m, action: device-rule, rule: r%d, selector: {}, taint: {key: k, effect: None}}\n", i)
