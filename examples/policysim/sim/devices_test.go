@@ -129,6 +129,10 @@ func TestXIDStormLimits(t *testing.T) {
 	verify(t, []check{
 		{"breaker: holds", d.Holds, []HoldChange{{T: 150 * sec, State: "Holding", TaintedDevices: 234, AllocatedDevices: 4000}, {T: 6 * time.Minute, State: "Armed", TaintedDevices: 0, AllocatedDevices: 4000}}},
 		{"breaker: evicted, last, most held, held at the end", []any{d.PodsEvicted, *d.LastEviction, d.PeakHeld, d.PodsHeld, d.FinalState}, []any{250, 145 * sec, 250, 0, "Armed"}},
+		// The roll-back arms the breaker half-way: the pods still on
+		// tainted GPUs fall due and the next slices' untaints cancel them
+		// (README, Device taints).
+		{"breaker: cancelled at 6m", []any{d.Cancelled, instants(find(res, KindDeviceEvictionCancelled, "", ""))}, []any{127, []time.Duration{6 * time.Minute}}},
 		{"breaker: the evictions are upstream's before the hold", deviceTimes(res), upstream[:250]},
 		{"breaker: hold entries", len(find(res, KindDeviceHold, "", "")), 2},
 	})

@@ -98,7 +98,8 @@ var ErrBudget = errors.New("policysim: scenario over the work budget")
 // Work returns what the scenario costs in the units of Budget: node passes
 // (nodes × (duration/nodeMonitorPeriod + duration/leaseRenewInterval +
 // duration/statusUpdateInterval), each term at least 1), pods, and event
-// steps (Σ over events of targeted nodes × (1 + pods per node)). Call it on
+// steps (Σ over events of targeted nodes × (1 + pods per node); a device
+// action counts its devices, see deviceWork in devscenario.go). Call it on
 // a valid scenario; it saturates instead of overflowing.
 func (sc *Scenario) Work() Budget {
 	var w Budget
