@@ -56,7 +56,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	summaryOnly := fs.Bool("summary", false, "text format: print the summary without the timeline")
 	tick := fs.Bool("tick", false, "run the taint pass at every 100ms tick instead of only when it has work (same results, slower)")
 	var sweep sweepFlag
-	fs.Var(&sweep, "sweep", "run the scenario once per value, in parallel, and print a table: `FIELD=v1,v2,...` (e.g. nodeEvictionRate=0.05,0.1,0.2 or defaultUnreachableTolerationSeconds=60,300); repeat it for a grid: every combination of the fields' values, at most "+fmt.Sprint(sim.MaxSweepRuns)+" runs")
+	fs.Var(&sweep, "sweep", "run the scenario once per value, in parallel, and print a table: `FIELD=v1,v2,...` (e.g. nodeEvictionRate=0.05,0.1,0.2, defaultUnreachableTolerationSeconds=60,300 or deviceMaxShare=0,0.05,0.2); repeat it for a grid: every combination of the fields' values, at most "+fmt.Sprint(sim.MaxSweepRuns)+" runs")
 	maxPasses := fs.Int64("max-node-passes", sim.DefaultMaxNodePasses, "refuse scenarios needing more than `n` node passes (nodes × (monitor passes + Lease renewals + status posts))")
 	maxPods := fs.Int64("max-pods", sim.DefaultMaxPods, "refuse scenarios with more than `n` pods")
 	maxEvents := fs.Int64("max-event-steps", sim.DefaultMaxEventSteps, "refuse scenarios whose events need more than `n` steps (Σ over events of targeted nodes × (1 + pods per node))")

@@ -152,7 +152,7 @@ func TestHelp(t *testing.T) {
 	if _, _, err := runMain(t, "-nope"); exitCode(err) != 2 {
 		t.Errorf("exit status for an unknown flag = %d, want 2", exitCode(err))
 	}
-	for _, want := range []string{"-legacy-node-eviction", "-svg file", "Scenario file", "nodeMonitorGracePeriod", "zone-dark"} {
+	for _, want := range []string{"-legacy-node-eviction", "-svg file", "Scenario file", "nodeMonitorGracePeriod", "zone-dark", "device-taint", "deviceMaxShare"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("-h output lacks %q", want)
 		}

@@ -95,3 +95,40 @@ func ExampleSweepGrid() {
 	// rate 1, toleration 60s: last pod evicted at +3m18.0s
 	// rate 1, toleration 300s: last pod evicted at +7m18.0s
 }
+
+// A GPU driver marks 10% of a fleet's 800 GPUs unhealthy over 30 seconds,
+// in three batches 10s apart: how many pods go? Upstream (v1.37.2) deletes
+// every pod on a tainted GPU the instant its taint lands. A blast-radius
+// breaker at 5% of the driver's allocated GPUs (taints.DeviceBlastRadius,
+// ours) holds the driver's evictions once the second batch takes it past
+// 40 tainted GPUs.
+func ExampleTaintDevices() {
+	gpus := sim.NewZone("gpu", 100, sim.NewClaimPods("train", 8, "gpu.example.com"), sim.NewPods("web", 4)).
+		WithDevices(sim.NewDevices("gpu.example.com", 8))
+	storm := sim.TaintDevices(time.Minute, "gpu.example.com", 0.1, 30*time.Second)
+	storm.Every = sim.Duration(10 * time.Second)
+	sc := sim.NewScenario("gpu-storm", 5*time.Minute, gpus).On(storm)
+
+	for _, share := range []string{"0", "0.05"} {
+		run, err := sc.With("deviceMaxShare", share)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		res, err := sim.Run(context.Background(), run)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		d := res.Summary.Devices.Drivers[0]
+		fmt.Printf("deviceMaxShare %s: %d of %d GPUs tainted, %d pods evicted by %s, %d held at the end",
+			share, d.DevicesTainted, d.AllocatedDevices, d.PodsEvicted, sim.Offset(*d.LastEviction), d.PodsHeld)
+		for _, h := range d.Holds {
+			fmt.Printf("; %s at %s", h.State, sim.Offset(h.T))
+		}
+		fmt.Println()
+	}
+	// Output:
+	// deviceMaxShare 0: 80 of 800 GPUs tainted, 80 pods evicted by +1m20.0s, 0 held at the end
+	// deviceMaxShare 0.05: 80 of 800 GPUs tainted, 27 pods evicted by +1m0.0s, 53 held at the end; Holding at +1m10.0s
+}

@@ -39,3 +39,22 @@ const (
 	KindLeaseWatchStalled Kind = "lease-watch-stalled" // the controller's Lease cache froze
 	KindLeaseWatchResumed Kind = "lease-watch-resumed" // it caught up
 )
+
+// The device taint eviction controller's kinds (taints.DeviceEvictor, run
+// beside the Monitor in scenarios with devices) and the device actions'.
+// Entry.Driver and Entry.Device name the DRA driver and the device
+// (driver/pool/device) where there is one.
+const (
+	// Scenario events.
+	KindDeviceTaint       Kind = "device-taint"        // a driver tainted a device (its ResourceSlice republished)
+	KindDeviceUntaint     Kind = "device-untaint"      // a driver removed its taint from a device
+	KindDeviceRule        Kind = "device-rule"         // a DeviceTaintRule was created or changed
+	KindDeviceRuleDeleted Kind = "device-rule-deleted" // a DeviceTaintRule was deleted
+	KindDeviceHoldRelease Kind = "device-hold-release" // an operator released a driver's hold (DeviceEvictor.ReleaseHold)
+	// The controller's decisions.
+	KindDevicePodEvicted        Kind = "device-pod-evicted"        // a pod was deleted for a device taint (Entry.Pod)
+	KindDeviceEvictionCancelled Kind = "device-eviction-cancelled" // a scheduled device eviction was cancelled ("Cancelling deletion")
+	KindDeviceRuleStatus        Kind = "device-rule-status"        // a DeviceTaintRule's EvictionInProgress condition was written
+	KindDeviceHold              Kind = "device-hold"               // a driver's blast-radius breaker changed state (Entry.State)
+	KindDeviceWarning           Kind = "device-warning"            // a TimeAdded or selector hazard (DeviceEvictor.AppendWarnings)
+)

@@ -87,18 +87,30 @@ func appendInstant(out []line, es []Entry) []line {
 		reasons []string
 		counts  map[string]int
 	}
+	type podKey struct {
+		kind Kind
+		node string
+	}
 	var lines []line
-	pods := map[string]*podGroup{}
+	pods := map[podKey]*podGroup{}
 	for _, e := range es {
-		if e.Kind != KindPodEvicted {
-			lines = append(lines, line{e.At, string(e.Kind), e.Zone, e.Node, e.Detail})
+		if e.Kind != KindPodEvicted && e.Kind != KindDevicePodEvicted {
+			who := e.Node
+			if e.Kind == KindDeviceTaint || e.Kind == KindDeviceUntaint {
+				who = strings.TrimPrefix(e.Device, e.Driver+"/") // node/device
+			}
+			lines = append(lines, line{e.At, string(e.Kind), e.Zone, who, e.Detail})
 			continue
 		}
 		reason, _, _ := strings.Cut(e.Detail, " (attempt")
-		g, ok := pods[e.Node]
+		if e.Kind == KindDevicePodEvicted {
+			reason, _, _ = strings.Cut(reason, " (due at")
+		}
+		k := podKey{e.Kind, e.Node}
+		g, ok := pods[k]
 		if !ok {
 			g = &podGroup{idx: len(lines), counts: map[string]int{}}
-			pods[e.Node] = g
+			pods[k] = g
 			lines = append(lines, line{e.At, string(e.Kind), e.Zone, e.Node, "pod " + e.Pod + ": " + e.Detail})
 		}
 		g.n++
@@ -107,7 +119,14 @@ func appendInstant(out []line, es []Entry) []line {
 		}
 		g.counts[reason]++
 	}
-	for _, g := range pods {
+	for k, g := range pods {
+		if g.n == 1 && k.kind == KindDevicePodEvicted && len(g.reasons) == 1 && !strings.Contains(lines[g.idx].detail, " (due at") {
+			// A device eviction's detail names no pod-specific thing but
+			// the pod, so the nodes that lost one pod each at an instant
+			// group.
+			lines[g.idx].detail = "1 pod evicted: " + g.reasons[0]
+			continue
+		}
 		if g.n == 1 {
 			continue
 		}
@@ -140,8 +159,19 @@ func appendInstant(out []line, es []Entry) []line {
 			continue
 		}
 		first, last := lines[idx[0]], lines[idx[len(idx)-1]]
+		lo, hi := first.who, last.who
 		first.who = fmt.Sprintf("%d nodes", len(idx))
-		first.detail = fmt.Sprintf("%s [%s … %s]", perNode(k.detail, len(idx)), lines[idx[0]].who, last.who)
+		if strings.HasPrefix(k.kind, "device-") {
+			// A device action's devices come in a shuffled order, and so
+			// do their evictions: the range is their names'.
+			if k.kind == string(KindDeviceTaint) || k.kind == string(KindDeviceUntaint) {
+				first.who = fmt.Sprintf("%d devices", len(idx))
+			}
+			for _, i := range idx {
+				lo, hi = min(lo, lines[i].who), max(hi, lines[i].who)
+			}
+		}
+		first.detail = fmt.Sprintf("%s [%s … %s]", perNode(k.detail, len(idx)), lo, hi)
 		out = append(out, first)
 	}
 	return out
@@ -221,6 +251,7 @@ func writeHeader(w io.Writer, res *Result) {
 		fmt.Fprintln(w, "the controller's writes over their status left as they are (reconcile off)")
 	}
 	fmt.Fprintf(w, "cluster   %s, %s, %s; simulated %s\n", plural(len(sc.Zones), "zone", "zones"), plural(res.Summary.Nodes, "node", "nodes"), plural(res.Summary.Pods, "pod", "pods"), Dur(sc.Duration.D()))
+	writeDeviceHeader(w, res)
 }
 
 func writeSummary(w io.Writer, res *Result) {
@@ -232,7 +263,11 @@ func writeSummary(w io.Writer, res *Result) {
 		}
 		fmt.Fprintf(w, "zone %s: %s, %s, final state %s", z.Zone, plural(z.Nodes, "node", "nodes"), plural(z.Pods, "pod", "pods"), state)
 		if z.OutageAt == nil && z.NodesUnknown == 0 && z.NodesTainted == 0 && z.NodesEvicting == 0 && z.PodsEvicted == 0 {
-			fmt.Fprintln(w, "; untouched")
+			if z.DevicePodsEvicted > 0 {
+				fmt.Fprintf(w, "; nodes untouched; %s evicted for device taints (see the drivers below)\n", plural(z.DevicePodsEvicted, "pod", "pods"))
+			} else {
+				fmt.Fprintln(w, "; untouched")
+			}
 			continue
 		}
 		fmt.Fprintln(w)
@@ -268,6 +303,9 @@ func writeSummary(w io.Writer, res *Result) {
 			fmt.Fprintf(tw, "; last at %s%s", when(z.LastEviction), since(z.LastEviction))
 		}
 		fmt.Fprintln(tw)
+		if z.DevicePodsEvicted > 0 {
+			fmt.Fprintf(tw, "  device taints		%s evicted (see the drivers below)\n", plural(z.DevicePodsEvicted, "pod", "pods"))
+		}
 		if sp := z.Slowest; sp != nil {
 			fmt.Fprintf(tw, "  slowest pod\t%s\t%s on %s: %s\n", Offset(sp.EvictedAt), sp.Pod, sp.Node, sp.Constraint)
 		}
@@ -284,8 +322,13 @@ func writeSummary(w io.Writer, res *Result) {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(w, "all zones: %d pods, %d marked not ready (%d ready again), %d evicted, %d left\n",
-		sum.Pods, sum.PodsMarkedNotReady, sum.PodsReadyAgain, sum.PodsEvicted, sum.Pods-sum.PodsEvicted)
+	writeDeviceSummary(w, res)
+	byDevice := ""
+	if sum.Devices != nil {
+		byDevice = fmt.Sprintf(" (%d for device taints)", sum.Devices.PodsEvicted)
+	}
+	fmt.Fprintf(w, "all zones: %d pods, %d marked not ready (%d ready again), %d evicted%s, %d left\n",
+		sum.Pods, sum.PodsMarkedNotReady, sum.PodsReadyAgain, sum.PodsEvicted, byDevice, sum.Pods-sum.PodsEvicted)
 	fmt.Fprintf(w, "down: %s\n", downLine(sum.NodeSecondsDown, sum.LongestNodeDown, sum.NodesDownAtEnd, sum.PodSecondsNotReady, sum.LongestPodNotReady, sum.PodsNotReadyAtEnd))
 	writePending(w, sum)
 	if len(sum.FullDisruption) == 0 {
@@ -311,7 +354,11 @@ func writePending(w io.Writer, sum *Summary) {
 	case p == nil:
 		return
 	case p.Done:
-		fmt.Fprintln(w, "pending at the end: nothing (no node queued for tainting, no eviction scheduled)")
+		fmt.Fprint(w, "pending at the end: nothing (no node queued for tainting, no eviction scheduled)")
+		if d := sum.Devices; d != nil && d.PodsHeld > 0 {
+			fmt.Fprintf(w, "; %s held by a device breaker", plural(d.PodsHeld, "pod", "pods"))
+		}
+		fmt.Fprintln(w)
 		return
 	}
 	var parts []string
@@ -320,6 +367,12 @@ func writePending(w io.Writer, sum *Summary) {
 	}
 	if p.Evictions > 0 {
 		parts = append(parts, plural(p.Evictions, "eviction", "evictions")+" scheduled")
+	}
+	if p.DeviceEvictions > 0 {
+		parts = append(parts, plural(p.DeviceEvictions, "device taint eviction", "device taint evictions")+" scheduled or waiting for a driver's rate")
+	}
+	if d := sum.Devices; d != nil && d.PodsHeld > 0 {
+		parts = append(parts, plural(d.PodsHeld, "pod", "pods")+" held by a device breaker")
 	}
 	fmt.Fprintf(w, "NOT FINISHED at %s: %s", Offset(sum.end()), strings.Join(parts, ", "))
 	var proj []string
@@ -380,6 +433,9 @@ type JSONEntry struct {
 	Pod    string  `json:"pod"`
 	Zone   string  `json:"zone"`
 	Detail string  `json:"detail"`
+	// The device kinds' DRA driver and device (driver/pool/device).
+	Driver string `json:"driver,omitempty"`
+	Device string `json:"device,omitempty"`
 }
 
 // JSONReport is the -format json output.
@@ -394,7 +450,7 @@ type JSONReport struct {
 func NewJSONReport(res *Result) JSONReport {
 	r := JSONReport{Events: make([]JSONEntry, len(res.Entries)), Summary: res.Summary}
 	for i, e := range res.Entries {
-		r.Events[i] = JSONEntry{T: e.At.Seconds(), Kind: string(e.Kind), Node: e.Node, Pod: e.Pod, Zone: e.Zone, Detail: e.Detail}
+		r.Events[i] = JSONEntry{T: e.At.Seconds(), Kind: string(e.Kind), Node: e.Node, Pod: e.Pod, Zone: e.Zone, Detail: e.Detail, Driver: e.Driver, Device: e.Device}
 	}
 	return r
 }

@@ -199,7 +199,7 @@ func TestLoadScenarioErrors(t *testing.T) {
 		{"event before the start", "duration: 5m\nzones: [{name: a, nodes: 1}]\nevents:\n  - {at: -1s, action: stop, node: a-0}\n",
 			`s.yaml:4:6: events[0].at: must not be negative, got -1s`},
 		{"unknown action", "duration: 5m\nzones: [{name: a, nodes: 1}]\nevents:\n  - at: 1m\n    action: reboot\n    node: a-0\n",
-			`s.yaml:5:5: events[0].action: unknown action "reboot" (one of stop, resume, not-ready, zone-dark, zone-restore, lease-watch-stall, lease-watch-resume)`},
+			`s.yaml:5:5: events[0].action: unknown action "reboot" (one of stop, resume, not-ready, zone-dark, zone-restore, lease-watch-stall, lease-watch-resume, device-taint, device-untaint, device-rule, device-rule-delete, device-release-hold)`},
 		{"lease-watch-stall with a node", "duration: 5m\nzones: [{name: a, nodes: 1}]\nevents:\n  - {at: 1m, action: lease-watch-stall, node: a-0}\n",
 			`s.yaml:4:5: events[0]: lease-watch-stall needs no node, nodes, zone or count (it is the controller's cache)`},
 		{"two targets", "duration: 5m\nzones: [{name: a, nodes: 1}]\nevents:\n  - {at: 1m, action: stop, node: a-0, zone: a}\n",
@@ -315,7 +315,8 @@ func FuzzLoadScenario(f *testing.F) {
 		f.Add(src)
 	}
 	for _, s := range []string{minimal, "", "{}", "duration: 5m\nzones: [{name: a, nodes: 1}]\nevents: [{at: 1m, action: stop, zone: a, count: 1}]\n",
-		"a: &x {b: *x}\n", "duration: 1m\nzones: [{name: \"on\", region: off, nodes: 1}]\n", "duration: 1m\npolicy: {fullDisruptionQPS: null}\nzones: [{name: a, nodes: 2, pods: [{perNode: 1, tolerations: [{operator: Exists}]}]}]\n"} {
+		"a: &x {b: *x}\n", "duration: 1m\nzones: [{name: \"on\", region: off, nodes: 1}]\n", "duration: 1m\npolicy: {fullDisruptionQPS: null}\nzones: [{name: a, nodes: 2, pods: [{perNode: 1, tolerations: [{operator: Exists}]}]}]\n",
+		gpuZone + "events: [{at: 1m, action: device-taint, driver: gpu.example.com, share: 0.5, over: 10s, every: 1s, taint: {key: k, value: \"v\"}}, {at: 2m, action: device-rule, rule: r, selector: {}, taint: {key: k, effect: None}}]\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {

@@ -98,7 +98,8 @@ var ErrBudget = errors.New("policysim: scenario over the work budget")
 // Work returns what the scenario costs in the units of Budget: node passes
 // (nodes × (duration/nodeMonitorPeriod + duration/leaseRenewInterval +
 // duration/statusUpdateInterval), each term at least 1), pods, and event
-// steps (Σ over events of targeted nodes × (1 + pods per node)). Call it on
+// steps (Σ over events of targeted nodes × (1 + pods per node); a device
+// action counts its devices, see deviceWork in devscenario.go). Call it on
 // a valid scenario; it saturates instead of overflowing.
 func (sc *Scenario) Work() Budget {
 	var w Budget
@@ -132,6 +133,9 @@ func (sc *Scenario) Work() Budget {
 	for i := range sc.Events {
 		e := &sc.Events[i]
 		switch {
+		case isDeviceAction(e.Action):
+			// Counted by deviceWork: a device event's scope is not a
+			// kubelet target.
 		case e.Node != "":
 			w.EventSteps = satAdd(w.EventSteps, 1+perNode[zoneOf(e.Node)])
 		case len(e.Nodes) > 0:
@@ -150,6 +154,7 @@ func (sc *Scenario) Work() Budget {
 			w.EventSteps = satAdd(w.EventSteps, satMul(n, 1+perNode[e.Zone]))
 		}
 	}
+	w.EventSteps = satAdd(w.EventSteps, sc.deviceWork())
 	return w
 }
 
@@ -227,9 +232,13 @@ type Entry struct {
 
 	// The typed facts of the monitor.Event, for the summary and the chart.
 	Taint   v1.Taint // taint-added, taint-removed
-	State   string   // zone-state: the zone's new state
+	State   string   // zone-state: the zone's new state; device-hold: the driver's (Armed, Holding, Released)
 	Rate    float64  // zone-state: the zone's new tainting rate, nodes/s
 	Entered bool     // disruption-mode: entered (true) or exited
+
+	// The device kinds' DRA driver and device (driver/pool/device; the
+	// pool is the node's name).
+	Driver, Device string
 }
 
 // Result is a finished run.
@@ -365,7 +374,9 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 		s.down[i].api = v1.ConditionTrue
 		s.schedule(i, 0)
 	}
-	s.events = slices.Clone(sc.Events)
+	// The kubelets' and the cache's events; the device actions are the
+	// device side's (devices.go).
+	s.events = slices.DeleteFunc(slices.Clone(sc.Events), func(e Event) bool { return isDeviceAction(e.Action) })
 	slices.SortStableFunc(s.events, func(a, b Event) int { return cmp.Compare(a.At, b.At) })
 	if s.space = s.spacing(); s.space > sc.Kubelet.LeaseRenewInterval.D() {
 		s.indexEvents()
@@ -373,6 +384,11 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 	s.c.Sync(ctx) // stops early when ctx ends
 	if err := s.stopped(); err != nil {
 		return nil, err
+	}
+	if sc.HasDevices() {
+		if s.dev, err = newDevSim(s); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.loop(); err != nil {
 		return nil, err
@@ -601,6 +617,10 @@ type sim struct {
 	down   []nodeDown
 	downs  []zoneDown
 	counts monitortest.Counts
+
+	// dev is the device taint eviction controller's side (devices.go),
+	// nil in a scenario without devices.
+	dev *devSim
 }
 
 // kubelet is one simulated kubelet. gen invalidates its scheduled
@@ -658,6 +678,15 @@ func (s *sim) record(e monitor.Event) {
 // the eviction handed out: the moment Explain names the binding taint and
 // toleration. Only the first pod of each new latest instant is explained.
 func (s *sim) onEvict(now time.Time, p *v1.Pod) {
+	if dv := s.dev; dv != nil {
+		if dv.evicting { // the device side's deletion
+			dv.evictNode = p.Spec.NodeName
+			return
+		}
+		// The node path's: the device taint eviction controller's pod
+		// informer sees it go.
+		dv.d.DeletePod(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+	}
 	i, ok := s.byName[p.Spec.NodeName]
 	if !ok {
 		return
@@ -691,6 +720,9 @@ func (s *sim) loop() error {
 			t = s.events[ev].At.D()
 		}
 		t = min(t, nextTick)
+		if s.dev != nil {
+			t = min(t, s.dev.deviceNext(s.t))
+		}
 		if t > end {
 			// The run ends at its duration, whether or not anything
 			// happened at that instant (Result.End, the pending work).
@@ -714,6 +746,11 @@ func (s *sim) loop() error {
 			}
 			ev++
 		}
+		if s.dev != nil {
+			if err := s.applyDevices(t); err != nil {
+				return err
+			}
+		}
 		if t == nextMonitor {
 			s.m.MonitorPass(s.ctx, s.now())
 			s.monitorPasses++
@@ -723,6 +760,11 @@ func (s *sim) loop() error {
 			s.m.TaintPass(s.ctx, s.now())
 			s.m.EvictionPass(s.ctx, s.now())
 			s.taintPasses++
+		}
+		if s.dev != nil && s.dev.deviceDue(t) {
+			if err := s.devicePass(); err != nil {
+				return err
+			}
 		}
 		nextTick = s.nextTick(t)
 	}

@@ -40,7 +40,10 @@ type Summary struct {
 	Zones          []ZoneSummary `json:"zones"`
 	// Pending is the work left when the run ended (nil only in a Summary
 	// built by hand).
-	Pending       *Pending       `json:"pending,omitempty"`
+	Pending *Pending `json:"pending,omitempty"`
+	// Devices is what the device taint eviction controller did, in a run
+	// with devices (nil without). PodsEvicted counts its evictions too.
+	Devices       *DeviceSummary `json:"devices,omitempty"`
 	MonitorPasses int            `json:"monitorPasses"`
 	TaintPasses   int            `json:"taintPasses"`
 	zoneIndex     map[string]int // zone name → index in Zones
@@ -77,6 +80,9 @@ type ZoneSummary struct {
 	PodsEvicted       int            `json:"podsEvicted"`
 	FirstEviction     *time.Duration `json:"firstEviction"`
 	LastEviction      *time.Duration `json:"lastEviction"`
+	// DevicePodsEvicted counts the zone's pods deleted for device taints
+	// (not in PodsEvicted, which are the node lifecycle's).
+	DevicePodsEvicted int `json:"devicePodsEvicted,omitempty"`
 	// PodsMarkedNotReady counts the controller's writes that took one of
 	// the zone's pods from Ready to not ready (a pod marked again counts
 	// again).
@@ -222,6 +228,8 @@ func summarize(res *Result, s *sim) Summary {
 			z.PodsEvicted++
 			first(&z.FirstEviction, e.At)
 			z.LastEviction = at(e.At)
+		case KindDevicePodEvicted:
+			z.DevicePodsEvicted++
 		case KindZoneState:
 			z.States = append(z.States, StateChange{T: e.At, State: e.State, Rate: e.Rate})
 			z.FinalState = e.State
@@ -244,6 +252,9 @@ func summarize(res *Result, s *sim) Summary {
 		sum.LongestPodNotReady = max(sum.LongestPodNotReady, d.longestPod)
 		sum.PodsNotReadyAtEnd += d.podsAtEnd
 		z.NotEvicted = s.notEvicted(res, set.unknown)
+	}
+	if s.dev != nil {
+		sum.Devices = summarizeDevices(res, s)
 	}
 	return sum
 }

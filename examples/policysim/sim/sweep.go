@@ -373,6 +373,7 @@ func WriteSweepGrid(w io.Writer, fields []string, runs []SweepRun) error {
 		}
 	}
 	tw.Flush()
+	writeDeviceSweep(ew, fields, runs)
 	return ew.err
 }
 
