@@ -68,6 +68,15 @@ type DeviceEvictorConfig struct {
 	// Limits bound each object's size. Default DefaultDeviceLimits(); every
 	// field must be positive.
 	Limits DeviceLimits
+	// BlastRadius limits how fast, and how widely, device taints evict,
+	// per DRA driver (ours, not upstream's). The zero value limits nothing,
+	// as upstream; see DeviceBlastRadius.
+	BlastRadius DeviceBlastRadius
+	// KeepWarnings is how many TimeAdded and selector hazards
+	// AppendWarnings keeps before it only counts them (WarningsDropped).
+	// Default 0: none are looked for, as upstream; at most
+	// MaxCancellationsLimit.
+	KeepWarnings int
 }
 
 // DefaultDeviceEvictorConfig returns upstream's behaviour and the API's
@@ -86,6 +95,12 @@ func (c DeviceEvictorConfig) validate() error {
 	}
 	if c.KeepCancellations < 0 || c.KeepCancellations > MaxCancellationsLimit {
 		return fmt.Errorf("%w: KeepCancellations %d must be in [0, %d]", ErrInvalidConfig, c.KeepCancellations, MaxCancellationsLimit)
+	}
+	if c.KeepWarnings < 0 || c.KeepWarnings > MaxCancellationsLimit {
+		return fmt.Errorf("%w: KeepWarnings %d must be in [0, %d]", ErrInvalidConfig, c.KeepWarnings, MaxCancellationsLimit)
+	}
+	if err := c.BlastRadius.validate(); err != nil {
+		return err
 	}
 	l := c.Limits
 	for _, f := range []struct {
@@ -131,7 +146,9 @@ type DeviceTaintRule struct {
 // out with Due, the cancellations with AppendCancelled and the rules'
 // EvictionInProgress conditions with RuleStatuses. It runs no goroutines
 // and reads no clock; every time-dependent method takes now, and a now
-// earlier than one already seen counts as that one.
+// earlier than one already seen counts as that one. Beyond upstream, and
+// off by default: a per-driver rate and breaker (DeviceBlastRadius) and
+// warnings about TimeAdded and selector hazards (AppendWarnings).
 //
 // Memory: about 130 bytes a pod, 460 an allocated claim and 110 a
 // published device (TestDeviceMemoryPerPod), strings shared with the
@@ -172,6 +189,19 @@ type DeviceEvictor struct {
 	restoredPods map[types.UID]struct{}
 	// restoredRules are rule eviction counts from Restore not applied yet.
 	restoredRules map[types.UID]int64
+
+	// The blast-radius limit (devicelimits.go): off unless
+	// cfg.BlastRadius is set, and then drivers holds every driver with
+	// allocated devices.
+	limitsOn, breakerOn, rateOn bool
+	drivers                     map[string]*devDriver
+	dirty                       []*devDriver // counters changed since the last settle
+	holdDirty                   []*devDriver // state changed since the last AppendHoldChanges
+	waiting                     []*devDriver // drivers with throttled evictions
+
+	// Warnings (devicewarn.go), kept while cfg.KeepWarnings > 0.
+	warnings    []DeviceWarning
+	warnDropped uint64
 }
 
 type poolKey struct{ driver, pool string }
@@ -188,6 +218,10 @@ type devPool struct {
 	// users are the allocated claims using each device (by name), whether
 	// or not the device is published.
 	users map[string][]*devClaim
+	// hits counts, per allocated device, the claim results using it that
+	// do not tolerate one of its NoExecute taints forever (kept while the
+	// blast-radius limit is on).
+	hits map[string]int32
 }
 
 type devSlice struct {
@@ -195,6 +229,17 @@ type devSlice struct {
 	pool    *devPool
 	gen     int64
 	devices []devDevice
+	// other are the taints of other effects, by device index (kept while
+	// warnings are on, to spot an effect escalated under an old
+	// TimeAdded).
+	other []devOther
+}
+
+// devOther is a taint whose effect is not NoExecute.
+type devOther struct {
+	dev    int32 // index in devSlice.devices
+	effect resourcev1.DeviceTaintEffect
+	taint  devTaint
 }
 
 // devDevice is one published device and its NoExecute taints (the only
@@ -233,8 +278,9 @@ type devClaim struct {
 	// The claim's eviction (upstream allocatedClaim.eviction): the
 	// earliest fire time over its devices' untolerated NoExecute taints.
 	has   bool
+	held  bool // some untolerated taint is on a held driver's device (not in has, when)
 	when  time.Time
-	rules []*devRule // evicting rules among its reasons
+	rules []*devRule // evicting rules among its reasons (held ones too)
 	mark  uint32
 	seq   uint64 // creation order: claims are re-evaluated in it
 }
@@ -242,6 +288,7 @@ type devClaim struct {
 type devResult struct {
 	driver, pool, device string
 	tols                 []resourcev1.DeviceToleration
+	hit                  bool // counted in its pool's hits
 }
 
 // devLink is one of a pod's claims.
@@ -305,7 +352,7 @@ func NewDeviceEvictor(cfg DeviceEvictorConfig) (*DeviceEvictor, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &DeviceEvictor{
+	d := &DeviceEvictor{
 		cfg:     cfg,
 		pools:   make(map[poolKey]*devPool),
 		slices:  make(map[string]*devSlice),
@@ -314,7 +361,14 @@ func NewDeviceEvictor(cfg DeviceEvictorConfig) (*DeviceEvictor, error) {
 		rules:   make(map[string]*devRule),
 		queue:   newDevQueue(),
 		statusQ: [2]*heap.Heap[*devRule]{heap.New(ruleLess), heap.New(ruleLess)},
-	}, nil
+	}
+	b := cfg.BlastRadius
+	d.breakerOn, d.rateOn = b.MaxShare > 0, b.QPS > 0
+	d.limitsOn = d.breakerOn || d.rateOn
+	if d.limitsOn {
+		d.drivers = make(map[string]*devDriver)
+	}
+	return d, nil
 }
 
 func (d *DeviceEvictor) advance(now time.Time) time.Time {
@@ -334,7 +388,9 @@ func (d *DeviceEvictor) advance(now time.Time) time.Time {
 // re-evaluated, and with them their pods. A nil slice is ignored. A slice
 // over Limits (DevicesPerSlice, TaintsPerDevice) returns an error wrapping
 // ErrDeviceLimit and changes nothing. An unchanged slice costs a lookup and
-// a comparison and allocates nothing.
+// a comparison and allocates nothing. With KeepWarnings, a NoExecute
+// taint's TimeAdded moved later or an effect escalated under an old one is
+// reported by AppendWarnings.
 func (d *DeviceEvictor) SetSlice(now time.Time, slice *resourcev1.ResourceSlice) error {
 	if slice == nil {
 		return nil
@@ -352,7 +408,8 @@ func (d *DeviceEvictor) SetSlice(now time.Time, slice *resourcev1.ResourceSlice)
 	now = d.advance(now)
 	key := poolKey{slice.Spec.Driver, slice.Spec.Pool.Name}
 	old := d.slices[slice.Name]
-	if old != nil && old.pool.key == key && sameSlice(old, slice) {
+	warnings := d.cfg.KeepWarnings > 0
+	if old != nil && old.pool.key == key && sameSlice(old, slice) && (!warnings || sameOthers(old, slice)) {
 		return nil
 	}
 	if old != nil && old.pool.key != key {
@@ -374,6 +431,13 @@ func (d *DeviceEvictor) SetSlice(now time.Time, slice *resourcev1.ResourceSlice)
 	if n > 0 {
 		all = make([]devTaint, 0, n)
 	}
+	var sw *sliceWarnings // hazards against the devices' current entries
+	if warnings {
+		s.other = otherTaints(slice)
+		if p.view == nil || s.gen >= p.maxGen {
+			sw = &sliceWarnings{}
+		}
+	}
 	for i := range slice.Spec.Devices {
 		in := &slice.Spec.Devices[i]
 		dev := &s.devices[i]
@@ -386,10 +450,16 @@ func (d *DeviceEvictor) SetSlice(now time.Time, slice *resourcev1.ResourceSlice)
 				continue
 			}
 			all = append(all, newDevTaint(now, j, t, prev))
+			if sw != nil {
+				sw.check(s, in.Name, t, prev)
+			}
 		}
 		if len(all) > start {
 			dev.taints = all[start:len(all):len(all)]
 		}
+	}
+	if sw != nil {
+		d.flushSliceWarnings(now, sw)
 	}
 	if old != nil {
 		i := slices.Index(p.slices, old)
@@ -574,9 +644,7 @@ func (d *DeviceEvictor) repool(now time.Time, p *devPool, old, nw *devSlice) {
 		}
 	}
 	bySeq(changed)
-	for _, c := range changed {
-		d.reclaim(now, c)
-	}
+	d.reclaimMany(now, changed)
 	d.dropPoolIfEmpty(p)
 }
 
@@ -669,6 +737,7 @@ func (d *DeviceEvictor) SetClaim(now time.Time, claim *resourcev1.ResourceClaim)
 		if c != nil {
 			d.dropClaimIfEmpty(c)
 		}
+		d.settleAll(now)
 		return nil
 	}
 	if c == nil {
@@ -678,7 +747,7 @@ func (d *DeviceEvictor) SetClaim(now time.Time, claim *resourcev1.ResourceClaim)
 		d.unallocate(c)
 	}
 	d.allocate(c, claim)
-	d.reclaim(now, c)
+	d.reclaimMany(now, []*devClaim{c})
 	d.repods(now, c) // the owner or ReservedFor may have changed
 	return nil
 }
@@ -698,6 +767,7 @@ func (d *DeviceEvictor) DeleteClaim(now time.Time, key types.NamespacedName) {
 		d.repods(now, c)
 	}
 	d.dropClaimIfEmpty(c)
+	d.settleAll(now)
 }
 
 // sameClaim reports whether in (allocated) equals c's allocation, owner and
@@ -813,6 +883,9 @@ func (d *DeviceEvictor) allocate(c *devClaim, claim *resourcev1.ResourceClaim) {
 			p.users = make(map[string][]*devClaim)
 		}
 		if !slices.Contains(p.users[r.Device], c) {
+			if d.limitsOn && len(p.users[r.Device]) == 0 {
+				d.deviceUsed(r.Driver, 1)
+			}
 			p.users[r.Device] = append(p.users[r.Device], c)
 		}
 	}
@@ -820,22 +893,31 @@ func (d *DeviceEvictor) allocate(c *devClaim, claim *resourcev1.ResourceClaim) {
 
 // unallocate forgets c's allocation (not its pods).
 func (d *DeviceEvictor) unallocate(c *devClaim) {
+	if d.limitsOn {
+		for i := range c.results {
+			d.setHit(&c.results[i], false) // while every pool is there
+		}
+	}
 	for i := range c.results {
 		r := &c.results[i]
 		p := d.pools[poolKey{r.driver, r.pool}]
 		if p == nil {
 			continue
 		}
+		had := len(p.users[r.device]) > 0
 		u := slices.DeleteFunc(p.users[r.device], func(x *devClaim) bool { return x == c })
 		if len(u) == 0 {
 			delete(p.users, r.device)
+			if had && d.limitsOn {
+				d.deviceUsed(r.driver, -1)
+			}
 		} else {
 			p.users[r.device] = u
 		}
 		d.dropPoolIfEmpty(p)
 	}
 	c.allocated, c.results, c.reserved, c.resGroups = false, nil, nil, nil
-	c.has, c.when, c.rules = false, time.Time{}, nil
+	c.has, c.when, c.rules, c.held = false, time.Time{}, nil, false
 	c.hasCtrl, c.ctrlUID, c.ctrlGroup, c.uid = false, parsedUID{}, "", ""
 }
 
@@ -851,6 +933,15 @@ func bySeq(cs []*devClaim) {
 	slices.SortFunc(cs, func(a, b *devClaim) int { return cmp.Compare(a.seq, b.seq) })
 }
 
+// settleAll decides the breakers after counts changed outside
+// reclaimMany (a claim unallocated) and re-evaluates the claims of the
+// drivers whose hold changed.
+func (d *DeviceEvictor) settleAll(now time.Time) {
+	if d.limitsOn && len(d.dirty) > 0 {
+		d.reclaimMany(now, nil)
+	}
+}
+
 func (d *DeviceEvictor) dropClaimIfEmpty(c *devClaim) {
 	if !c.allocated && len(c.pods) == 0 {
 		delete(d.claims, c.key)
@@ -860,7 +951,8 @@ func (d *DeviceEvictor) dropClaimIfEmpty(c *devClaim) {
 // reclaim recomputes c's eviction and re-evaluates its pods when it
 // changed (upstream: claimEvictionTime, then handlePods).
 func (d *DeviceEvictor) reclaim(now time.Time, c *devClaim) {
-	has, when, rules := d.claimEviction(c, nil)
+	has, when, rules, held := d.claimEviction(c, nil)
+	c.held = held
 	if has == c.has && (!has || sameInstant(when, c.when)) && slices.Equal(rules, c.rules) {
 		return
 	}
@@ -878,14 +970,22 @@ func (d *DeviceEvictor) repods(now time.Time, c *devClaim) {
 // claimEviction computes c's eviction: whether it has one, when, and the
 // evicting rules among its reasons (sorted by name). With sim set, sim is
 // treated as the only evicting rule (the dry run of an effect None rule).
-func (d *DeviceEvictor) claimEviction(c *devClaim, sim *devRule) (has bool, when time.Time, rules []*devRule) {
+// The untolerated taints of a Holding driver's devices (the blast-radius
+// breaker) set held instead of the eviction; their rules are reasons all
+// the same.
+func (d *DeviceEvictor) claimEviction(c *devClaim, sim *devRule) (has bool, when time.Time, rules []*devRule, held bool) {
 	if !c.allocated {
-		return false, time.Time{}, nil
+		return false, time.Time{}, nil, false
 	}
+	heldDrv := false // the current result's driver is Holding
 	consider := func(r *devResult, key, value string, since time.Time) bool {
 		forever, delayed, dur := deviceTolerationVerdict(r.tols, key, value)
 		if forever {
 			return false
+		}
+		if heldDrv {
+			held = true
+			return true
 		}
 		at := since
 		if delayed {
@@ -898,6 +998,7 @@ func (d *DeviceEvictor) claimEviction(c *devClaim, sim *devRule) (has bool, when
 	}
 	for i := range c.results {
 		r := &c.results[i]
+		heldDrv = d.heldDriver(r.driver)
 		if p := d.pools[poolKey{r.driver, r.pool}]; p != nil {
 			if dev := p.view[r.device]; dev != nil {
 				for j := range dev.taints {
@@ -919,7 +1020,7 @@ func (d *DeviceEvictor) claimEviction(c *devClaim, sim *devRule) (has bool, when
 		}
 	}
 	slices.SortFunc(rules, func(a, b *devRule) int { return strings.Compare(a.name, b.name) })
-	return has, when, rules
+	return has, when, rules, held
 }
 
 // ---- Pods ----
@@ -1190,8 +1291,14 @@ func (d *DeviceEvictor) evaluate(now time.Time, p *devPod) {
 	}
 	at, ok := d.podEviction(p)
 	if !ok {
+		held := d.heldPod(p)
+		if held {
+			d.touchRules(now, p) // its rules' pending pods changed all the same
+		}
 		if p.state == stScheduled {
-			d.noteCancelled(p)
+			if !held { // a hold is reported per driver, not as a cancellation
+				d.noteCancelled(p)
+			}
 			d.queue.remove(p)
 			d.freeEv(p)
 			p.state = stIdle
@@ -1211,7 +1318,7 @@ func (d *DeviceEvictor) evaluate(now time.Time, p *devPod) {
 func (d *DeviceEvictor) touchRules(now time.Time, p *devPod) {
 	for i := range int(p.nlinks) {
 		l := p.linkAt(i)
-		if len(l.claim.rules) == 0 || !l.claim.has || !d.linkValid(p, l) {
+		if len(l.claim.rules) == 0 || !(l.claim.has || l.claim.held) || !d.linkValid(p, l) {
 			continue
 		}
 		for _, r := range l.claim.rules {
@@ -1240,7 +1347,9 @@ func (d *DeviceEvictor) schedule(p *devPod, at time.Time) {
 // a new UID) gets a status check at once, as does a changed spec; every
 // allocated claim is then re-evaluated (upstream handleRuleChange; rule
 // changes are rare). A rule without TimeAdded counts from when the
-// DeviceEvictor first saw its taint.
+// DeviceEvictor first saw its taint. With KeepWarnings, an empty selector,
+// a TimeAdded moved later or an effect escalated under an old one is
+// reported by AppendWarnings.
 func (d *DeviceEvictor) SetRule(now time.Time, rule DeviceTaintRule) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -1264,9 +1373,12 @@ func (d *DeviceEvictor) SetRule(now time.Time, rule DeviceTaintRule) {
 	}
 	isNew := r == nil
 	var oldSel *DeviceTaintSelector
+	var oldTaint *resourcev1.DeviceTaint
 	oldEvicts := false
 	if !isNew {
 		oldSel, oldEvicts = r.sel, r.evicts()
+		t := r.taint
+		oldTaint = &t
 	}
 	if isNew {
 		r = &devRule{name: rule.Name, uid: rule.UID, since: now}
@@ -1288,6 +1400,9 @@ func (d *DeviceEvictor) SetRule(now time.Time, rule DeviceTaintRule) {
 	}
 	if !specChanged {
 		return
+	}
+	if d.cfg.KeepWarnings > 0 {
+		d.ruleWarnings(now, r, oldTaint)
 	}
 	d.statusNow(r, now)
 	d.resetEvicting()
@@ -1377,9 +1492,7 @@ func (d *DeviceEvictor) reclaimSelected(now time.Time, sels []*DeviceTaintSelect
 		}
 	}
 	bySeq(todo)
-	for _, c := range todo {
-		d.reclaim(now, c)
-	}
+	d.reclaimMany(now, todo)
 }
 
 // newEv returns a cleared devEv, from the free list or a new batch (a

@@ -293,17 +293,62 @@ type harness struct {
 	goneOnGet bool
 	deletions []time.Duration // latencies of counted deletions (upstream's metrics)
 	patched   map[types.NamespacedName]v1.PodCondition
+	// trace, when set, records every output (TestDeviceLimitsParity).
+	trace *strings.Builder
+}
+
+// deviceTestConfig, when set, adjusts the config of the DeviceEvictors
+// the harness and the model test make; deviceTrace, when set, gives each
+// harness a transcript of its outputs (TestDeviceLimitsParity runs the
+// parity suites under other configs and compares the transcripts).
+var (
+	deviceTestConfig func(*DeviceEvictorConfig)
+	deviceTrace      func(*testing.T) *strings.Builder
+)
+
+func testDeviceConfig() DeviceEvictorConfig {
+	cfg := DefaultDeviceEvictorConfig()
+	if deviceTestConfig != nil {
+		deviceTestConfig(&cfg)
+	}
+	return cfg
 }
 
 func newHarness(t *testing.T, workload bool, start time.Time) *harness {
 	t.Helper()
-	cfg := DefaultDeviceEvictorConfig()
+	cfg := testDeviceConfig()
 	cfg.WorkloadResourceClaims = workload
 	d, err := NewDeviceEvictor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, d: d, now: start, pods: map[types.NamespacedName]uPod{}, rules: map[string]DeviceTaintRule{}, patched: map[types.NamespacedName]v1.PodCondition{}}
+	h := &harness{t: t, d: d, now: start, pods: map[types.NamespacedName]uPod{}, rules: map[string]DeviceTaintRule{}, patched: map[types.NamespacedName]v1.PodCondition{}}
+	if deviceTrace != nil {
+		h.trace = deviceTrace(t)
+		fmt.Fprintf(h.trace, "harness at %s\n", start.UTC().Format(time.RFC3339Nano))
+	}
+	return h
+}
+
+// record adds a line to the transcript.
+func (h *harness) record(format string, args ...any) {
+	if h.trace != nil {
+		fmt.Fprintf(h.trace, format+"\n", args...)
+	}
+}
+
+// traceEviction describes x in full (pointers by value).
+func traceEviction(x DeviceEviction) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s at %s attempt %d:", x.Pod, x.UID, x.At.UTC().Format(time.RFC3339Nano), x.Attempt)
+	for _, s := range x.Taints {
+		ta := "-"
+		if s.Taint.TimeAdded != nil {
+			ta = s.Taint.TimeAdded.UTC().Format(time.RFC3339Nano)
+		}
+		fmt.Fprintf(&b, " [%s uid %s %s=%s:%s @%s]", s, s.RuleUID, s.Taint.Key, s.Taint.Value, s.Taint.Effect, ta)
+	}
+	return b.String()
 }
 
 func podKey(p uPod) types.NamespacedName {
@@ -345,6 +390,7 @@ func (h *harness) deleteRule(r DeviceTaintRule) {
 // drain collects cancellations as Events.
 func (h *harness) drain() {
 	for _, c := range h.d.AppendCancelled(nil) {
+		h.record("cancelled %s/%s at %s", c.Pod, c.UID, c.At.UTC().Format(time.RFC3339Nano))
 		h.events = append(h.events, uEvent{c.Pod.String(), string(c.UID), DeviceEventCancelling})
 		h.cancels++
 	}
@@ -359,6 +405,7 @@ func (h *harness) process() {
 	for {
 		sts := h.d.RuleStatuses(h.now)
 		for _, s := range sts {
+			h.record("status %s/%s: %s gen %d type %s", s.Rule, s.UID, condString(s.Condition), s.Condition.ObservedGeneration, s.Condition.Type)
 			r, ok := h.rules[s.Rule]
 			if !ok || r.UID != s.UID {
 				continue
@@ -371,10 +418,15 @@ func (h *harness) process() {
 		}
 		evs := h.d.Due(h.now)
 		for _, x := range evs {
+			h.record("due at %s: %s", h.now.UTC().Format(time.RFC3339Nano), traceEviction(x))
 			h.evict(x)
 		}
 		h.drain()
 		if len(sts) == 0 && len(evs) == 0 {
+			if h.trace != nil {
+				at, ok := h.d.NextDeadline()
+				h.record("idle at %s: next %v %s, %d scheduled", h.now.UTC().Format(time.RFC3339Nano), ok, at.UTC().Format(time.RFC3339Nano), h.d.Len())
+			}
 			return
 		}
 	}

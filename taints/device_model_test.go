@@ -35,6 +35,10 @@ type devModel struct {
 	pods   map[types.NamespacedName]*v1.Pod
 	// evicted pods (name and UID).
 	evicted map[string]bool
+	// blast is the blast-radius breaker under test (nil: none), held and
+	// released the drivers' breakers (TestDeviceModelBreaker).
+	blast          *DeviceBlastRadius
+	held, released map[string]bool
 }
 
 func newDevModel() *devModel {
@@ -71,49 +75,116 @@ func (m *devModel) device(driver, pool, name string) *resourcev1.Device {
 	return nil
 }
 
-// claimEviction is upstream claimEvictionTime.
-func (m *devModel) claimEviction(c *resourcev1.ResourceClaim) (time.Time, bool) {
+// claimEvictionHolds is upstream claimEvictionTime, the taints of held
+// drivers' devices aside unless ignoreHolds.
+func (m *devModel) claimEvictionHolds(c *resourcev1.ResourceClaim, ignoreHolds bool) (time.Time, bool) {
 	var when time.Time
 	has := false
 	for _, r := range c.Status.Allocation.Devices.Results {
-		var taints []resourcev1.DeviceTaint
-		if dev := m.device(r.Driver, r.Pool, r.Device); dev != nil {
-			for _, t := range dev.Taints {
-				if t.Effect == resourcev1.DeviceTaintEffectNoExecute {
-					taints = append(taints, t)
-				}
-			}
+		if !ignoreHolds && m.held[r.Driver] {
+			continue
 		}
-		for _, rule := range m.rules {
-			if rule.Taint.Effect == resourcev1.DeviceTaintEffectNoExecute && rule.Selector.Selects(r.Driver, r.Pool, r.Device) {
-				taints = append(taints, rule.Taint)
-			}
-		}
-	next:
-		for _, t := range taints {
-			at := t.TimeAdded.Time
-			secs, have := int64(math.MaxInt64), false
-			for _, tol := range r.Tolerations {
-				if tol.Effect == resourcev1.DeviceTaintEffectNoExecute && DeviceToleratesTaint(tol, t) {
-					if tol.TolerationSeconds == nil {
-						continue next
-					}
-					secs, have = min(secs, max(*tol.TolerationSeconds, 0)), true
-				}
-			}
-			if have {
-				at = at.Add(time.Duration(min(secs, math.MaxInt64/int64(time.Second))) * time.Second)
-			}
-			if !has || at.Before(when) {
-				when, has = at, true
-			}
+		if at, ok := m.resultEviction(r); ok && (!has || at.Before(when)) {
+			when, has = at, true
 		}
 	}
 	return when, has
 }
 
-// podEviction is upstream podEvictionTime (no PodGroups).
+// resultEviction is claimEvictionTime for one allocated device.
+func (m *devModel) resultEviction(r resourcev1.DeviceRequestAllocationResult) (time.Time, bool) {
+	var when time.Time
+	has := false
+	var taints []resourcev1.DeviceTaint
+	if dev := m.device(r.Driver, r.Pool, r.Device); dev != nil {
+		for _, t := range dev.Taints {
+			if t.Effect == resourcev1.DeviceTaintEffectNoExecute {
+				taints = append(taints, t)
+			}
+		}
+	}
+	for _, rule := range m.rules {
+		if rule.Taint.Effect == resourcev1.DeviceTaintEffectNoExecute && rule.Selector.Selects(r.Driver, r.Pool, r.Device) {
+			taints = append(taints, rule.Taint)
+		}
+	}
+next:
+	for _, t := range taints {
+		at := t.TimeAdded.Time
+		secs, have := int64(math.MaxInt64), false
+		for _, tol := range r.Tolerations {
+			if tol.Effect == resourcev1.DeviceTaintEffectNoExecute && DeviceToleratesTaint(tol, t) {
+				if tol.TolerationSeconds == nil {
+					continue next
+				}
+				secs, have = min(secs, max(*tol.TolerationSeconds, 0)), true
+			}
+		}
+		if have {
+			at = at.Add(time.Duration(min(secs, math.MaxInt64/int64(time.Second))) * time.Second)
+		}
+		if !has || at.Before(when) {
+			when, has = at, true
+		}
+	}
+	return when, has
+}
+
+// breakerCounts returns, per driver, its allocated devices and those with
+// an allocated claim that does not tolerate one of their NoExecute taints
+// forever (DeviceDriverLimit), recomputed from the objects.
+func (m *devModel) breakerCounts() map[string][2]int {
+	type dev struct{ driver, pool, device string }
+	allocated, tainted := map[dev]bool{}, map[dev]bool{}
+	for _, c := range m.claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range c.Status.Allocation.Devices.Results {
+			k := dev{r.Driver, r.Pool, r.Device}
+			allocated[k] = true
+			if _, ok := m.resultEviction(r); ok {
+				tainted[k] = true
+			}
+		}
+	}
+	out := map[string][2]int{}
+	for k := range allocated {
+		n := out[k.driver]
+		n[0]++
+		if tainted[k] {
+			n[1]++
+		}
+		out[k.driver] = n
+	}
+	return out
+}
+
+// settle applies the breaker rule to every driver: Holding while more than
+// MaxShare (and more than MinDevices) of its allocated devices are
+// tainted, unless released; a release lasts until the share falls.
+func (m *devModel) settle() {
+	if m.blast == nil {
+		return
+	}
+	counts := m.breakerCounts()
+	for _, drv := range []string{"d1", "d2"} {
+		n := counts[drv]
+		over := n[1] > m.blast.MinDevices && float64(n[1]) > m.blast.MaxShare*float64(n[0])
+		if !over {
+			m.released[drv] = false
+		}
+		m.held[drv] = over && !m.released[drv]
+	}
+}
+
+// podEviction is upstream podEvictionTime (no PodGroups), the taints of
+// held drivers' devices aside.
 func (m *devModel) podEviction(p *v1.Pod) (time.Time, bool) {
+	return m.podEvictionHolds(p, false)
+}
+
+func (m *devModel) podEvictionHolds(p *v1.Pod, ignoreHolds bool) (time.Time, bool) {
 	if p.Spec.NodeName == "" {
 		return time.Time{}, false
 	}
@@ -136,7 +207,7 @@ func (m *devModel) podEviction(p *v1.Pod) (time.Time, bool) {
 		if !reserved {
 			return
 		}
-		if w, has := m.claimEviction(c); has && (!ok || w.Before(at)) {
+		if w, has := m.claimEvictionHolds(c, ignoreHolds); has && (!ok || w.Before(at)) {
 			at, ok = w, true
 		}
 	})
@@ -289,11 +360,15 @@ func overLimit(err error) bool { return errors.Is(err, ErrDeviceLimit) }
 // DeviceEvictor against the model after each.
 func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 	t.Helper()
-	d, err := NewDeviceEvictor(DefaultDeviceEvictorConfig())
+	cfg := testDeviceConfig()
+	d, err := NewDeviceEvictor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := newDevModel()
+	if b := cfg.BlastRadius; b.MaxShare > 0 && b.MaxShare < 1 && b.MinDevices < 4 {
+		m.blast, m.held, m.released = &b, map[string]bool{}, map[string]bool{}
+	}
 	g := gen{r: r, t0: uTaintTime}
 	now := uTaintTime
 	var trace []string
@@ -312,6 +387,10 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 				fail("SetSlice error %v, over limit %v", err, tooBig)
 			}
 			if !tooBig {
+				if old := m.slices[s.Name]; old != nil && (old.Spec.Driver != s.Spec.Driver || old.Spec.Pool.Name != s.Spec.Pool.Name) {
+					delete(m.slices, s.Name) // moved to another pool: deleted, then added
+					m.settle()
+				}
 				m.slices[s.Name] = s
 			}
 		case 2:
@@ -323,6 +402,10 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 			rule := g.rule()
 			trace = append(trace, fmt.Sprintf("SetRule %s %s %+v", rule.Name, rule.Taint.Effect, rule.Selector))
 			d.SetRule(now, rule)
+			if old, ok := m.rules[rule.Name]; ok && old.UID != rule.UID {
+				delete(m.rules, rule.Name) // a new UID: deleted, then added
+				m.settle()
+			}
 			m.rules[rule.Name] = rule
 		case 4:
 			name := g.pick("r1", "r2")
@@ -385,6 +468,16 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 				now = d.last
 			}
 			trace = append(trace, fmt.Sprintf("now = t0+%v", now.Sub(uTaintTime)))
+			if m.blast != nil && r.IntN(3) == 0 {
+				drv := g.pick("d1", "d2")
+				trace = append(trace, "ReleaseHold "+drv)
+				if got := d.ReleaseHold(now, drv); got != m.held[drv] {
+					fail("ReleaseHold(%s) = %v, model held %v", drv, got, m.held[drv])
+				}
+				if m.held[drv] {
+					m.held[drv], m.released[drv] = false, true
+				}
+			}
 		default:
 			// A worker pass: Due, then Done or an immediate Retry.
 			d.RuleStatuses(now)
@@ -415,6 +508,7 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 			}
 			d.AppendCancelled(nil)
 		}
+		m.settle()
 		checkDeviceModel(t, d, m, now, fail)
 	}
 }
@@ -430,7 +524,13 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 				fail("pod %s: %v, model: evicted", k, x)
 			}
 		case !ok:
-			if x.State != DeviceNotTainted && x.State != DeviceNotBound {
+			_, held := m.podEvictionHolds(p, true)
+			switch {
+			case m.blast != nil && held:
+				if x.State != DeviceHeld {
+					fail("pod %s: %v, model: held", k, x)
+				}
+			case x.State != DeviceNotTainted && x.State != DeviceNotBound:
 				fail("pod %s: %v, model: no eviction", k, x)
 			}
 		default:
@@ -445,6 +545,26 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 				}
 			default:
 				fail("pod %s: %v, model: eviction at t0+%v", k, x, at.Sub(uTaintTime))
+			}
+		}
+	}
+	if m.blast != nil {
+		counts := m.breakerCounts()
+		limits := d.DriverLimits(nil)
+		if len(limits) != len(counts) {
+			fail("DriverLimits = %+v, model %v", limits, counts)
+		}
+		for _, l := range limits {
+			n := counts[l.Driver]
+			want := DeviceHoldArmed
+			switch {
+			case m.held[l.Driver]:
+				want = DeviceHoldHolding
+			case m.released[l.Driver]:
+				want = DeviceHoldReleased
+			}
+			if l.AllocatedDevices != n[0] || l.TaintedDevices != n[1] || l.State != want {
+				fail("DriverLimits %s = %d allocated, %d tainted, %v; model %d, %d, %v", l.Driver, l.AllocatedDevices, l.TaintedDevices, l.State, n[0], n[1], want)
 			}
 		}
 	}
@@ -491,6 +611,28 @@ func TestDeviceModel(t *testing.T) {
 	for seed := range seeds {
 		r := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 		runDeviceModel(t, r, 200)
+	}
+}
+
+// TestDeviceModelBreaker: the model-based test with the blast-radius
+// breaker holding (half the allocated devices of a driver, at most one or
+// two devices over MinDevices) and ReleaseHold among the operations: the
+// counts, the holds, the releases and every pod's state must match the
+// model's recomputation after every step.
+func TestDeviceModelBreaker(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 30
+	}
+	t.Cleanup(func() { deviceTestConfig = nil })
+	for i, b := range []DeviceBlastRadius{{MaxShare: 0.5}, {MaxShare: 0.3, MinDevices: 1}, {MaxShare: 0.75, MinDevices: 2}} {
+		deviceTestConfig = func(c *DeviceEvictorConfig) { c.BlastRadius = b }
+		t.Run(fmt.Sprintf("%+v", b), func(t *testing.T) {
+			for seed := range seeds {
+				r := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
+				runDeviceModel(t, r, 200)
+			}
+		})
 	}
 }
 

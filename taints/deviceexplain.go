@@ -33,6 +33,14 @@ const (
 	DeviceRetrying
 	// DeviceDone: evicted (Done); not evicted again while it keeps its UID.
 	DeviceDone
+	// DeviceHeld: the pod has untolerated NoExecute taints, but all of
+	// them are on devices of drivers the blast-radius breaker holds
+	// (DeviceBlastRadius.MaxShare; HeldBy names them); not evicted until
+	// the hold ends.
+	DeviceHeld
+	// DeviceThrottled: due since At, waiting for a token of the eviction
+	// rate of the driver WaitsFor (DeviceBlastRadius.QPS).
+	DeviceThrottled
 )
 
 // String returns the state's name.
@@ -54,6 +62,10 @@ func (s DeviceState) String() string {
 		return "Retrying"
 	case DeviceDone:
 		return "Done"
+	case DeviceHeld:
+		return "Held"
+	case DeviceThrottled:
+		return "Throttled"
 	}
 	return "DeviceState(" + strconv.Itoa(int(s)) + ")"
 }
@@ -71,6 +83,9 @@ const (
 	DeviceClaimUntainted
 	// DeviceClaimTainted: used; evicts at the claim's At.
 	DeviceClaimTainted
+	// DeviceClaimHeld: used; its untolerated NoExecute taints are all on
+	// devices of drivers the blast-radius breaker holds.
+	DeviceClaimHeld
 )
 
 // String returns the use's name.
@@ -84,6 +99,8 @@ func (u DeviceClaimUse) String() string {
 		return "Untainted"
 	case DeviceClaimTainted:
 		return "Tainted"
+	case DeviceClaimHeld:
+		return "Held"
 	}
 	return "DeviceClaimUse(" + strconv.Itoa(int(u)) + ")"
 }
@@ -109,6 +126,12 @@ type DeviceExplanation struct {
 	// Taints are the taints behind the eviction (as DeviceEviction.Taints).
 	Taints   []DeviceTaintSource
 	Attempts int
+	// HeldBy are the drivers whose breaker holds some of the pod's
+	// untolerated taints, sorted (DeviceBlastRadius.MaxShare).
+	HeldBy []string
+	// WaitsFor is the driver whose eviction rate a DeviceThrottled pod
+	// waits for.
+	WaitsFor string
 }
 
 // Explain reports what the DeviceEvictor will do with the pod key and why,
@@ -134,6 +157,8 @@ func (d *DeviceEvictor) Explain(now time.Time, key types.NamespacedName) DeviceE
 			ce.Use = DeviceClaimNotForPod
 		case l.claim.has:
 			ce.Use, ce.At = DeviceClaimTainted, l.claim.when
+		case l.claim.held && d.breakerOn:
+			ce.Use = DeviceClaimHeld
 		default:
 			ce.Use = DeviceClaimUntainted
 		}
@@ -146,6 +171,9 @@ func (d *DeviceEvictor) Explain(now time.Time, key types.NamespacedName) DeviceE
 	if tainted || p.state != stIdle {
 		x.Taints = d.sources(p)
 	}
+	if d.heldPod(p) {
+		x.HeldBy = d.heldBy(p)
+	}
 	switch p.state {
 	case stEvicted:
 		x.State = DeviceDone
@@ -154,6 +182,8 @@ func (d *DeviceEvictor) Explain(now time.Time, key types.NamespacedName) DeviceE
 	case stScheduled:
 		x.At = p.ev.at
 		switch {
+		case p.ev.bkt != nil && p.ev.bkt.lane == laneThrottle:
+			x.State, x.WaitsFor = DeviceThrottled, p.ev.bkt.drv.name
 		case p.ev.attempts > 0:
 			x.State = DeviceRetrying
 		case !p.ev.at.After(now):
@@ -162,9 +192,12 @@ func (d *DeviceEvictor) Explain(now time.Time, key types.NamespacedName) DeviceE
 			x.State = DeviceScheduled
 		}
 	default:
-		if !p.bound {
+		switch {
+		case !p.bound:
 			x.State = DeviceNotBound
-		} else {
+		case x.HeldBy != nil:
+			x.State = DeviceHeld
+		default:
 			x.State = DeviceNotTainted
 		}
 	}
@@ -192,6 +225,10 @@ func (x DeviceExplanation) String() string {
 		b.WriteString("deletion failed " + strconv.Itoa(x.Attempts) + " time(s), retry at " + stamp(x.At))
 	case DeviceDone:
 		b.WriteString("evicted, waiting for the pod to go away")
+	case DeviceHeld:
+		b.WriteString("not evicted: held by the blast-radius limit of driver(s) " + strings.Join(x.HeldBy, ", "))
+	case DeviceThrottled:
+		b.WriteString("due since " + stamp(x.At) + ", waiting for the eviction rate of driver " + x.WaitsFor)
 	default:
 		b.WriteString(x.State.String())
 	}

@@ -107,7 +107,9 @@ type DeviceEviction struct {
 	// pod_deletion_duration_seconds observes now - At on success.
 	At time.Time
 	// Taints are every untolerated NoExecute taint of the pod's claims'
-	// devices, in upstream's order (rules by name, then slice taints).
+	// devices, in upstream's order (rules by name, then slice taints);
+	// those of a Holding driver's devices (DeviceBlastRadius) are not
+	// reasons and are left out.
 	Taints []DeviceTaintSource
 	// Attempt is 1 the first time and n+1 after n calls to Retry.
 	Attempt int
@@ -160,11 +162,20 @@ func (d *DeviceEvictor) CancelledDropped() uint64 {
 // order they were scheduled), each once until Done or Retry. It returns nil
 // when nothing is due, which costs O(1) and allocates nothing. k evictions
 // from b fire times cost O(b log B + k) plus their Taints.
+//
+// With a blast-radius rate (DeviceBlastRadius.QPS), each eviction takes a
+// token of its driver's bucket (the driver of the device whose taint makes
+// it due earliest); one due while the bucket is empty waits (Explain:
+// DeviceThrottled) and is handed out, in the order it fell due, once a
+// token is there: the waiting ones first, then the newly due.
 func (d *DeviceEvictor) Due(now time.Time) []DeviceEviction {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now = d.advance(now)
 	due := d.dueScratch[:0]
+	if len(d.waiting) > 0 {
+		due = d.drainThrottled(now, due)
+	}
 	for {
 		b := d.queue.peek(now)
 		if b == nil || b.at.After(now) {
@@ -172,6 +183,9 @@ func (d *DeviceEvictor) Due(now time.Time) []DeviceEviction {
 		}
 		p := b.head
 		d.queue.remove(p)
+		if d.rateOn && d.throttle(now, p) {
+			continue
+		}
 		p.state = stHandedOut
 		due = append(due, p)
 	}
@@ -225,6 +239,9 @@ func timeCopy(times *[]metav1.Time, t time.Time) *metav1.Time {
 func (d *DeviceEvictor) claimSources(out []DeviceTaintSource, times *[]metav1.Time, c *devClaim) []DeviceTaintSource {
 	for i := range c.results {
 		r := &c.results[i]
+		if d.heldDriver(r.driver) {
+			continue // held: not a reason of this eviction
+		}
 		if p := d.pools[poolKey{r.driver, r.pool}]; p != nil {
 			if dev := p.view[r.device]; dev != nil {
 				for j := range dev.taints {
@@ -329,7 +346,9 @@ func (d *DeviceEvictor) Retry(now time.Time, x DeviceEviction, after time.Durati
 	p.ev.attempts++
 	at, ok := d.podEviction(p)
 	if !ok {
-		d.noteCancelled(p)
+		if !d.heldPod(p) {
+			d.noteCancelled(p)
+		}
 		d.freeEv(p)
 		p.state = stIdle
 		return
@@ -351,8 +370,9 @@ func (d *DeviceEvictor) handedOut(x DeviceEviction) *devPod {
 }
 
 // NextDeadline returns the earliest time Due or RuleStatuses has work (it
-// may have passed), or false when there is none. Handed-out evictions do
-// not count. O(1).
+// may have passed), or false when there is none: with a blast-radius rate,
+// the next token of a driver with evictions waiting counts. Handed-out
+// evictions do not count. O(1), plus O(drivers with evictions waiting).
 func (d *DeviceEvictor) NextDeadline() (time.Time, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -363,6 +383,14 @@ func (d *DeviceEvictor) NextDeadline() (time.Time, bool) {
 	}
 	if r := d.peekStatus(); r != nil && (!ok || r.statusAt.Sub(d.last) < at.Sub(d.last)) {
 		at, ok = r.statusAt, true
+	}
+	for _, v := range d.waiting {
+		if v.wait.head == nil {
+			continue
+		}
+		if t := d.nextToken(v); !ok || t.Sub(d.last) < at.Sub(d.last) {
+			at, ok = t, true
+		}
 	}
 	return at, ok
 }

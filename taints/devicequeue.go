@@ -25,6 +25,11 @@ import (
 // saturate about 292 years out, and a bucket then keeps the later fire
 // time, so nothing is handed out early.
 //
+// With a blast-radius rate (DeviceBlastRadius.QPS), an eviction due while
+// its driver has no token is parked on the driver's waiting list, a
+// bucket in no heap (lane laneThrottle): it still counts as queued, and
+// remove takes it out as any other.
+//
 // Not safe for concurrent use; the DeviceEvictor's mutex guards it.
 type devQueue struct {
 	lanes [2]devLane
@@ -44,7 +49,11 @@ type devBucket struct {
 	at         time.Time
 	head, tail *devPod
 	elem       heap.Elem[*devBucket]
+	drv        *devDriver // the driver of a waiting list (laneThrottle)
 }
+
+// laneThrottle marks a driver's waiting list (see devQueue).
+const laneThrottle = 2
 
 func devBucketLess(a, b **devBucket) bool { return (*a).at.Before((*b).at) }
 
@@ -85,6 +94,11 @@ func (q *devQueue) add(p *devPod) {
 		b.at = at
 		l.heap.Fix(&b.elem)
 	}
+	q.link(p, b)
+}
+
+// link appends p to b's list.
+func (q *devQueue) link(p *devPod, b *devBucket) {
 	p.ev.bkt, p.ev.prev, p.ev.next = b, b.tail, nil
 	if b.tail != nil {
 		b.tail.ev.next = p
@@ -94,6 +108,9 @@ func (q *devQueue) add(p *devPod) {
 	b.tail = p
 	q.n++
 }
+
+// park appends p (p.ev set, not queued) to the waiting list b. O(1).
+func (q *devQueue) park(p *devPod, b *devBucket) { q.link(p, b) }
 
 // remove takes p out of the queue (a no-op when it is not queued). O(1),
 // or O(log B) when its bucket empties.
@@ -115,7 +132,7 @@ func (q *devQueue) remove(p *devPod) {
 	}
 	e.bkt, e.prev, e.next = nil, nil, nil
 	q.n--
-	if b.head == nil {
+	if b.head == nil && b.lane != laneThrottle {
 		l := &q.lanes[b.lane]
 		l.heap.Remove(&b.elem)
 		delete(l.buckets, b.key)

@@ -1,7 +1,9 @@
 package taints
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	resourcev1 "k8s.io/api/resource/v1"
@@ -31,6 +33,11 @@ const (
 	DeviceRuleNotStarted          = "NotStarted"          // NoExecute, nothing evicted, none pending
 	DeviceRuleNoEffect            = "NoEffect"            // None: the dry run's counts
 	DeviceRuleOtherEffect         = "OtherEffect"         // any other effect
+	// DeviceRuleEvictionHeld is ours (DeviceBlastRadius): NoExecute, pods
+	// to evict (True), some of them held by a driver's breaker. The API
+	// leaves the reason open ("not specified, may change"); without a
+	// DeviceBlastRadius it never appears.
+	DeviceRuleEvictionHeld = "EvictionHeld"
 )
 
 // statusNow asks for r's status check at now (a new rule or spec).
@@ -105,7 +112,10 @@ func (d *DeviceEvictor) peekStatus() *devRule {
 //   - NoExecute: True, PodsPendingEviction, "<n> pod(s) need(s) to be
 //     evicted in <m> namespace(s)." while pods using a tainted device are
 //     not evicted yet; else False, Completed (pods were evicted) or
-//     NotStarted.
+//     NotStarted. Unlike upstream, with a DeviceBlastRadius breaker the
+//     reason is EvictionHeld while some of those pods are held, and the
+//     message goes on "<k> of them held: " and each Holding driver's
+//     DeviceDriverLimit.Message (at most 3, then "and <j> more drivers.").
 //   - None: False, NoEffect, with the counts of published and allocated
 //     devices the rule selects and of the pods it would evict with the
 //     NoExecute effect (the dry run).
@@ -161,13 +171,14 @@ func (d *DeviceEvictor) ruleCondition(now time.Time, r *devRule) (metav1.Conditi
 			return metav1.Condition{}, false
 		}
 	}
-	var pods, namespaces, sliceDevices, allocatedDevices int64
+	var pods, namespaces, sliceDevices, allocatedDevices, heldPods int64
+	var heldBy []string
 	switch r.taint.Effect {
 	case resourcev1.DeviceTaintEffectNone:
-		pods, namespaces = d.pendingPods(r, true)
+		pods, namespaces, _, _ = d.pendingPods(r, true)
 		sliceDevices, allocatedDevices = d.selectedDevices(r)
 	case resourcev1.DeviceTaintEffectNoExecute:
-		pods, namespaces = d.pendingPods(r, false)
+		pods, namespaces, heldPods, heldBy = d.pendingPods(r, false)
 	}
 	c := metav1.Condition{
 		Type:               DeviceTaintConditionEvictionInProgress,
@@ -181,6 +192,10 @@ func (d *DeviceEvictor) ruleCondition(now time.Time, r *devRule) (metav1.Conditi
 			c.Status, c.Reason = metav1.ConditionTrue, DeviceRulePodsPendingEviction
 			c.Message = plural(pods, "1 pod needs to be evicted in ", " pods need to be evicted in ") +
 				plural(namespaces, "1 namespace.", " different namespaces.")
+			if heldPods > 0 {
+				c.Reason = DeviceRuleEvictionHeld
+				c.Message += " " + strconv.FormatInt(heldPods, 10) + " of them held: " + d.holdMessages(heldBy)
+			}
 		case r.evicted > 0:
 			c.Reason = DeviceRuleCompleted
 		default:
@@ -221,8 +236,10 @@ func plural(n int64, one, many string) string {
 
 // pendingPods counts the pods, and their namespaces, that r evicts (or,
 // with sim, would evict with the NoExecute effect) and that are bound, not
-// terminating and not evicted yet (upstream countPendingPods).
-func (d *DeviceEvictor) pendingPods(r *devRule, sim bool) (pods, namespaces int64) {
+// terminating and not evicted yet (upstream countPendingPods); and, with
+// the breaker on, those of them whose eviction is held and the Holding
+// drivers whose devices r taints for them.
+func (d *DeviceEvictor) pendingPods(r *devRule, sim bool) (pods, namespaces, held int64, heldBy []string) {
 	d.mark++
 	var ns map[string]struct{}
 	for _, c := range d.claims {
@@ -249,9 +266,51 @@ func (d *DeviceEvictor) pendingPods(r *devRule, sim bool) (pods, namespaces int6
 				ns = make(map[string]struct{})
 			}
 			ns[p.key.Namespace] = struct{}{}
+			if !sim && d.breakerOn && p.state == stIdle && d.heldPod(p) {
+				held++
+				heldBy = d.ruleHeldBy(heldBy, r, p)
+			}
 		}
 	}
-	return pods, int64(len(ns))
+	slices.Sort(heldBy)
+	return pods, int64(len(ns)), held, heldBy
+}
+
+// ruleHeldBy adds to out the Holding drivers of the devices r taints for
+// p's held claims.
+func (d *DeviceEvictor) ruleHeldBy(out []string, r *devRule, p *devPod) []string {
+	for i := range int(p.nlinks) {
+		l := p.linkAt(i)
+		if !l.claim.held || !d.linkValid(p, l) {
+			continue
+		}
+		for j := range l.claim.results {
+			res := &l.claim.results[j]
+			if r.sel.Selects(res.driver, res.pool, res.device) && d.heldDriver(res.driver) && !slices.Contains(out, res.driver) {
+				out = append(out, res.driver)
+			}
+		}
+	}
+	return out
+}
+
+// holdMessages joins the Holding drivers' messages, at most 3.
+func (d *DeviceEvictor) holdMessages(drivers []string) string {
+	const show = 3
+	var b strings.Builder
+	for i, name := range drivers {
+		if i == show {
+			b.WriteString(" and " + plural(int64(len(drivers)-show), "1 more driver.", " more drivers."))
+			break
+		}
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		if v := d.drivers[name]; v != nil {
+			b.WriteString(d.limitOf(v).Message())
+		}
+	}
+	return b.String()
 }
 
 func containsRule(rules []*devRule, r *devRule) bool {

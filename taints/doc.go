@@ -250,6 +250,18 @@
 //	any         DeletePod                                      NotTracked (no Event, as upstream)
 //	any         SetPod with a new UID                          evaluated afresh
 //
+// With a DeviceBlastRadius (ours, off by default; see "Blast-radius limit"
+// below), two more:
+//
+//	state       event                                          next state
+//	NotTainted, all of the pod's untolerated taints are on     Held (no Cancellation: the hold
+//	Scheduled   devices of Holding drivers                     is reported once per driver)
+//	Held        a driver's hold ends (the share falls, or      Scheduled or Due at the pod's
+//	            ReleaseHold)                                   own time (TimeAdded + seconds)
+//	Due         Due(now), the driver's bucket is empty         Throttled (waits in fall-due order)
+//	Throttled   Due(now) with a token of the driver's rate     HandedOut
+//	Throttled   slices, rules, claims or the pod change        as Scheduled
+//
 // The caller loop (feed the informers' objects; k8s.io/api v0.37 shown):
 //
 //	d, _ := taints.NewDeviceEvictor(taints.DefaultDeviceEvictorConfig())
@@ -297,10 +309,18 @@
 //		for _, c := range d.AppendCancelled(nil) {
 //			event(c.Pod, taints.DeviceEventReason, taints.DeviceEventCancelling)
 //		}
+//		// With a DeviceBlastRadius and KeepWarnings (ours):
+//		for _, h := range d.AppendHoldChanges(nil) {
+//			warnOrNormal(h.State == taints.DeviceHoldHolding, h.Reason(), h.Message())
+//		}
+//		for _, w := range d.AppendWarnings(nil) {
+//			warning(w.Slice, w.Rule, w.Kind.Reason(), w.Message()) // on the slice or rule
+//		}
 //		if at, ok := d.NextDeadline(); ok {
 //			sleepUntil(at) // or until an informer event arrives
 //		}
 //	}
+//	// metrics scrape: d.DriverLimits(nil); operator override: d.ReleaseHold(clock.Now(), driver)
 //
 // Time: the DeviceEvictor reads no clock. Fire times derived from a
 // TimeAdded are the API's wall-clock instants, compared with now's wall
@@ -333,6 +353,80 @@
 //     in v1.37.2) are DeviceEvictorConfig.WorkloadResourceClaims with
 //     SetPodInGroup: k8s.io/api v0.35 has no spec.schedulingGroup.
 //
+// Blast-radius limit (DeviceEvictorConfig.BlastRadius, ours; the zero
+// value is upstream's behaviour, which TestDeviceLimitsParity checks
+// output for output). Unlike upstream, which deletes at once every pod a
+// NoExecute taint reaches, so that a DeviceTaintRule with an empty
+// selector deletes every pod using any device in the cluster
+// (kubernetes/kubernetes#141422), a DeviceEvictor can limit each DRA
+// driver's evictions:
+//
+//   - a rate (QPS, Burst): a token bucket per driver
+//     (golang.org/x/time/rate, AllowN with the latest now); an eviction
+//     takes a token of the driver of the device whose taint makes it due
+//     earliest, and waits in the order it fell due when there is none;
+//   - a breaker (MaxShare, MinDevices): a driver is Holding while more
+//     than MaxShare, and more than MinDevices, of its allocated devices are
+//     tainted. Allocated devices are the driver's devices (pool and name)
+//     allocated to at least one allocated ResourceClaim, published or not;
+//     tainted ones are those with an allocated claim that does not tolerate
+//     one of their NoExecute taints (slice or rule) forever, now or after
+//     TolerationSeconds, with or without pods. Both are counted when an
+//     input changes (the decision is taken then, before the evictions it
+//     would cause are scheduled). The taints of a Holding driver's devices
+//     evict no pod; a pod's other drivers' taints still do.
+//
+// Per driver, not per pool: a pool is often one node's devices, so a
+// per-pool share would hold every node-wide fault and a per-pool rate
+// would bound nothing cluster-wide; a driver's devices are the fleet one
+// buggy driver release or one over-broad rule taints together. Up to
+// MaxShare of a driver's devices can be evicted before the breaker trips:
+// that is what the share means (a rate bounds how fast).
+//
+// A driver's breaker (DeviceDriverLimit.State):
+//
+//	state     event                                             next state
+//	Armed     an input leaves more than MaxShare of its         Holding (hold change: Warning
+//	          allocated devices (and > MinDevices) tainted      DeviceTaintEvictionHeld)
+//	Holding   the share falls to MaxShare or below (taints      Armed (DeviceTaintEvictionResumed;
+//	          or rules removed or narrowed, tolerations         the held pods are evaluated again
+//	          added, tainted claims deallocated)                at their own times)
+//	Holding   ReleaseHold(now, driver), an operator action      Released (DeviceTaintEvictionHoldReleased)
+//	Released  the share falls to MaxShare or below              Armed (the next excess holds again)
+//	Released  a restart (a release is not in the Snapshot)      Holding
+//
+// No time ends a hold: waiting would let a bad rule through. A slice or
+// rule replaced under its name by another pool or UID counts as deleted
+// then added, and may end a release. The values: AppendHoldChanges (an
+// Event per driver whose state changed since the last call; a hold that
+// began and ended between two calls reports nothing), DriverLimits (counts
+// for metrics: devices allocated and tainted, pods held, evictions
+// waiting), ReleaseHold, Explain (DeviceHeld with HeldBy, DeviceThrottled
+// with WaitsFor; a held pod is not reported as a Cancellation), and a
+// NoExecute rule's EvictionInProgress condition: True, reason EvictionHeld
+// (the API leaves the reason open), upstream's message followed by "<k>
+// of them held: " and the Holding drivers' messages. DeviceEviction.Taints
+// leave out the taints of Holding drivers' devices.
+//
+// Warnings (DeviceEvictorConfig.KeepWarnings > 0, ours). Unlike
+// upstream, which acts on these hazards silently, AppendWarnings returns
+// values for Warning Events on the object,
+// bounded by KeepWarnings (WarningsDropped counts the rest), at most one
+// of each kind per slice update. They change no decision.
+//
+//   - DeviceWarningTimeAddedReset: a NoExecute taint keeps its key, value
+//     and effect on the same device (or rule) but its TimeAdded moved
+//     later, as when a driver republishes a slice without the old
+//     TimeAdded and the API server stamps the current time: every
+//     countdown of that taint restarts.
+//   - DeviceWarningEscalated: a taint became NoExecute (from NoSchedule,
+//     None or another effect) under a TimeAdded no later than the old
+//     effect's: pods that do not tolerate it go at once, not after their
+//     TolerationSeconds. The API server bumps a rule's TimeAdded on an
+//     effect change unless the client sets one; a slice's is the driver's.
+//   - DeviceWarningSelectsAll: a DeviceTaintRule's selector is empty and
+//     selects every device (#141422), whatever its effect.
+//
 // Kept as upstream: a terminated pod (Succeeded, Failed) is deleted too
 // (its Controller doc says such pods need not be, its code does not
 // check); a toleration must name the NoExecute effect; pods are deleted
@@ -357,5 +451,10 @@
 // the same work), a DeviceTaintRule on that pool 21 ms; upstream's
 // BenchmarkTaintUntaint sequence takes 12 µs and 25 allocations (upstream
 // 80 µs and 78). A pod costs about 130 bytes, a claim about 460
-// (TestDeviceMemoryPerPod).
+// (TestDeviceMemoryPerPod). With a DeviceBlastRadius and warnings on
+// (device_limits_bench_test.go, load about 5): the steady state still
+// allocates nothing, untainted, held or throttled
+// (TestDeviceSteadyAllocsLimits); the same pool taint, counted and under
+// the breaker, takes 14 ms of CPU with a token per eviction (16 ms without
+// limits in the same run); held by the breaker, 7 ms (nothing scheduled).
 package taints

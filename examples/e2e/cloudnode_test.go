@@ -206,26 +206,32 @@ func waitCached(t *testing.T, c *controller.Controller, want map[string]types.UI
 }
 
 // waitDeletingNodeEvents waits for upstream's DeletingNode Event on each
-// node (by name and UID), recorded as upstream records it.
+// node, recorded as upstream records it: on {APIVersion: v1, Kind: Node,
+// the node's name and UID}.
 func (e *cnEnv) waitDeletingNodeEvents(nodes ...*v1.Node) {
 	t := e.t
 	t.Helper()
 	for _, n := range nodes {
 		sel := "involvedObject.kind=Node,involvedObject.name=" + n.Name + ",reason=" + controller.ReasonDeletingNode
 		want := "Deleting node " + n.Name + " because it does not exist in the cloud provider"
+		// The involvedObject upstream's MonitorNodes records.
+		ref := v1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}
+		var wrong []string // an Event recorded otherwise: no use waiting
 		cluster.Eventually(t, waitTimeout, "DeletingNode Event on "+n.Name, func(ctx context.Context) (bool, error) {
 			l, err := e.cs.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: sel})
 			if err != nil {
 				return false, err
 			}
 			for _, ev := range l.Items {
-				if ev.Type != v1.EventTypeNormal || ev.Message != want || ev.Source.Component != "cloud-node-lifecycle-controller" || ev.InvolvedObject.UID != n.UID {
-					return false, fmt.Errorf("DeletingNode Event on %s: type %s, message %q, source %q, uid %s; want Normal, %q, cloud-node-lifecycle-controller, %s",
-						n.Name, ev.Type, ev.Message, ev.Source.Component, ev.InvolvedObject.UID, want, n.UID)
+				if ev.Type != v1.EventTypeNormal || ev.Message != want || ev.Source.Component != "cloud-node-lifecycle-controller" || ev.InvolvedObject != ref {
+					wrong = append(wrong, fmt.Sprintf("type %s, message %q, source %q, involvedObject %+v", ev.Type, ev.Message, ev.Source.Component, ev.InvolvedObject))
 				}
 			}
 			return len(l.Items) > 0, nil
 		})
+		for _, w := range wrong {
+			t.Errorf("DeletingNode Event on %s: %s; want Normal, %q, cloud-node-lifecycle-controller, %+v", n.Name, w, want, ref)
+		}
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,14 +44,22 @@ func faultFlags(prefix string) []string {
 	return timingFlags(prefix, faultMonitorPeriod, faultGrace, faultStartupGrace)
 }
 
-// faultPolicy is parity.Policy with the writes of Leases outside
-// kube-node-lease (leader election) at level Metadata, so the audit log
-// shows which replica held the leadership when.
-var faultPolicy = parity.PolicyWith(`- level: Metadata
-  verbs: ["create", "update", "patch"]
+// faultPolicy is parity.Policy with, at level Metadata, every other
+// request of the admin user (the controllers': reads and watches too, and
+// the leader election's Lease writes, so the audit log shows which replica
+// held the leadership when, and whether a cut-off controller reached the
+// apiserver at all), and first of all the admin's GETs of node Leases in
+// kube-node-lease (the Lease circuit breaker's live reads), which
+// parity.Policy never logs.
+var faultPolicy = parity.PolicyWithFirst(`- level: Metadata
+  users: ["admin"]
+  verbs: ["get"]
+  namespaces: ["kube-node-lease"]
   resources:
   - group: coordination.k8s.io
     resources: ["leases"]
+`, `- level: Metadata
+  users: ["admin"]
 `)
 
 // faultWorld is one fresh cluster with an audit log and a world of nodes
@@ -131,13 +141,6 @@ func oursController(name string, flags ...string) faultController {
 	}}
 }
 
-// ncHasFlag reports whether the examples/nodecontroller binary has flag
-// name (from its -help).
-func ncHasFlag(t *testing.T, name string) bool {
-	out, _ := exec.Command(nodeControllerBinary(t), "-help").CombinedOutput()
-	return strings.Contains(string(out), "-"+name+" ") || strings.Contains(string(out), "-"+name+"\n")
-}
-
 // faultOutcome is what a controller wrote, from the audit log: its
 // successful writes only.
 type faultOutcome struct {
@@ -165,10 +168,66 @@ func (o faultOutcome) row(name string) string {
 const faultTableHeader = "| controller                               | Unknown writes     | taints | pods set NotReady | evictions |\n" +
 	"|------------------------------------------|--------------------|--------|-------------------|-----------|"
 
-// byController selects the writes of the controller under test: the admin
-// user with a user agent other than the test's and the agents'.
+// byController selects the requests of the controller under test: the
+// admin user with a user agent other than the test's and the agents'.
 func byController(e *parity.AuditEvent) bool {
 	return e.User.Username == "admin" && e.UserAgent != testUserAgent
+}
+
+// byTag selects the requests that came through the fault proxy tagged tag
+// (Options.UserAgentSuffix): one controller's, one replica's.
+func byTag(tag string) func(*parity.AuditEvent) bool {
+	return func(e *parity.AuditEvent) bool {
+		return e.User.Username == "admin" && strings.HasSuffix(e.UserAgent, " "+tag)
+	}
+}
+
+// received returns the audited requests that sel selects and the
+// apiserver received in [from, to) (RequestReceivedTimestamp: for a watch,
+// when it was opened).
+func (fw *faultWorld) received(t *testing.T, sel func(*parity.AuditEvent) bool, from, to time.Time) []parity.AuditEvent {
+	t.Helper()
+	events, err := parity.ReadAuditLog(fw.auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []parity.AuditEvent
+	for _, e := range events {
+		if sel(&e) && !e.RequestReceivedTimestamp.Before(from) && e.RequestReceivedTimestamp.Before(to) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// leaseGets counts the live reads of node Leases (GET in kube-node-lease)
+// among events.
+func leaseGets(events []parity.AuditEvent) int {
+	n := 0
+	for _, e := range events {
+		if e.Verb == "get" && e.ObjectRef != nil && e.ObjectRef.Resource == "leases" && e.ObjectRef.Namespace == agent.LeaseNamespace {
+			n++
+		}
+	}
+	return n
+}
+
+// describe lists up to 5 of events (verb, resource, name, time), for a
+// failure message.
+func describe(events []parity.AuditEvent) string {
+	var b strings.Builder
+	for i, e := range events {
+		if i == 5 {
+			fmt.Fprintf(&b, " and %d more", len(events)-5)
+			break
+		}
+		what := e.RequestURI
+		if e.ObjectRef != nil {
+			what = e.ObjectRef.Resource + "/" + e.ObjectRef.Name
+		}
+		fmt.Fprintf(&b, "%s %s at %s (%d); ", e.Verb, what, stamp(e.RequestReceivedTimestamp), e.Code())
+	}
+	return strings.TrimSuffix(b.String(), "; ")
 }
 
 // healthTaint reports whether tk is one the node lifecycle controller adds
@@ -191,7 +250,7 @@ func (fw *faultWorld) outcome(t *testing.T, sel func(*parity.AuditEvent) bool) f
 	taints := map[string]map[v1.Taint]bool{}
 	for i := range events {
 		e := &events[i]
-		if e.ObjectRef == nil || e.Code() < 200 || e.Code() > 299 {
+		if e.ObjectRef == nil || !isWrite(e) || e.Code() < 200 || e.Code() > 299 {
 			continue
 		}
 		ctl := sel(e)
@@ -340,28 +399,22 @@ var leaseWatchStall = faultproxy.Rule{Name: "stall-lease-watch", Resource: "leas
 // tryUpdateNodeHealth in pkg/controller/nodelifecycle/node_lifecycle_controller.go).
 //
 // Three controllers, each on a fresh apiserver at the same time:
-// kube-controller-manager v1.37.2 (must hold); examples/nodecontroller with
+// kube-controller-manager v1.37.2 and examples/nodecontroller by default
+// (both must hold), and examples/nodecontroller with
 // -feature-gates=NodeControllerLeaseCircuitBreaker=false (the v1.36
-// behaviour: the outcome is recorded, not required; when the binary has no
-// -feature-gates flag the variant runs without it, which is the same
-// behaviour); examples/nodecontroller by default (must hold; skipped while
-// the binary has no -feature-gates flag, i.e. before the breaker is
-// merged). The table of outcomes is logged.
+// behaviour). The fault must take effect, which the audit log shows: the
+// controllers with the breaker read live Leases during the stall (they do
+// only when their cached Lease is older than the grace period), and the
+// one without it writes nodes Unknown. The table of outcomes is logged.
 func TestFaultLeaseWatchStall(t *testing.T) {
 	bins := binariesWithKCM(t)
-	gates := ncHasFlag(t, "feature-gates")
-	off := oursController("nodecontroller, breaker off")
-	if gates {
-		off = oursController("nodecontroller, breaker off", "-feature-gates=NodeControllerLeaseCircuitBreaker=false")
-	}
 	variants := []struct {
-		ctl      faultController
-		required bool
-		skip     string
+		ctl     faultController
+		breaker bool
 	}{
-		{kcmController(bins), true, ""},
-		{off, false, ""},
-		{oursController("nodecontroller, default"), true, map[bool]string{false: "examples/nodecontroller has no -feature-gates flag: the Lease circuit breaker is not in this tree"}[gates]},
+		{kcmController(bins), true},
+		{oursController("nodecontroller, breaker off", "-feature-gates=NodeControllerLeaseCircuitBreaker=false"), false},
+		{oursController("nodecontroller, default"), true},
 	}
 	var mu sync.Mutex
 	rows := make([]string, len(variants))
@@ -369,27 +422,38 @@ func TestFaultLeaseWatchStall(t *testing.T) {
 	t.Run("sides", func(t *testing.T) {
 		for i, v := range variants {
 			t.Run(strings.NewReplacer(" ", "-", ",", "").Replace(v.ctl.name), func(t *testing.T) {
-				if v.skip != "" {
-					mu.Lock()
-					rows[i] = fmt.Sprintf("| %-40s | skipped: %s", v.ctl.name, v.skip)
-					mu.Unlock()
-					t.Skip(v.skip)
-				}
 				t.Parallel()
-				o := runLeaseWatchStall(t, bins, v.ctl)
+				o, gets := runLeaseWatchStall(t, bins, v.ctl)
 				mu.Lock()
-				rows[i] = o.row(v.ctl.name)
+				rows[i] = o.row(v.ctl.name) + fmt.Sprintf(" %15d |", gets)
 				mu.Unlock()
-				if v.required && (o.unknown+o.taints+o.evictions+len(o.notReady) > 0) {
+				if !v.breaker {
+					if o.unknown == 0 {
+						t.Errorf("%s (no Lease circuit breaker) wrote no node Unknown under a stalled Lease watch (audit log): its Lease cache did not fall behind, the fault did not take effect", v.ctl.name)
+					}
+					return
+				}
+				if gets == 0 {
+					t.Errorf("%s read no live Lease during the stall (audit log): its Lease cache did not fall behind the grace period, the fault did not take effect", v.ctl.name)
+				}
+				if o.unknown+o.taints+o.evictions+len(o.notReady) > 0 {
 					t.Errorf("%s under a stalled Lease watch: %d Unknown writes, %d taints, %d pods set NotReady, %d evictions; want none", v.ctl.name, o.unknown, o.taints, len(o.notReady), o.evictions)
 				}
 			})
 		}
 	})
-	t.Logf("Lease watch stalled for %v (grace %v), kubelets renewing every %v; %v for all three:\n%s\n%s", 2*faultGrace, faultGrace, faultRenew, time.Since(t0).Round(time.Second), faultTableHeader, strings.Join(rows, "\n"))
+	t.Logf("Lease watch stalled for %v (grace %v), kubelets renewing every %v; %v for all three:\n%s\n%s", 2*faultGrace, faultGrace, faultRenew, time.Since(t0).Round(time.Second), stallTableHeader, strings.Join(rows, "\n"))
 }
 
-func runLeaseWatchStall(t *testing.T, bins cluster.Binaries, ctl faultController) faultOutcome {
+// stallTableHeader is faultTableHeader with the live Lease GETs during the
+// stall.
+const stallTableHeader = "| controller                               | Unknown writes     | taints | pods set NotReady | evictions | live Lease GETs |\n" +
+	"|------------------------------------------|--------------------|--------|-------------------|-----------|-----------------|"
+
+// runLeaseWatchStall runs the stall against ctl and returns what it wrote
+// and how many live Lease GETs of it the apiserver received during the
+// stall.
+func runLeaseWatchStall(t *testing.T, bins cluster.Binaries, ctl faultController) (faultOutcome, int) {
 	nodes, pods := sixNodes()
 	fw, px, p := startUnderTest(t, bins, ctl, nodes, pods, nil)
 	time.Sleep(2 * faultMonitorPeriod)
@@ -414,22 +478,23 @@ func runLeaseWatchStall(t *testing.T, bins cluster.Binaries, ctl faultController
 	stopUnderTest(t, p)
 
 	_ = px.Close() // every request logged
-	held, liveGets := 0, 0
+	held, proxyGets := 0, 0
 	for _, e := range px.Log() {
 		if e.Resource == "leases" && e.Watch && e.Held > 0 {
 			held++
 		}
 		if e.Resource == "leases" && !e.Watch && e.Name != "" && e.Method == "GET" && e.Start.After(stallStart) && e.Start.Before(stallEnd) {
-			liveGets++
+			proxyGets++
 		}
 	}
 	if held == 0 {
 		t.Errorf("no Lease watch was held (proxy log): the fault was not applied")
 	}
+	gets := leaseGets(fw.received(t, byTag("under-test"), stallStart, stallEnd))
 	o := fw.outcome(t, byController)
-	t.Logf("%s: %d Lease watches held, %d live Lease GETs during the stall; %d Unknown writes (%d nodes), %d taints, %d pods set NotReady, %d evictions, %d writes in all",
-		ctl.name, held, liveGets, o.unknown, len(o.unknownNodes), o.taints, len(o.notReady), o.evictions, o.writes)
-	return o
+	t.Logf("%s: %d Lease watches held, %d live Lease GETs during the stall (%d through the proxy); %d Unknown writes (%d nodes), %d taints, %d pods set NotReady, %d evictions, %d writes in all",
+		ctl.name, held, gets, proxyGets, o.unknown, len(o.unknownNodes), o.taints, len(o.notReady), o.evictions, o.writes)
+	return o, gets
 }
 
 // TestFaultControllerCutOff: the controller is cut off from the apiserver
@@ -438,21 +503,19 @@ func runLeaseWatchStall(t *testing.T, bins cluster.Binaries, ctl faultController
 // Unknown write lands (any would rest on the Leases the controller saw
 // before the cut), hence no taint and no eviction. Run against
 // kube-controller-manager v1.37.2 and examples/nodecontroller (default
-// flags) at the same time; the time from the reconnection to the
-// controller's first answered request is logged. examples/nodecontroller
-// is held to it once it has the Lease circuit breaker (a -feature-gates
-// flag); before, its outcome is only recorded.
+// flags) at the same time. The cut must take effect and end: the proxy
+// refused the controller's connections during it; in the audit log, the
+// apiserver ended the controller's open watches at the cut, received no
+// request of the controller during it (a request forwarded just before
+// the cut may reach it up to cutSlack later) and received some after the
+// reconnection. The time from the reconnection to the
+// controller's first answered request is logged.
 func TestFaultControllerCutOff(t *testing.T) {
 	bins := binariesWithKCM(t)
-	// Without the Lease circuit breaker (a binary with no -feature-gates
-	// flag) examples/nodecontroller is expected to write the false
-	// Unknowns: its outcome is recorded, not required.
-	gates := ncHasFlag(t, "feature-gates")
 	ctls := []faultController{kcmController(bins), oursController("nodecontroller")}
-	required := []bool{true, gates}
 	rows := controllerRows(t, ctls, func(t *testing.T, i int, ctl faultController) string {
 		o := runCutOff(t, bins, ctl)
-		if required[i] && o.unknown+o.taints+o.evictions+len(o.notReady) > 0 {
+		if o.unknown+o.taints+o.evictions+len(o.notReady) > 0 {
 			t.Errorf("%s after a cut-off of %v: %d Unknown writes (at %v), %d taints, %d pods set NotReady, %d evictions; want none", ctl.name, 2*faultGrace, o.unknown, o.unknownAt, o.taints, len(o.notReady), o.evictions)
 		}
 		return o.row(ctl.name)
@@ -460,12 +523,19 @@ func TestFaultControllerCutOff(t *testing.T) {
 	t.Logf("controller cut off for %v (grace %v), kubelets renewing every %v:\n%s\n%s", 2*faultGrace, faultGrace, faultRenew, faultTableHeader, strings.Join(rows, "\n"))
 }
 
+// cutSlack is how long after a cut (or a rule put in place) a request the
+// proxy had already forwarded may still reach the apiserver's handler on
+// the loaded machine.
+const cutSlack = time.Second
+
 func runCutOff(t *testing.T, bins cluster.Binaries, ctl faultController) faultOutcome {
 	nodes, pods := sixNodes()
 	fw, px, p := startUnderTest(t, bins, ctl, nodes, pods, nil)
 	time.Sleep(2 * faultMonitorPeriod)
 
+	cutStart := time.Now()
 	px.Cut()
+	cutAt := time.Now()
 	time.Sleep(2 * faultGrace)
 	px.Restore()
 	restored := time.Now()
@@ -484,9 +554,32 @@ func runCutOff(t *testing.T, bins cluster.Binaries, ctl faultController) faultOu
 			}
 		}
 	}
+	refused := px.Refused()
+	// The watches the controller had open end at the cut, in the
+	// apiserver too (an idle controller sends nothing else then).
+	cutWatches := 0
+	for _, e := range fw.received(t, byTag("under-test"), time.Time{}, cutStart) {
+		if e.Verb == "watch" && !e.StageTimestamp.Before(cutStart) && e.StageTimestamp.Before(cutAt.Add(cutSlack)) {
+			cutWatches++
+		}
+	}
+	during := fw.received(t, byTag("under-test"), cutAt.Add(cutSlack), restored)
+	afterwards := fw.received(t, byTag("under-test"), restored, time.Now())
 	o := fw.outcome(t, byController)
-	t.Logf("%s: %d connections refused during the cut; first answered request %v after the reconnection, Lease watch re-opened after %v; %d Unknown writes (%d nodes), %d taints, %d pods set NotReady, %d evictions",
-		ctl.name, px.Refused(), first.Round(time.Millisecond), firstWatch.Round(time.Millisecond), o.unknown, len(o.unknownNodes), o.taints, len(o.notReady), o.evictions)
+	t.Logf("%s: %d connections refused during the cut; the apiserver ended %d of its watches at the cut, received %d requests during it and %d after it; first answered request %v after the reconnection, Lease watch re-opened after %v; %d Unknown writes (%d nodes), %d taints, %d pods set NotReady, %d evictions",
+		ctl.name, refused, cutWatches, len(during), len(afterwards), first.Round(time.Millisecond), firstWatch.Round(time.Millisecond), o.unknown, len(o.unknownNodes), o.taints, len(o.notReady), o.evictions)
+	if refused == 0 {
+		t.Errorf("%s: the proxy refused no connection during the cut: the cut did not take effect", ctl.name)
+	}
+	if cutWatches == 0 {
+		t.Errorf("%s: the apiserver ended none of the controller's watches at the cut (audit log): the cut did not take effect", ctl.name)
+	}
+	if len(during) > 0 {
+		t.Errorf("%s: the apiserver received %d requests of the controller during the cut (audit log, from %v after it): %s", ctl.name, len(during), cutSlack, describe(during))
+	}
+	if len(afterwards) == 0 {
+		t.Errorf("%s: the apiserver received no request of the controller after the reconnection (audit log): it never came back, so its writes prove nothing", ctl.name)
+	}
 	return o
 }
 
@@ -550,19 +643,21 @@ func fourNodes(prefix string, short int64) ([]worldNode, []worldPod) {
 // TestFaultAPIServerOverloaded: while a node is really silent, every
 // non-watch request of the controller is answered 429 Too Many Requests
 // (Retry-After: 2) for 30 s, then 503 Service Unavailable (Retry-After: 2)
-// for 30 s; watches flow. What must hold for examples/nodecontroller:
-// nothing is lost (once the overload ends the node is written Unknown
-// once, gets both unreachable taints once, its 0 s and 3 s pods are
-// deleted once each, its 300 s pod is kept, no other node is touched);
-// tainting and evictions resume within one monitor period plus one
-// Retry-After of the end (a request the client holds back for Retry-After
-// goes out then), +1 s for the loaded machine. Retry-After, from the
-// proxy's log: the requests that repeat a refused one (same method and
-// URL, not a POST) sooner than its Retry-After are counted and logged. client-go
-// honours Retry-After in its own retries (10 at most); the controller's
-// next attempt after client-go gives up does not wait for it, in
-// kube-controller-manager as in ours. kube-controller-manager v1.37.2 runs
-// the same scenario beside it, recorded.
+// for 30 s; watches flow. The overload must take effect on both sides: the
+// proxy answered both statuses, and the apiserver received no request of
+// the controller but its watches during the window (audit log). What must
+// hold for examples/nodecontroller: nothing is lost (once the overload
+// ends the node is written Unknown once, gets both unreachable taints
+// once, its 0 s and 3 s pods are deleted once each, its 300 s pod is kept,
+// no other node is touched); tainting and evictions resume within one
+// monitor period plus one Retry-After of the end (a request the client
+// holds back for Retry-After goes out then), +1 s for the loaded machine;
+// Retry-After is honoured (proxy log, retriesOf): some refused request is
+// repeated after its Retry-After, and one is repeated sooner only after
+// client-go's 10 retries are used up (the controller's own next attempt
+// does not wait for it, in kube-controller-manager as in ours).
+// kube-controller-manager v1.37.2 runs the same scenario beside it,
+// recorded.
 func TestFaultAPIServerOverloaded(t *testing.T) {
 	bins := binariesWithKCM(t)
 	ctls := []faultController{kcmController(bins), oursController("nodecontroller")}
@@ -570,7 +665,7 @@ func TestFaultAPIServerOverloaded(t *testing.T) {
 		return runOverload(t, bins, ctl, i == 1)
 	})
 	t.Logf("overload: 429 then 503, Retry-After 2 s, 60 s in all:\n"+
-		"| controller | requests in the window | refused | repeated sooner than Retry-After | Unknown after the end | tainted after | 0 s pod deleted after | 3 s pod deleted after | lost or doubled |\n"+
+		"| controller | requests in the window | answered 429 / 503 | repeated after / sooner than Retry-After | Unknown after the end | tainted after | 0 s pod deleted after | 3 s pod deleted after | problems |\n"+
 		"|---|---|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
 }
 
@@ -632,19 +727,18 @@ func runOverload(t *testing.T, bins cluster.Binaries, ctl faultController, requi
 	}
 	check(!firstOf(deletes[silent+"-short"]).Before(T.Add(3*time.Second)), "%s-short deleted at %s, before its taint's timeAdded %s + 3 s", silent, stamp(firstOf(deletes[silent+"-short"])), stamp(T))
 	check(o.evictions == 2, "evictions: %d, want 2 (%v)", o.evictions, deletes)
-	for _, pr := range problems {
-		if required {
-			t.Error(pr)
-		} else {
-			t.Log("recorded: " + pr)
-		}
-	}
 
-	// Retry-After, from the proxy's log.
-	refused, early, inWindow := 0, 0, 0
-	kinds := map[string]int{}
+	// The overload took effect, on both sides: the proxy answered both
+	// statuses, and the apiserver received no request of the controller
+	// but its watches while it lasted.
 	log := px.Log()
-	for i, e := range log {
+	served := map[int]int{}
+	inWindow := 0
+	kinds := map[string]int{}
+	for _, e := range log {
+		if e.Rule == strconv.Itoa(e.Status) && e.RetryAfter == retryAfter {
+			served[e.Status]++
+		}
 		if e.Start.After(start) && e.Start.Before(end) && !e.Watch {
 			inWindow++
 			k := e.Method + " " + e.Resource
@@ -653,29 +747,130 @@ func runOverload(t *testing.T, bins cluster.Binaries, ctl faultController, requi
 			}
 			kinds[k]++
 		}
-		// A POST creates a new object (another Event), not a repeat.
-		if e.RetryAfter == 0 || e.Rule == "" || e.Method == "POST" {
-			continue
+	}
+	if served[429] == 0 || served[503] == 0 {
+		t.Errorf("%s: the proxy answered %d requests 429 and %d 503 (Retry-After %d); want both: the overload did not take effect", ctl.name, served[429], served[503], retryAfter)
+	}
+	var reached []parity.AuditEvent
+	for _, e := range fw.received(t, byTag("under-test"), start.Add(cutSlack), end) {
+		if e.Verb != "watch" {
+			reached = append(reached, e)
 		}
-		refused++
-		for _, next := range log[i+1:] {
-			if next.Method == e.Method && next.Path == e.Path && next.Query == e.Query && next.Start.After(e.End) {
-				if next.Start.Sub(e.End) < time.Duration(e.RetryAfter)*time.Second-100*time.Millisecond {
-					early++
-					t.Logf("%s %s?%s: answered %d (Retry-After %d) at %s, repeated at %s (%v later)", e.Method, e.Path, e.Query, e.Status, e.RetryAfter, stamp(e.End), stamp(next.Start), next.Start.Sub(e.End).Round(time.Millisecond))
-				}
-				break
-			}
+	}
+	if len(reached) > 0 {
+		t.Errorf("%s: the apiserver received %d requests of the controller other than watches during the overload (audit log, from %v after its start): %s", ctl.name, len(reached), cutSlack, describe(reached))
+	}
+
+	// Retry-After, from the proxy's log: client-go repeats a refused
+	// request after its Retry-After, up to clientGoMaxRetries times; only
+	// the controller's own next attempt, once they are used up, may come
+	// sooner.
+	r := retriesOf(log)
+	for _, e := range r.early {
+		t.Logf("%s %s?%s: answered %d (Retry-After %d) at %s, the %s refusal in a row, repeated %v later", e.Method, e.Path, e.Query, e.Status, e.RetryAfter, stamp(e.End), ordinal(e.run), e.wait.Round(time.Millisecond))
+	}
+	check(r.honoured > 0, "no refused request was repeated after its Retry-After (%d refused): client-go's retries were not seen", r.refused)
+	for _, e := range r.early {
+		check(e.run > clientGoMaxRetries, "%s %s?%s repeated %v after a %d answer with Retry-After %d s, the %s refusal in a row: before client-go's %d retries were used up", e.Method, e.Path, e.Query, e.wait.Round(time.Millisecond), e.Status, e.RetryAfter, ordinal(e.run), clientGoMaxRetries)
+	}
+	for _, pr := range problems {
+		if required {
+			t.Error(pr)
+		} else {
+			t.Log("recorded: " + pr)
 		}
 	}
 	t.Logf("%s: requests in the overload window by kind: %v", ctl.name, kinds)
-	t.Logf("%s: silent since %s; overload %s–%s: %d requests (%.1f/s), %d answered 429/503, %d repeated sooner than their Retry-After; after its end: Unknown written %v, tainted (timeAdded, whole seconds) %v, %s-zero deleted %v, %s-short %v",
-		ctl.name, stamp(origin), stamp(start), stamp(end), inWindow, float64(inWindow)/end.Sub(start).Seconds(), refused, early,
+	t.Logf("%s: silent since %s; overload %s–%s: %d requests (%.1f/s), %d answered 429 and %d 503; of the refused requests (not POSTs) %d repeated after their Retry-After, %d sooner; after its end: Unknown written %v, tainted (timeAdded, whole seconds) %v, %s-zero deleted %v, %s-short %v",
+		ctl.name, stamp(origin), stamp(start), stamp(end), inWindow, float64(inWindow)/end.Sub(start).Seconds(), served[429], served[503], r.honoured, len(r.early),
 		unknownAt.Sub(end).Round(time.Millisecond), T.Sub(end).Round(time.Millisecond),
 		silent, firstOf(deletes[silent+"-zero"]).Sub(end).Round(time.Millisecond), silent, firstOf(deletes[silent+"-short"]).Sub(end).Round(time.Millisecond))
-	return fmt.Sprintf("| %s | %d | %d | %d | %v | %v | %v | %v | %d problems |", ctl.name, inWindow, refused, early,
+	return fmt.Sprintf("| %s | %d | %d / %d | %d / %d | %v | %v | %v | %v | %d problems |", ctl.name, inWindow, served[429], served[503], r.honoured, len(r.early),
 		unknownAt.Sub(end).Round(100*time.Millisecond), T.Sub(end).Round(100*time.Millisecond),
 		firstOf(deletes[silent+"-zero"]).Sub(end).Round(100*time.Millisecond), firstOf(deletes[silent+"-short"]).Sub(end).Round(100*time.Millisecond), len(problems))
+}
+
+// clientGoMaxRetries is how many times client-go's rest client repeats a
+// request answered 429 or 5xx with Retry-After, waiting the Retry-After
+// each time (maxRetries in k8s.io/client-go/rest/request.go, checkWait in
+// with_retry.go).
+const clientGoMaxRetries = 10
+
+// earlyRepeat is a refused request repeated sooner than its Retry-After.
+type earlyRepeat struct {
+	faultproxy.Entry
+	// run is how many times in a row the request had been refused, this
+	// time included; wait, the time from this answer to the repeat.
+	run  int
+	wait time.Duration
+}
+
+// retries is what retriesOf measures.
+type retries struct {
+	refused, honoured int
+	early             []earlyRepeat
+}
+
+// retriesOf pairs each request the proxy refused with a Retry-After (not a
+// POST: that creates another object, it repeats nothing) with its repeat,
+// the next request with the same method and URL that started after the
+// answer: honoured when it came at least Retry-After later (100 ms allowed
+// for rounding), early otherwise. An early repeat, or an answer that was
+// not a refusal, ends a run of refusals in a row.
+func retriesOf(log []faultproxy.Entry) retries {
+	type key struct{ method, path, query string }
+	byKey := map[key][]faultproxy.Entry{}
+	for _, e := range log {
+		if !e.Watch && e.Method != "POST" {
+			k := key{e.Method, e.Path, e.Query}
+			byKey[k] = append(byKey[k], e)
+		}
+	}
+	var r retries
+	for _, es := range byKey {
+		slices.SortFunc(es, func(a, b faultproxy.Entry) int { return a.Start.Compare(b.Start) })
+		run := 0
+		for i, e := range es {
+			if e.Rule == "" || e.RetryAfter == 0 {
+				run = 0
+				continue
+			}
+			r.refused++
+			run++
+			j := i + 1
+			for j < len(es) && !es[j].Start.After(e.End) {
+				j++
+			}
+			if j == len(es) {
+				continue
+			}
+			wait := es[j].Start.Sub(e.End)
+			if wait >= time.Duration(e.RetryAfter)*time.Second-100*time.Millisecond {
+				r.honoured++
+				continue
+			}
+			r.early = append(r.early, earlyRepeat{Entry: e, run: run, wait: wait})
+			run = 0
+		}
+	}
+	slices.SortFunc(r.early, func(a, b earlyRepeat) int { return a.End.Compare(b.End) })
+	return r
+}
+
+// ordinal writes n as 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st.
+func ordinal(n int) string {
+	suffix := "th"
+	if n%100 < 11 || n%100 > 13 {
+		switch n % 10 {
+		case 1:
+			suffix = "st"
+		case 2:
+			suffix = "nd"
+		case 3:
+			suffix = "rd"
+		}
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 func firstOf(ts []time.Time) time.Time {
@@ -743,8 +938,8 @@ func TestFaultWatchGone(t *testing.T) {
 	evicted := firstOf(deletes[name])
 	t.Logf("tainted at %s; %d watches ended, %d re-watches answered 410, %d lists after; %s evicted %v after the taint (toleration %d s); %d evictions",
 		stamp(T), ended, gone, lists, name, evicted.Sub(T).Round(time.Millisecond), tol, o.evictions)
-	if gone == 0 || lists == 0 {
-		t.Errorf("the fault did not force a relist: %d answers 410, %d lists", gone, lists)
+	if ended == 0 || gone == 0 || lists == 0 {
+		t.Errorf("the fault did not force a relist: %d watches ended, %d answers 410, %d lists", ended, gone, lists)
 	}
 	if evicted.Before(T.Add(tol*time.Second)) || evicted.After(T.Add(tol*time.Second+faultMonitorPeriod+time.Second)) {
 		t.Errorf("%s evicted at %s; want in [T+%ds, T+%ds+%v] with T = %s", name, stamp(evicted), tol, tol, faultMonitorPeriod+time.Second, stamp(T))
@@ -775,13 +970,6 @@ const (
 	faultRenewDeadline = 4 * time.Second
 	faultRetry         = 500 * time.Millisecond
 )
-
-// byReplica selects the writes of one replica (its proxy's User-Agent tag).
-func byReplica(tag string) func(*parity.AuditEvent) bool {
-	return func(e *parity.AuditEvent) bool {
-		return e.User.Username == "admin" && strings.HasSuffix(e.UserAgent, " "+tag)
-	}
-}
 
 // TestFaultLeaderPartition: two replicas of examples/nodecontroller with
 // leader election, each through its own proxy (tagged replica-a and
@@ -863,11 +1051,11 @@ func TestFaultLeaderPartition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldW, newW := byReplica(leader), byReplica(standby)
+	oldW, newW := byTag(leader), byTag(standby)
 	var first, firstLease time.Time
 	for i := range events {
 		e := &events[i]
-		if e.ObjectRef == nil || e.Code()/100 != 2 || !newW(e) || e.StageTimestamp.Before(cutAt) {
+		if e.ObjectRef == nil || !isWrite(e) || e.Code()/100 != 2 || !newW(e) || e.StageTimestamp.Before(cutAt) {
 			continue
 		}
 		if e.ObjectRef.Resource == "leases" {
@@ -878,13 +1066,21 @@ func TestFaultLeaderPartition(t *testing.T) {
 			first = e.StageTimestamp
 		}
 	}
+	// The partition took effect: the leader's proxy refused its
+	// connections, and none of its requests reached the apiserver.
+	if n := pxs[leader].Refused(); n == 0 {
+		t.Errorf("the proxy of the old leader %s refused no connection during the partition: the partition did not take effect", leader)
+	}
+	if during := fw.received(t, oldW, cutAt.Add(cutSlack), healed); len(during) > 0 {
+		t.Errorf("the apiserver received %d requests of the old leader %s during the partition (audit log, from %v after the cut): %s", len(during), leader, cutSlack, describe(during))
+	}
 	if firstLease.IsZero() || first.IsZero() {
 		t.Fatalf("the standby %s never wrote after the cut (Lease %s, other %s)", standby, stamp(firstLease), stamp(first))
 	}
 	late := 0
 	for i := range events {
 		e := &events[i]
-		if e.ObjectRef != nil && e.Code()/100 == 2 && oldW(e) && !e.StageTimestamp.Before(firstLease) {
+		if e.ObjectRef != nil && isWrite(e) && e.Code()/100 == 2 && oldW(e) && !e.StageTimestamp.Before(firstLease) {
 			late++
 			t.Errorf("old leader %s wrote %s %s/%s at %s, after the new leader's first write at %s", leader, e.Verb, e.ObjectRef.Resource, e.ObjectRef.Name, stamp(e.StageTimestamp), stamp(firstLease))
 		}

@@ -66,6 +66,7 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.StringVar(&o.labels, "node-labels", "", "labels added to every Node at registration, key=value[,key=value] (zone and region labels, for example)")
 	fs.IntVar(&o.leaseSecs, "node-lease-duration-seconds", int(agent.DefaultLeaseDuration/time.Second), "the Leases' leaseDurationSeconds; they are renewed every quarter of it")
 	fs.DurationVar(&o.cfg.StatusUpdateFrequency, "node-status-update-frequency", o.cfg.StatusUpdateFrequency, "how often each Node's status is posted")
+	fs.DurationVar(&o.cfg.StatusReportFrequency, "node-status-report-frequency", o.cfg.StatusReportFrequency, "when positive, a status update posts only what differs from the Node in the API, or everything once this long has passed (the kubelet's nodeStatusReportFrequency, 5m); 0: post at every update")
 	fs.DurationVar(&o.cfg.HousekeepingPeriod, "housekeeping-period", o.cfg.HousekeepingPeriod, "how often pod workers are reconciled with the API and the runtime")
 	fs.DurationVar(&o.cfg.PodWorker.ResyncInterval, "sync-frequency", o.cfg.PodWorker.ResyncInterval, "how often a running pod is synced again")
 	fs.DurationVar(&o.cfg.PodWorker.BackoffPeriod, "backoff-period", o.cfg.PodWorker.BackoffPeriod, "delay before a failed pod worker step is retried")

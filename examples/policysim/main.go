@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/kubelifecycle/lifecycle/examples/policysim/sim"
@@ -54,7 +55,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	compare := fs.Bool("compare", false, "run taint-based and legacy eviction and print their key numbers side by side")
 	summaryOnly := fs.Bool("summary", false, "text format: print the summary without the timeline")
 	tick := fs.Bool("tick", false, "run the taint pass at every 100ms tick instead of only when it has work (same results, slower)")
-	sweep := fs.String("sweep", "", "run the scenario once per value, in parallel, and print a table: `FIELD=v1,v2,...` (e.g. nodeEvictionRate=0.05,0.1,0.2 or defaultUnreachableTolerationSeconds=60,300)")
+	var sweep sweepFlag
+	fs.Var(&sweep, "sweep", "run the scenario once per value, in parallel, and print a table: `FIELD=v1,v2,...` (e.g. nodeEvictionRate=0.05,0.1,0.2, defaultUnreachableTolerationSeconds=60,300 or deviceMaxShare=0,0.05,0.2); repeat it for a grid: every combination of the fields' values, at most "+fmt.Sprint(sim.MaxSweepRuns)+" runs")
 	maxPasses := fs.Int64("max-node-passes", sim.DefaultMaxNodePasses, "refuse scenarios needing more than `n` node passes (nodes × (monitor passes + Lease renewals + status posts))")
 	maxPods := fs.Int64("max-pods", sim.DefaultMaxPods, "refuse scenarios with more than `n` pods")
 	maxEvents := fs.Int64("max-event-steps", sim.DefaultMaxEventSteps, "refuse scenarios whose events need more than `n` steps (Σ over events of targeted nodes × (1 + pods per node))")
@@ -86,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	if *sweep != "" && (*compare || *svg != "") {
+	if len(sweep) > 0 && (*compare || *svg != "") {
 		return errors.New("policysim: -sweep prints a table; use it without -compare and -svg")
 	}
 	if *compare && *svg != "" {
@@ -129,8 +131,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *legacy {
 		opt.PodEvictionTimeout = *timeout
 	}
-	if *sweep != "" {
-		return runSweep(ctx, sc, opt, *sweep, *format, stdout)
+	if len(sweep) > 0 {
+		return runSweep(ctx, sc, opt, sweep, *format, stdout)
 	}
 	if *compare {
 		return runCompare(ctx, sc, opt, *timeout, *format, stdout)
@@ -180,32 +182,65 @@ func runCompare(ctx context.Context, sc *sim.Scenario, opt sim.Options, timeout 
 	return err
 }
 
-func runSweep(ctx context.Context, sc *sim.Scenario, opt sim.Options, spec, format string, stdout io.Writer) error {
-	field, values, err := sim.ParseSweep(spec)
+// sweepFlag is the repeatable -sweep flag: one field and its values each.
+type sweepFlag []sim.SweepField
+
+func (f *sweepFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	parts := make([]string, len(*f))
+	for i, sf := range *f {
+		parts[i] = sf.Field + "=" + strings.Join(sf.Values, ",")
+	}
+	return strings.Join(parts, " ")
+}
+
+func (f *sweepFlag) Set(s string) error {
+	field, values, err := sim.ParseSweep(s)
 	if err != nil {
 		return err
 	}
+	*f = append(*f, sim.SweepField{Field: field, Values: values})
+	return nil
+}
+
+func runSweep(ctx context.Context, sc *sim.Scenario, opt sim.Options, fields []sim.SweepField, format string, stdout io.Writer) error {
 	start := time.Now()
-	runs, err := sim.Sweep(ctx, sc, field, values, opt, 0)
+	runs, err := sim.SweepGrid(ctx, sc, fields, opt, 0)
 	if err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
+	names := make([]string, len(fields))
+	for i, f := range fields {
+		names[i] = f.Field
+	}
 	if format == "json" {
+		// field and value: a one-field sweep's, as they always were.
 		type run struct {
-			Value   string      `json:"value"`
+			Value   string      `json:"value,omitempty"`
+			Values  []string    `json:"values"`
 			Summary sim.Summary `json:"summary"`
 		}
 		out := struct {
-			Field string `json:"field"`
-			Runs  []run  `json:"runs"`
-		}{Field: field}
+			Field  string   `json:"field,omitempty"`
+			Fields []string `json:"fields"`
+			Runs   []run    `json:"runs"`
+		}{Fields: names}
+		if len(fields) == 1 {
+			out.Field = names[0]
+		}
 		for _, r := range runs {
-			out.Runs = append(out.Runs, run{r.Value, r.Result.Summary})
+			one := run{Values: r.Values, Summary: r.Result.Summary}
+			if len(fields) == 1 {
+				one.Value = r.Value
+			}
+			out.Runs = append(out.Runs, one)
 		}
 		return sim.WriteJSONValue(stdout, out)
 	}
-	if err := sim.WriteSweep(stdout, field, runs); err != nil {
+	if err := sim.WriteSweepGrid(stdout, names, runs); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "\nsimulated %s %d times in %d ms of real time (%d CPUs)\n", sim.Dur(sc.Duration.D()), len(runs), elapsed.Milliseconds(), runtime.NumCPU())

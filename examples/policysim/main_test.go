@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,7 +69,7 @@ func TestFlags(t *testing.T) {
 		wantOut []string
 		wantErr string
 	}{
-		{"list", []string{"-list"}, []string{"offline-node         one node loses its kubelet; v1.36 defaults", "offline-node-1.2x    one node loses its kubelet; 1.2x-era defaults", "large-cluster", "flapping-node"}, ""},
+		{"list", []string{"-list"}, []string{"offline-node         one node loses its kubelet; v1.37.2 defaults", "offline-node-1.2x    one node loses its kubelet; 1.2x-era defaults", "large-cluster", "flapping-node"}, ""},
 		{"run", []string{"-run", "zone-dark", "-summary"}, []string{"scenario  zone-dark", "zone zone-a: 20 nodes"}, ""},
 		{"file", []string{"-scenario", good}, []string{"scenario  good", "+55.0s"}, ""},
 		{"show", []string{"-show", "-run", "all-dark"}, []string{"name: all-dark", "zone-restore"}, ""},
@@ -79,6 +80,15 @@ func TestFlags(t *testing.T) {
 		{"1.2x defaults", []string{"-run", "offline-node-1.2x", "-summary"}, []string{"grace 40s", "+5m45.0s"}, ""},
 		{"sweep", []string{"-run", "zone-partial", "-sweep", "nodeEvictionRate=0.05,0.1"}, []string{"SWEEP  nodeEvictionRate = 0.05, 0.1", "0.05              zone-a  +18m35.0s", "simulated 20m0.0s 2 times"}, ""},
 		{"sweep json", []string{"-sweep", "defaultUnreachableTolerationSeconds=60,300", "-format", "json"}, []string{`"field": "defaultUnreachableTolerationSeconds"`, `"value": "60"`}, ""},
+		{"sweep grid", []string{"-run", "lease-watch-stall", "-sweep", "nodeControllerLeaseCircuitBreaker=false,true", "-sweep", "reconcile=false,true"},
+			[]string{"SWEEP  nodeControllerLeaseCircuitBreaker = false, true  ×  reconcile = false, true  (4 runs)",
+				"nodes Unknown  pods NotReady  node time down  longest node down  pod time NotReady  longest pod NotReady",
+				"false                              true       zone-a  +1m20.0s    +6m20.0s       3             6              33             6m30.0s         6m5.0s             20m0.0s            5m25.0s",
+				"simulated 7m0.0s 4 times"}, ""},
+		{"sweep grid json", []string{"-sweep", "nodeEvictionRate=0.1", "-sweep", "reconcile=false,true", "-format", "json"},
+			[]string{`"fields": [`, `"reconcile"`, `"values": [`, `"nodeSecondsDown": 365`}, ""},
+		{"sweep field twice", []string{"-sweep", "nodeEvictionRate=0.1", "-sweep", "policy.nodeEvictionRate=0.2"}, nil, "-sweep policy.nodeEvictionRate given twice"},
+		{"sweep grid too large", []string{"-sweep", "nodeEvictionRate=" + seq(40), "-sweep", "defaultUnreachableTolerationSeconds=" + seq(30)}, nil, "grid of 40 × 30 runs, more than 1000 (MaxSweepRuns)"},
 		{"bad sweep", []string{"-sweep", "nodeEvictionRate"}, nil, "-sweep wants FIELD=v1,v2,..."},
 		{"sweep unknown field", []string{"-sweep", "nope=1"}, nil, `unknown field "nope"`},
 		{"sweep with compare", []string{"-sweep", "nodeEvictionRate=1", "-compare"}, nil, "use it without -compare"},
@@ -122,6 +132,15 @@ func TestFlags(t *testing.T) {
 	}
 }
 
+// seq returns "1,2,...,n".
+func seq(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = strconv.Itoa(i + 1)
+	}
+	return strings.Join(parts, ",")
+}
+
 func TestHelp(t *testing.T) {
 	_, stderr, err := runMain(t, "-h")
 	if !errors.Is(err, flag.ErrHelp) {
@@ -133,7 +152,7 @@ func TestHelp(t *testing.T) {
 	if _, _, err := runMain(t, "-nope"); exitCode(err) != 2 {
 		t.Errorf("exit status for an unknown flag = %d, want 2", exitCode(err))
 	}
-	for _, want := range []string{"-legacy-node-eviction", "-svg file", "Scenario file", "nodeMonitorGracePeriod", "zone-dark"} {
+	for _, want := range []string{"-legacy-node-eviction", "-svg file", "Scenario file", "nodeMonitorGracePeriod", "zone-dark", "device-taint", "deviceMaxShare"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("-h output lacks %q", want)
 		}

@@ -8,10 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // bannedTime lists the package time functions that read the wall clock or
@@ -160,6 +162,132 @@ func TestCheckerCatchesViolations(t *testing.T) {
 		}
 		if got := check(fset, f); len(got) != tt.want {
 			t.Errorf("check(%s) = %q, want %d violations", tt.name, got, tt.want)
+		}
+	}
+}
+
+// modulePath is this module's path: a package under it with an element
+// "internal" is one a user of the module cannot import.
+const modulePath = "github.com/kubelifecycle/lifecycle"
+
+// isExample reports whether fn is a runnable example as go test finds one:
+// a function named Example or ExampleXxx (Xxx not starting with a lower-case
+// letter), no receiver, no parameters, no results.
+func isExample(fn *ast.FuncDecl) bool {
+	name, ok := strings.CutPrefix(fn.Name.Name, "Example")
+	if !ok || fn.Recv != nil || fn.Type.Params.NumFields() != 0 || fn.Type.Results.NumFields() != 0 {
+		return false
+	}
+	return name == "" || !unicode.IsLower([]rune(name)[0])
+}
+
+// checkExampleImports reports the imports of this module's internal
+// packages in a file that declares an Example: the Example is what a user
+// copies, and the user cannot import them.
+func checkExampleImports(fset *token.FileSet, f *ast.File) []string {
+	var examples []string
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && isExample(fn) {
+			examples = append(examples, fn.Name.Name)
+		}
+	}
+	if len(examples) == 0 {
+		return nil
+	}
+	var out []string
+	for _, imp := range f.Imports {
+		path, _ := strconv.Unquote(imp.Path.Value)
+		rest, ok := strings.CutPrefix(path, modulePath+"/")
+		if ok && slices.Contains(strings.Split(rest, "/"), "internal") {
+			out = append(out, fmt.Sprintf("%s: import of %q in a file with %s (an Example may use only what a user can import)", fset.Position(imp.Pos()), path, strings.Join(examples, ", ")))
+		}
+	}
+	return out
+}
+
+// exampleFiles returns every _test.go file of the repository, nested
+// modules (examples/e2e) included.
+func exampleFiles(t *testing.T, root string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	return files
+}
+
+// TestExamplesImportNoInternal: no file that declares an Example imports
+// an internal package of this module.
+func TestExamplesImportNoInternal(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := exampleFiles(t, root)
+	fset := token.NewFileSet()
+	examples := 0
+	for _, path := range files {
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatalf("parse %s: %v", path, err)
+		}
+		for _, d := range f.Decls {
+			if fn, ok := d.(*ast.FuncDecl); ok && isExample(fn) {
+				examples++
+			}
+		}
+		for _, v := range checkExampleImports(fset, f) {
+			t.Error(v)
+		}
+	}
+	if examples == 0 {
+		t.Fatalf("no Example found in %d test files; is the test run from internal/contract?", len(files))
+	}
+}
+
+// TestExampleCheckerCatchesInternalImports proves checkExampleImports is
+// not vacuous.
+func TestExampleCheckerCatchesInternalImports(t *testing.T) {
+	const internal = `"github.com/kubelifecycle/lifecycle/internal/testutil"`
+	tests := []struct {
+		name, src string
+		want      int
+	}{
+		{"example, public imports", `package p_test; import ("fmt"; "github.com/kubelifecycle/lifecycle/taints"); func Example() { fmt.Println(taints.Explanation{}) }`, 0},
+		{"example, internal", `package p_test; import ` + internal + `; func ExampleTracker_Observe() { _ = testutil.Epoch }`, 1},
+		{"example, examples/internal", `package p_test; import "github.com/kubelifecycle/lifecycle/examples/internal/flagcheck"; func Example_loop() { flagcheck.X() }`, 1},
+		{"example, aliased, two", `package p_test; import (tu ` + internal + `; "github.com/kubelifecycle/lifecycle/internal/other"); func Example() { _ = tu.Epoch; other.X() }`, 2},
+		{"test only", `package p_test; import ("testing"; ` + internal + `); func TestX(t *testing.T) { _ = testutil.Epoch }`, 0},
+		{"not an example: lower case", `package p_test; import ` + internal + `; func Examplefoo() { _ = testutil.Epoch }`, 0},
+		{"not an example: parameter", `package p_test; import ` + internal + `; func Example(x int) { _ = testutil.Epoch }`, 0},
+		{"method named Example", `package p_test; import ` + internal + `; type T struct{}; func (T) Example() { _ = testutil.Epoch }`, 0},
+		{"another module's internal", `package p_test; import "k8s.io/kubernetes/pkg/internal/x"; func Example() { x.Y() }`, 0},
+		{"module path prefix only", `package p_test; import "github.com/kubelifecycle/lifecycle-internal/x"; func Example() { x.Y() }`, 0},
+	}
+	for _, tt := range tests {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, "x_test.go", tt.src, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if got := checkExampleImports(fset, f); len(got) != tt.want {
+			t.Errorf("checkExampleImports(%s) = %q, want %d violations", tt.name, got, tt.want)
 		}
 	}
 }

@@ -7,6 +7,8 @@ require (
 	k8s.io/api v0.37.2
 )
 
+require golang.org/x/time v0.15.0 // indirect
+
 require (
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	cloudproviderapi "k8s.io/cloud-provider/api"
@@ -81,8 +83,10 @@ func newFixture(t testing.TB, cfg controller.Config, cloudCfg fakecloud.Config, 
 		f.mu.Unlock()
 		return false, nil, nil
 	})
-	f.rec = record.NewFakeRecorder(100)
-	cfg.Recorder = f.rec
+	if cfg.Recorder == nil {
+		f.rec = record.NewFakeRecorder(100)
+		cfg.Recorder = f.rec
+	}
 	c, err := controller.New(f.client, &fakecloud.Provider{API: f.cloud}, f.clock, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -617,6 +621,43 @@ func TestDeleteFailed(t *testing.T) {
 	f.pass(5 * time.Second)
 	if got := f.names(); len(got) != 0 {
 		t.Errorf("after the retry: nodes %v, want none", got)
+	}
+}
+
+// TestEventsInvolvedObject: DeletingNode and DeletingNodeFailed are
+// recorded on {APIVersion: v1, Kind: Node, name, UID}, as upstream's
+// MonitorNodes records them (k8s.io/cloud-provider v0.37.2,
+// controllers/nodelifecycle, whose Test_NodesShutdown fails on an Event
+// without involvedObject.apiVersion), through a real broadcaster and
+// recorder as main.go wires them.
+func TestEventsInvolvedObject(t *testing.T) {
+	b := record.NewBroadcaster()
+	t.Cleanup(b.Shutdown)
+	got := make(chan *v1.Event, 10)
+	w := b.StartEventWatcher(func(e *v1.Event) { got <- e })
+	t.Cleanup(w.Stop)
+	cfg := testConfig()
+	cfg.Recorder = b.NewRecorder(scheme.Scheme, v1.EventSource{Component: controller.Name})
+	f := newFixture(t, cfg, fakecloud.Config{}, node("a1", "A", v1.ConditionFalse))
+	f.cloud.DeleteInstance("A", "a1")
+	var refused atomic.Bool
+	f.client.PrependReactor("delete", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if refused.CompareAndSwap(false, true) {
+			return true, nil, apierrors.NewConflict(v1.Resource("nodes"), "a1", errors.New("refused once"))
+		}
+		return false, nil, nil
+	})
+	f.pass(0)
+	want := v1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "a1", UID: "a1-uid1"}
+	for _, reason := range []string{controller.ReasonDeletingNode, controller.ReasonDeletingNodeFailed} {
+		select {
+		case e := <-got:
+			if e.Reason != reason || e.InvolvedObject != want {
+				t.Errorf("Event %s on %+v, want %s on %+v", e.Reason, e.InvolvedObject, reason, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s Event", reason)
+		}
 	}
 }
 

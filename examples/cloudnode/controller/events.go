@@ -17,9 +17,11 @@ const (
 	ReasonDeletingNodeFailed = "DeletingNodeFailed"
 )
 
-// nodeRef references the node by name and UID, as upstream's Events do.
+// nodeRef references the node as upstream's Events do: API version v1,
+// kind Node, name and UID (an Event without involvedObject.apiVersion is
+// one upstream's Test_NodesShutdown rejects).
 func nodeRef(n *v1.Node) *v1.ObjectReference {
-	return &v1.ObjectReference{Kind: "Node", Name: n.Name, UID: n.UID}
+	return &v1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}
 }
 
 func (c *Controller) event(ref *v1.ObjectReference, typ, reason, format string, args ...any) {

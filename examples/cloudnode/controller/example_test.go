@@ -3,16 +3,19 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubelifecycle/lifecycle/examples/cloudnode/controller"
 	"github.com/kubelifecycle/lifecycle/examples/cloudnode/fakecloud"
-	"github.com/kubelifecycle/lifecycle/internal/testutil"
 )
 
 // ExampleConfig_concurrentNodeLifecycleSyncs: upstream's
@@ -20,7 +23,7 @@ import (
 // most MaxConcurrentNodeLifecycleSyncs, and New says which field and value
 // it rejects.
 func ExampleConfig_concurrentNodeLifecycleSyncs() {
-	clk := clocktesting.NewFakeClock(testutil.Epoch)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cloud := &fakecloud.Provider{API: fakecloud.New(clk, fakecloud.Config{})}
 	for _, workers := range []int{4, 0, 1000} {
 		cfg := controller.DefaultConfig()
@@ -39,9 +42,17 @@ func ExampleConfig_concurrentNodeLifecycleSyncs() {
 // instance_exists call with result instance_not_found, and the duration
 // histogram one pass.
 func ExampleController_Collector() {
-	clk := clocktesting.NewFakeClock(testutil.Epoch)
-	cloud := fakecloud.New(clk, fakecloud.Config{})
-	client := fake.NewClientset(node("ready", "S", v1.ConditionTrue), node("gone", "S", v1.ConditionFalse))
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cloud := fakecloud.New(clk, fakecloud.Config{}) // holds no instance
+	var nodes []runtime.Object
+	for name, ready := range map[string]v1.ConditionStatus{"ready": v1.ConditionTrue, "gone": v1.ConditionFalse} {
+		nodes = append(nodes, &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name + "-uid")},
+			Spec:       v1.NodeSpec{ProviderID: fakecloud.ProviderID("S", name)},
+			Status:     v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: ready}}},
+		})
+	}
+	client := fake.NewClientset(nodes...)
 	c, err := controller.New(client, &fakecloud.Provider{API: cloud}, clk, controller.DefaultConfig())
 	if err != nil {
 		panic(err)

@@ -8,8 +8,9 @@
 // and the set once empty, after which every question about one of its
 // instances fails with "parent not found". Upstream's cloud node lifecycle
 // controller (staging/src/k8s.io/cloud-provider/controllers/nodelifecycle/
-// node_lifecycle_controller.go, MonitorNodes, at v1.36.3) reads that error
-// as "do not delete" and asks again every monitor period, forever.
+// node_lifecycle_controller.go, MonitorNodes, at v1.37.2: k8s.io/cloud-provider
+// v0.37.2) reads that error as "do not delete" and asks again every monitor
+// period, forever.
 //
 // The API can throttle (429 with a Retry-After) or fail (500) for a period,
 // and counts every call by method and result (Cloud.Calls), so the cost of

@@ -37,13 +37,24 @@ const Policy = policyHead + `- level: Metadata
 // and Events at level RequestResponse, then rules, then nothing else.
 func PolicyWith(rules string) string { return policyHead + rules + policyTail }
 
-// policyHead and policyTail are the rules [Policy] and [PolicyWith] share.
+// PolicyWithFirst is [PolicyWith](rules) with first (YAML list items, each
+// line ending in a newline) before every other rule: the only place where a
+// rule can log requests in kube-node-lease (a controller's live reads of
+// node Leases), which the rules after it never log.
+func PolicyWithFirst(first, rules string) string {
+	return policyPreamble + first + policyRules + rules + policyTail
+}
+
+// policyHead and policyTail are the rules [Policy] and [PolicyWith] share;
+// policyHead is policyPreamble + policyRules.
 const (
-	policyHead = `apiVersion: audit.k8s.io/v1
+	policyHead     = policyPreamble + policyRules
+	policyPreamble = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
 rules:
-- level: None
+`
+	policyRules = `- level: None
   namespaces: ["kube-node-lease"]
   resources:
   - group: coordination.k8s.io

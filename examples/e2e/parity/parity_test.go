@@ -310,3 +310,20 @@ func TestBuildTraceDeviceTaintRules(t *testing.T) {
 		t.Errorf("request paths %v", w.Request)
 	}
 }
+
+// TestPolicyWithFirst: PolicyWithFirst puts first before the rule that
+// logs nothing from kube-node-lease, and is PolicyWith otherwise.
+func TestPolicyWithFirst(t *testing.T) {
+	const first = "- level: Metadata\n  verbs: [\"get\"]\n"
+	const rule = "- level: Metadata\n  verbs: [\"create\"]\n"
+	got := PolicyWithFirst(first, rule)
+	if !strings.Contains(got, "rules:\n"+first+"- level: None\n  namespaces: [\"kube-node-lease\"]\n") {
+		t.Errorf("PolicyWithFirst(%q, %q) = %q, want %q first", first, rule, got, first)
+	}
+	if want := PolicyWith(rule); strings.Replace(got, first, "", 1) != want {
+		t.Errorf("PolicyWithFirst(%q, %q) without %q = %q, want PolicyWith(%q) = %q", first, rule, first, strings.Replace(got, first, "", 1), rule, want)
+	}
+	if PolicyWithFirst("", rule) != PolicyWith(rule) {
+		t.Errorf("PolicyWithFirst(\"\", %q) != PolicyWith(%q)", rule, rule)
+	}
+}

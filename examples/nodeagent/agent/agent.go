@@ -44,9 +44,15 @@ type Agent struct {
 	// same config, or a pod added in between is taken for an orphan.
 	configMu sync.Mutex
 
-	mu       sync.Mutex
-	cancels  map[types.UID]context.CancelFunc // steps in flight
-	exits    map[types.UID]RuntimePod         // last kill result, for the final status
+	mu      sync.Mutex
+	cancels map[types.UID]context.CancelFunc // steps in flight
+	exits   map[types.UID]RuntimePod         // last kill result, for the final status
+	// written is, per pod, the start of the containers whose running
+	// status the agent wrote (its status cache: a sync of the same run
+	// writes nothing); resync marks the pods SyncStatuses found changed
+	// by another writer, whose next sync writes again.
+	written  map[types.UID]time.Time
+	resync   map[types.UID]bool
 	static   *staticSource
 	counters Counters
 	lastPub  podworker.Stats
@@ -69,6 +75,11 @@ type Counters struct {
 	MaxRenewLag   time.Duration
 	// NodeStatusPosts counts successful node status patches.
 	NodeStatusPosts int
+	// StatusSyncs counts status syncs (SyncStatuses), the last of which
+	// started at LastStatusSync; StatusResyncs counts the pods they handed
+	// to the workers.
+	StatusSyncs, StatusResyncs int
+	LastStatusSync             time.Time
 	// Housekeepings counts housekeeping passes.
 	Housekeepings int
 }
@@ -86,6 +97,7 @@ func New(client kubernetes.Interface, clk clock.WithTicker, cfg Config) (*Agent,
 	a := &Agent{cfg: cfg, client: client, clock: clk, workers: w,
 		nodes: make(map[string]*node, len(cfg.Nodes)), wake: make(chan struct{}, 1),
 		cancels: map[types.UID]context.CancelFunc{}, exits: map[types.UID]RuntimePod{},
+		written: map[types.UID]time.Time{}, resync: map[types.UID]bool{},
 		counters: Counters{Steps: map[podworker.WorkType]int{}, StepErrors: map[podworker.WorkType]int{}}}
 	for _, n := range cfg.Nodes {
 		a.nodes[n.Name] = newNode(n)
@@ -193,6 +205,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer wg.Done()
 		t := a.clock.NewTicker(a.cfg.HousekeepingPeriod)
 		defer t.Stop()
+		st := a.clock.NewTicker(a.cfg.StatusSyncPeriod)
+		defer st.Stop()
 		var files <-chan time.Time
 		if a.static != nil {
 			ft := a.clock.NewTicker(a.cfg.FileCheckFrequency)
@@ -207,6 +221,8 @@ func (a *Agent) Run(ctx context.Context) error {
 				a.syncStatic(ctx)
 			case <-t.C():
 				a.Housekeeping(ctx)
+			case <-st.C():
+				a.SyncStatuses(ctx)
 			}
 		}
 	}()

@@ -128,6 +128,8 @@ func TestConfigValidation(t *testing.T) {
 		{"too many", func(c *Config) { c.Nodes = make([]NodeConfig, MaxNodes+1) }, "limit of 10000"},
 		{"no runtime", func(c *Config) { c.Runtime = nil }, "no runtime"},
 		{"zero period", func(c *Config) { c.HousekeepingPeriod = 0 }, "positive"},
+		{"zero status sync", func(c *Config) { c.StatusSyncPeriod = 0 }, "StatusSyncPeriod and HousekeepingPeriod must be positive"},
+		{"negative report frequency", func(c *Config) { c.StatusReportFrequency = -time.Second }, "StatusReportFrequency -1s is negative"},
 		{"parallelism", func(c *Config) { c.Parallelism = 0 }, "Parallelism 0"},
 	}
 	for _, tt := range tests {
@@ -586,5 +588,170 @@ func TestHousekeepingRaceWithNewPod(t *testing.T) {
 	}
 	if s := f.a.PublishedStats(); s.OrphanedRuntimePods != 0 {
 		t.Errorf("OrphanedRuntimePods = %d, want 0", s.OrphanedRuntimePods)
+	}
+}
+
+// setPodReady writes the pod's Ready condition as another writer (the
+// node lifecycle controller's MarkPodsNotReady) does, and delivers the
+// update to the agent.
+func (f *fixture) setPodReady(p *v1.Pod, st v1.ConditionStatus) *v1.Pod {
+	f.t.Helper()
+	cur, err := f.client.CoreV1().Pods(p.Namespace).Get(f.ctx, p.Name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if c := podCond(cur, v1.PodReady); c != nil {
+		c.Status = st
+	}
+	if _, err := f.client.CoreV1().Pods(p.Namespace).UpdateStatus(f.ctx, cur, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	return f.refresh(p)
+}
+
+// TestPodReadinessPutBackAtStatusSync: a running pod another writer marks
+// Ready=False (the node lifecycle controller on a node it thinks Unknown)
+// is not written back at once, as the kubelet does not sync a pod for a
+// status-only change, nor by its periodic resync, whose status is the
+// agent's cached one, but at the next status sync (the kubelet's status
+// manager, every 10 s), which writes Ready=True. A pod being deleted is
+// left alone.
+func TestPodReadinessPutBackAtStatusSync(t *testing.T) {
+	f := newFixture(t, nil)
+	p := f.addPod(pod("p", "u1"))
+	if got := steps(f.drain()); got != "sync" {
+		t.Fatalf("steps = %s, want sync", got)
+	}
+	p = f.refresh(p)
+	if c := podCond(p, v1.PodReady); c == nil || c.Status != v1.ConditionTrue {
+		t.Fatalf("Ready = %v after the first sync, want True", c)
+	}
+
+	p = f.setPodReady(p, v1.ConditionFalse)
+	if got := steps(f.drain()); got != "" {
+		t.Errorf("steps after a status-only update = %q, want none (a reconcile waits for the status sync)", got)
+	}
+	if c := podCond(f.refresh(p), v1.PodReady); c.Status != v1.ConditionFalse {
+		t.Errorf("Ready = %s before the status sync, want the other writer's False", c.Status)
+	}
+	// The pod's periodic resync writes nothing: the status is the one the
+	// agent wrote, as far as it knows (the kubelet's status cache).
+	f.clk.Step(time.Minute + time.Second)
+	if got := steps(f.drain()); got != "sync" {
+		t.Errorf("steps after the resync interval = %q, want sync", got)
+	}
+	if c := podCond(f.refresh(p), v1.PodReady); c.Status != v1.ConditionFalse {
+		t.Errorf("Ready = %s after a resync, want the other writer's False until the status sync", c.Status)
+	}
+
+	if n := f.a.SyncStatuses(f.ctx); n != 1 {
+		t.Errorf("SyncStatuses = %d, want 1 pod", n)
+	}
+	if got := steps(f.drain()); got != "sync" {
+		t.Errorf("steps after the status sync = %q, want sync", got)
+	}
+	p = f.refresh(p)
+	if c := podCond(p, v1.PodReady); c.Status != v1.ConditionTrue {
+		t.Errorf("Ready = %s after the status sync, want True", c.Status)
+	}
+	if n := f.a.SyncStatuses(f.ctx); n != 0 {
+		t.Errorf("SyncStatuses with the status the agent's = %d, want 0", n)
+	}
+
+	// Being deleted: the status sync leaves it to its termination.
+	p = f.setPodReady(p, v1.ConditionFalse)
+	del := p.DeepCopy()
+	del.DeletionTimestamp = &metav1.Time{Time: f.clk.Now().Add(30 * time.Second)}
+	del.DeletionGracePeriodSeconds = ptr.To(int64(30))
+	if _, err := f.client.CoreV1().Pods("ns").Update(f.ctx, del, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.refresh(del)
+	if n := f.a.SyncStatuses(f.ctx); n != 0 {
+		t.Errorf("SyncStatuses with a pod being deleted = %d, want 0", n)
+	}
+	if c := f.a.Counters(); c.StatusSyncs != 3 || c.StatusResyncs != 1 || !c.LastStatusSync.Equal(f.clk.Now()) {
+		t.Errorf("Counters: StatusSyncs %d, StatusResyncs %d, LastStatusSync %v; want 3, 1, %v", c.StatusSyncs, c.StatusResyncs, c.LastStatusSync, f.clk.Now())
+	}
+}
+
+func TestPodsDifferSemantically(t *testing.T) {
+	base := pod("p", "u1")
+	base.Labels = map[string]string{"a": "1"}
+	for _, tc := range []struct {
+		name   string
+		change func(*v1.Pod)
+		want   bool
+	}{
+		{"status only", func(p *v1.Pod) { p.Status.Phase = v1.PodRunning; p.ResourceVersion = "9" }, false},
+		{"uid", func(p *v1.Pod) { p.UID = "u2" }, true},
+		{"spec", func(p *v1.Pod) { p.Spec.Containers[0].Image = "img:2" }, true},
+		{"labels", func(p *v1.Pod) { p.Labels = map[string]string{"a": "2"} }, true},
+		{"annotations", func(p *v1.Pod) { p.Annotations = map[string]string{"x": "y"} }, true},
+		{"deletion", func(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: epoch} }, true},
+		{"grace", func(p *v1.Pod) { p.DeletionGracePeriodSeconds = ptr.To(int64(5)) }, true},
+	} {
+		p := base.DeepCopy()
+		tc.change(p)
+		if got := podsDifferSemantically(base, p); got != tc.want {
+			t.Errorf("%s: podsDifferSemantically = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestNodeStatusReportFrequency: with StatusReportFrequency, a status
+// update tick posts only when the Node in the API differs from the
+// agent's conditions (the node lifecycle controller's Ready=Unknown) or the
+// report frequency has passed, as the kubelet's tryUpdateNodeStatus; at 0
+// every tick posts.
+func TestNodeStatusReportFrequency(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.StatusReportFrequency = 5 * time.Minute })
+	if err := f.a.RegisterNode(f.ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	tick := func(want bool) {
+		t.Helper()
+		f.clk.Step(10 * time.Second)
+		if posted, err := f.a.UpdateNodeStatus(f.ctx, "n1"); err != nil || posted != want {
+			t.Errorf("UpdateNodeStatus at %v = %v, %v; want %v", f.clk.Since(epoch), posted, err, want)
+		}
+	}
+	tick(true) // never posted
+	tick(false)
+	n, err := f.client.CoreV1().Nodes().Get(f.ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n.Status.Conditions {
+		if c := &n.Status.Conditions[i]; c.Type == v1.NodeReady {
+			c.Status, c.Reason, c.Message = v1.ConditionUnknown, "NodeStatusUnknown", "Kubelet stopped posting node status."
+		}
+	}
+	if _, err := f.client.CoreV1().Nodes().UpdateStatus(f.ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tick(true) // the controller's Unknown differs
+	n, _ = f.client.CoreV1().Nodes().Get(f.ctx, "n1", metav1.GetOptions{})
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady && (c.Status != v1.ConditionTrue || c.Reason != "KubeletReady") {
+			t.Errorf("Ready after the update = %s/%s, want True/KubeletReady", c.Status, c.Reason)
+		}
+	}
+	tick(false)
+	f.clk.Step(5 * time.Minute)
+	tick(true) // the report frequency passed
+	if c := f.a.Counters(); c.NodeStatusPosts != 3 {
+		t.Errorf("NodeStatusPosts = %d, want 3", c.NodeStatusPosts)
+	}
+
+	every := newFixture(t, nil)
+	if err := every.a.RegisterNode(every.ctx, "n1"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		every.clk.Step(10 * time.Second)
+		if posted, err := every.a.UpdateNodeStatus(every.ctx, "n1"); err != nil || !posted {
+			t.Errorf("UpdateNodeStatus without a report frequency = %v, %v; want a post at every tick", posted, err)
+		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // Defaults, the kubelet's (pkg/kubelet/apis/config/v1beta1/defaults.go and
-// pkg/kubelet/kubelet.go at v1.36.3).
+// pkg/kubelet/kubelet.go at v1.37.2).
 const (
 	// DefaultLeaseDuration is nodeLeaseDurationSeconds (40 s).
 	DefaultLeaseDuration = 40 * time.Second
@@ -21,6 +21,10 @@ const (
 	DefaultLeaseRenewInterval = 10 * time.Second
 	// DefaultStatusUpdateFrequency is nodeStatusUpdateFrequency (10 s).
 	DefaultStatusUpdateFrequency = 10 * time.Second
+	// DefaultStatusSyncPeriod is the kubelet status manager's syncPeriod
+	// (10 s, a constant in pkg/kubelet/status/status_manager.go at
+	// v1.37.2).
+	DefaultStatusSyncPeriod = 10 * time.Second
 	// DefaultHousekeepingPeriod is housekeepingPeriod (2 s), the period of
 	// HandlePodCleanups.
 	DefaultHousekeepingPeriod = 2 * time.Second
@@ -64,8 +68,27 @@ type Config struct {
 	LeaseRenewInterval time.Duration
 	// StatusUpdateFrequency is how often each node's status is posted
 	// (conditions with a new heartbeat); a condition change is posted at
-	// once.
+	// once. A status another writer left (the node lifecycle controller's
+	// Ready=Unknown) is overwritten at the next post.
 	StatusUpdateFrequency time.Duration
+	// StatusReportFrequency, when positive, makes a StatusUpdateFrequency
+	// tick post the node's status only when it differs from the Node in
+	// the API (a condition's status, reason or message: the node lifecycle
+	// controller's Ready=Unknown, for one) or StatusReportFrequency has
+	// passed since the last post, as the kubelet does
+	// (nodeStatusReportFrequency, 5 min: tryUpdateNodeStatus in
+	// pkg/kubelet/kubelet_node_status.go at v1.37.2; the agent reads the
+	// Node with a GET where the kubelet reads its informer). 0, the
+	// default, posts at every tick, as the agent always did: unlike the
+	// kubelet, so that tests that time heartbeats by status posts keep
+	// them.
+	StatusReportFrequency time.Duration
+	// StatusSyncPeriod is how often the pods' statuses in the API are
+	// checked, as the kubelet's status manager does (SyncStatuses): a
+	// running pod whose Ready condition another writer set to False (the
+	// node lifecycle controller's MarkPodsNotReady) is synced again, which
+	// writes Ready=True back.
+	StatusSyncPeriod time.Duration
 	// HousekeepingPeriod is how often the workers are reconciled with the
 	// API's pods and the runtime (SyncKnownPods, restarts, orphans).
 	HousekeepingPeriod time.Duration
@@ -88,6 +111,7 @@ func DefaultConfig() Config {
 		LeaseDuration:         DefaultLeaseDuration,
 		LeaseRenewInterval:    DefaultLeaseRenewInterval,
 		StatusUpdateFrequency: DefaultStatusUpdateFrequency,
+		StatusSyncPeriod:      DefaultStatusSyncPeriod,
 		HousekeepingPeriod:    DefaultHousekeepingPeriod,
 		Parallelism:           8,
 		PodWorker:             podworker.DefaultConfig(),
@@ -134,8 +158,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: no runtime", ErrInvalidConfig)
 	case c.LeaseDuration < time.Second || c.LeaseDuration > MaxLeaseDuration:
 		return fmt.Errorf("%w: LeaseDuration %v outside [1s, %v] (MaxLeaseDuration)", ErrInvalidConfig, c.LeaseDuration, MaxLeaseDuration)
-	case c.LeaseRenewInterval <= 0 || c.StatusUpdateFrequency <= 0 || c.HousekeepingPeriod <= 0:
-		return fmt.Errorf("%w: LeaseRenewInterval, StatusUpdateFrequency and HousekeepingPeriod must be positive", ErrInvalidConfig)
+	case c.LeaseRenewInterval <= 0 || c.StatusUpdateFrequency <= 0 || c.StatusSyncPeriod <= 0 || c.HousekeepingPeriod <= 0:
+		return fmt.Errorf("%w: LeaseRenewInterval, StatusUpdateFrequency, StatusSyncPeriod and HousekeepingPeriod must be positive", ErrInvalidConfig)
+	case c.StatusReportFrequency < 0:
+		return fmt.Errorf("%w: StatusReportFrequency %v is negative", ErrInvalidConfig, c.StatusReportFrequency)
 	case c.Parallelism < 1 || c.Parallelism > 1000:
 		return fmt.Errorf("%w: Parallelism %d outside [1, 1000]", ErrInvalidConfig, c.Parallelism)
 	case c.StaticPodPath != "" && c.FileCheckFrequency <= 0:

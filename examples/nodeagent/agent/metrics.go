@@ -5,7 +5,7 @@ import (
 )
 
 // The kubelet's pod worker metrics (pkg/kubelet/metrics/metrics.go at
-// v1.36.3, added by kubernetes/kubernetes#113145, ALPHA), set from the
+// v1.37.2, added by kubernetes/kubernetes#113145, ALPHA), set from the
 // podworker.Stats of the last housekeeping pass as upstream sets them in
 // HandlePodCleanups.
 var (

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 )
 
 // The kubelet's condition reasons and messages
-// (pkg/kubelet/nodestatus/setters.go at v1.36.3).
+// (pkg/kubelet/nodestatus/setters.go at v1.37.2).
 var conditionText = map[v1.NodeConditionType][2][2]string{ // [healthy?][reason, message]
 	v1.NodeReady: {
 		{"KubeletNotReady", "container runtime is down"},
@@ -53,7 +54,8 @@ type node struct {
 	lease      *coordinationv1.Lease
 	status     map[v1.NodeConditionType]v1.ConditionStatus
 	transition map[v1.NodeConditionType]metav1.Time
-	silent     bool // heartbeats paused (SetHeartbeat)
+	silent     bool      // heartbeats paused (SetHeartbeat)
+	posted     time.Time // the last successful status post
 }
 
 func newNode(cfg NodeConfig) *node {
@@ -143,16 +145,22 @@ func (a *Agent) runNode(ctx context.Context, n *node) {
 		a.counters.MaxRenewLag = max(a.counters.MaxRenewLag, lag)
 		a.mu.Unlock()
 	}
-	post := func() {
+	post := func(tick bool) {
 		if n.isSilent() {
 			return
 		}
-		if err := a.PostNodeStatus(ctx, n.cfg.Name); err != nil {
+		var err error
+		if tick {
+			_, err = a.UpdateNodeStatus(ctx, n.cfg.Name)
+		} else {
+			err = a.PostNodeStatus(ctx, n.cfg.Name)
+		}
+		if err != nil {
 			logger.V(2).Info("Node status update failed", "err", err)
 		}
 	}
 	renew()
-	post()
+	post(false)
 	for {
 		select {
 		case <-ctx.Done():
@@ -161,16 +169,16 @@ func (a *Agent) runNode(ctx context.Context, n *node) {
 			renewDue = now
 			renew()
 		case <-status.C():
-			post()
+			post(true)
 		case <-n.changed:
-			post()
+			post(false)
 		}
 	}
 }
 
 // RegisterNode creates the Node object, or adopts the existing one, as the
 // kubelet's tryRegisterWithAPIServer does. The labels are the kubelet's
-// (initialNode in pkg/kubelet/kubelet_node_status.go at v1.36.3):
+// (initialNode in pkg/kubelet/kubelet_node_status.go at v1.37.2):
 // kubernetes.io/hostname, the OS and architecture under their stable and
 // their deprecated beta keys, then those of its NodeConfig.
 func (a *Agent) RegisterNode(ctx context.Context, name string) error {
@@ -245,6 +253,64 @@ func (a *Agent) RenewLease(ctx context.Context, name string) error {
 	return err
 }
 
+// UpdateNodeStatus is one node status update tick (the kubelet's
+// syncNodeStatus): with Config.StatusReportFrequency 0 it posts the status;
+// otherwise it reads the Node and posts only when a condition in the API
+// differs from the agent's (status, reason or message) or the report
+// frequency has passed since the last post. It reports whether it posted.
+func (a *Agent) UpdateNodeStatus(ctx context.Context, name string) (bool, error) {
+	n, ok := a.nodes[name]
+	if !ok {
+		return false, fmt.Errorf("agent: unknown node %q", name)
+	}
+	if every := a.cfg.StatusReportFrequency; every > 0 {
+		n.mu.Lock()
+		due := a.clock.Since(n.posted) >= every
+		n.mu.Unlock()
+		if !due {
+			cur, err := a.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err == nil && !n.differs(cur) {
+				return false, nil
+			}
+		}
+	}
+	return true, a.PostNodeStatus(ctx, name)
+}
+
+// differs reports whether the Node's conditions in the API differ from
+// the agent's in status, reason or message (nodeStatusHasChanged, which
+// ignores the heartbeat).
+func (n *node) differs(cur *v1.Node) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, typ := range conditionOrder {
+		i := slices.IndexFunc(cur.Status.Conditions, func(c v1.NodeCondition) bool { return c.Type == typ })
+		if i < 0 {
+			return true
+		}
+		c := cur.Status.Conditions[i]
+		txt := n.text(typ)
+		if c.Status != n.status[typ] || c.Reason != txt[0] || c.Message != txt[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// text returns the reason and message of the condition typ as the agent
+// reports it. n.mu must be held.
+func (n *node) text(typ v1.NodeConditionType) [2]string {
+	s := n.status[typ]
+	healthy := s == v1.ConditionFalse
+	if typ == v1.NodeReady {
+		healthy = s == v1.ConditionTrue
+	}
+	if healthy {
+		return conditionText[typ][1]
+	}
+	return conditionText[typ][0]
+}
+
 // PostNodeStatus patches the node's conditions (strategic merge on type,
 // as the kubelet's node status manager) with a new heartbeat.
 func (a *Agent) PostNodeStatus(ctx context.Context, name string) error {
@@ -257,14 +323,7 @@ func (a *Agent) PostNodeStatus(ctx context.Context, name string) error {
 	conds := make([]v1.NodeCondition, 0, len(conditionOrder))
 	for _, typ := range conditionOrder {
 		s := n.status[typ]
-		healthy := s == v1.ConditionFalse
-		if typ == v1.NodeReady {
-			healthy = s == v1.ConditionTrue
-		}
-		txt := conditionText[typ][0]
-		if healthy {
-			txt = conditionText[typ][1]
-		}
+		txt := n.text(typ)
 		tr, ok := n.transition[typ]
 		if !ok {
 			tr = now
@@ -281,6 +340,9 @@ func (a *Agent) PostNodeStatus(ctx context.Context, name string) error {
 	if _, err := a.client.CoreV1().Nodes().PatchStatus(ctx, name, patch); err != nil {
 		return err
 	}
+	n.mu.Lock()
+	n.posted = now.Time
+	n.mu.Unlock()
 	a.mu.Lock()
 	a.counters.NodeStatusPosts++
 	a.mu.Unlock()

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
+	"maps"
+	"reflect"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -35,10 +37,17 @@ func terminal(p *v1.Pod) bool {
 
 // podEvent feeds an informer add or update to the workers (upstream
 // HandlePodAdditions and HandlePodUpdates): Create the first time, Update
-// after; a step in flight that must stop is cancelled.
+// after; a step in flight that must stop is cancelled. An update that
+// changes only the pod's status is not one: the kubelet calls it a
+// reconcile (checkAndUpdatePod in pkg/kubelet/config/config.go at v1.37.2)
+// and leaves it to its status manager's next sync (SyncStatuses), so a
+// status another writer set is not written back at once.
 func (a *Agent) podEvent(old, obj any) {
 	p, ok := obj.(*v1.Pod)
 	if !ok || !a.ours(p) || isMirror(p) {
+		return
+	}
+	if o, ok := old.(*v1.Pod); ok && !podsDifferSemantically(o, p) {
 		return
 	}
 	a.configMu.Lock()
@@ -50,6 +59,85 @@ func (a *Agent) podEvent(old, obj any) {
 	// RuntimeTerminated matters only on the first update of a terminal pod.
 	rtTerminated := typ == podworker.TypeCreate && terminal(p) && !a.runtimeHas(p.UID)
 	a.update(podworker.UpdateOptions{Type: typ, Pod: p, RuntimeTerminated: rtTerminated})
+}
+
+// podsDifferSemantically reports whether an update changes more than the
+// pod's status: its UID, spec, labels, annotations or deletion (upstream
+// podsDifferSemantically, which ignores the kubelet's local annotations,
+// of which the API's pods have none).
+func podsDifferSemantically(old, p *v1.Pod) bool {
+	return old.UID != p.UID || !reflect.DeepEqual(old.Spec, p.Spec) || !maps.Equal(old.Labels, p.Labels) ||
+		!maps.Equal(old.Annotations, p.Annotations) || !old.DeletionTimestamp.Equal(p.DeletionTimestamp) ||
+		!ptr.Equal(old.DeletionGracePeriodSeconds, p.DeletionGracePeriodSeconds)
+}
+
+// SyncStatuses is one pass of the kubelet status manager's sync (syncBatch
+// and needsReconcile in pkg/kubelet/status/status_manager.go at v1.37.2),
+// which the agent runs every Config.StatusSyncPeriod: every pod of its
+// nodes whose running status the agent wrote but whose status in the API
+// differs from it (another writer changed it, such as the node lifecycle
+// controller's MarkPodsNotReady, which sets Ready=False) is synced again,
+// and its SyncWork step writes the agent's status back. A pod being
+// deleted or terminated is left to its termination. For a static pod its
+// mirror pod is compared. It returns how many pods it handed to the
+// workers.
+//
+// The agent's other syncs (a pod's resync every PodWorker.ResyncInterval,
+// an update of its spec) write its status only when it changed in the
+// agent's view, as the kubelet's status manager writes only what differs
+// from its cache (SetPodStatus): what another writer set waits for this
+// sync.
+func (a *Agent) SyncStatuses(ctx context.Context) int {
+	start := a.clock.Now()
+	a.configMu.Lock()
+	defer a.configMu.Unlock()
+	n := 0
+	defer func() {
+		a.mu.Lock()
+		a.counters.StatusSyncs++
+		a.counters.StatusResyncs += n
+		a.counters.LastStatusSync = start
+		a.mu.Unlock()
+	}()
+	running, err := a.cfg.Runtime.ListPods(ctx)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Runtime pods unknown: status sync skipped", "err", err)
+		return 0
+	}
+	runs := make(map[types.UID]RuntimePod, len(running))
+	for _, rp := range running {
+		if rp.Running {
+			runs[rp.UID] = rp
+		}
+	}
+	for _, p := range a.desired() {
+		api := p
+		if podworker.IsStaticPod(p) {
+			if api = a.mirrorOf(p); api == nil {
+				continue
+			}
+		}
+		rp, ok := runs[p.UID]
+		a.mu.Lock()
+		at, wrote := a.written[p.UID]
+		a.mu.Unlock()
+		if !ok || !wrote || !at.Equal(rp.StartedAt) || api.DeletionTimestamp != nil || terminal(api) ||
+			a.workers.IsPodTerminationRequested(p.UID) || !a.workers.CouldHaveRunningContainers(p.UID) {
+			continue
+		}
+		want := api.Status.DeepCopy()
+		runningStatus(want, p, rp)
+		if equalStatus(&api.Status, want) {
+			continue
+		}
+		klog.FromContext(ctx).V(3).Info("Pod status differs from the agent's: syncing it", "pod", klog.KObj(api))
+		a.mu.Lock()
+		a.resync[p.UID] = true
+		a.mu.Unlock()
+		a.update(podworker.UpdateOptions{Type: podworker.TypeSync, Pod: p})
+		n++
+	}
+	return n
 }
 
 // podDeleted handles a pod gone from the API (upstream HandlePodRemoves):
@@ -126,13 +214,14 @@ func (a *Agent) desired() []*v1.Pod {
 }
 
 // Housekeeping is one pass of upstream HandlePodCleanups
-// (pkg/kubelet/kubelet_pods.go at v1.36.3): SyncKnownPods with the config
+// (pkg/kubelet/kubelet_pods.go at v1.37.2): SyncKnownPods with the config
 // pods; a Create for every active desired pod the workers forgot (UID
 // reuse); a kill for terminal, deleted pods the workers do not know
 // (kubernetes/kubernetes#118497); a runtime-only kill (grace 1) for every
-// runtime pod whose UID the workers do not know or finished
-// (kubernetes/kubernetes#139833); mirror pods without a static pod are
-// deleted; then the metrics are published.
+// runtime pod whose UID the workers do not know or, unlike upstream (which
+// counts a finished pod as known), finished (kubernetes/kubernetes#139833);
+// mirror pods without a static pod are deleted; then the metrics are
+// published.
 func (a *Agent) Housekeeping(ctx context.Context) {
 	a.housekeepConfig(ctx)
 	if a.static != nil {
@@ -234,7 +323,23 @@ func (a *Agent) syncPod(ctx context.Context, w podworker.Work) podworker.Result 
 	if err != nil {
 		return podworker.Result{Err: err}
 	}
-	return podworker.Result{Err: a.writeStatus(ctx, p, func(s *v1.PodStatus) { runningStatus(s, p, rp) })}
+	// The status of this run was written, and no status sync asks for it
+	// again: nothing changed in the agent's view.
+	a.mu.Lock()
+	at, wrote := a.written[p.UID]
+	resync := a.resync[p.UID]
+	delete(a.resync, p.UID)
+	a.mu.Unlock()
+	if wrote && at.Equal(rp.StartedAt) && !resync {
+		return podworker.Result{}
+	}
+	done, err := a.writeStatus(ctx, p, func(s *v1.PodStatus) { runningStatus(s, p, rp) })
+	if done {
+		a.mu.Lock()
+		a.written[p.UID] = rp.StartedAt
+		a.mu.Unlock()
+	}
+	return podworker.Result{Err: err}
 }
 
 func (a *Agent) syncTerminating(ctx context.Context, w podworker.Work) podworker.Result {
@@ -272,9 +377,13 @@ func (a *Agent) syncTerminated(ctx context.Context, w podworker.Work) podworker.
 	if err := a.cfg.Runtime.RemovePod(ctx, p.UID); err != nil {
 		return podworker.Result{Err: err}
 	}
+	a.mu.Lock()
+	delete(a.written, p.UID)
+	delete(a.resync, p.UID)
+	a.mu.Unlock()
 	static := podworker.IsStaticPod(p)
 	if cur := a.cached(p); static || cur == nil || !terminal(cur) {
-		err := a.writeStatus(ctx, p, func(s *v1.PodStatus) { terminatedStatus(s, p, exit) })
+		_, err := a.writeStatus(ctx, p, func(s *v1.PodStatus) { terminatedStatus(s, p, exit) })
 		if err != nil {
 			return podworker.Result{Err: err}
 		}
@@ -323,21 +432,22 @@ const maxStatusAttempts = 5
 // writeStatus applies set to the API pod's status (the mirror pod's, for a
 // static pod) and writes it with the pod's resourceVersion when it
 // changed; a conflict reads the pod again. A pod gone from the API is not
-// an error.
-func (a *Agent) writeStatus(ctx context.Context, p *v1.Pod, set func(*v1.PodStatus)) error {
+// an error. It reports whether the API holds the status: written, or
+// already so.
+func (a *Agent) writeStatus(ctx context.Context, p *v1.Pod, set func(*v1.PodStatus)) (bool, error) {
 	target := a.cached(p)
 	if podworker.IsStaticPod(p) {
 		target = a.mirrorOf(p)
 	}
 	if target == nil {
-		return nil // not in the API (force deleted, or no mirror yet)
+		return false, nil // not in the API (force deleted, or no mirror yet)
 	}
 	pods := a.client.CoreV1().Pods(target.Namespace)
 	for attempt := 0; ; attempt++ {
 		next := target.DeepCopy()
 		set(&next.Status)
 		if equalStatus(&target.Status, &next.Status) {
-			return nil
+			return true, nil
 		}
 		_, err := pods.UpdateStatus(ctx, next, metav1.UpdateOptions{})
 		a.mu.Lock()
@@ -347,20 +457,22 @@ func (a *Agent) writeStatus(ctx context.Context, p *v1.Pod, set func(*v1.PodStat
 		}
 		a.mu.Unlock()
 		switch {
-		case err == nil, apierrors.IsNotFound(err):
-			return nil
+		case err == nil:
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
 		case !apierrors.IsConflict(err) || attempt+1 >= maxStatusAttempts:
-			return fmt.Errorf("agent: status of pod %s/%s: %w", target.Namespace, target.Name, err)
+			return false, fmt.Errorf("agent: status of pod %s/%s: %w", target.Namespace, target.Name, err)
 		}
 		fresh, err := pods.Get(ctx, target.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		if fresh.UID != target.UID {
-			return nil
+			return false, nil
 		}
 		target = fresh
 	}

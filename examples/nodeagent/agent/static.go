@@ -56,12 +56,15 @@ func (s *staticSource) pods() []*v1.Pod {
 
 // ReadManifests reads the static pods of dir for node, as the kubelet's
 // file source does (applyDefaults in pkg/kubelet/config/common.go at
-// v1.36.3): the name gets "-<node>", the namespace defaults to "default",
-// spec.nodeName is the node, a missing UID is the MD5 of the file content,
-// node and path, and the annotations kubernetes.io/config.source=file and
+// v1.37.2): the name gets "-<node>", the namespace defaults to "default",
+// spec.nodeName is the node, a missing UID is a hash that includes the
+// node and the path, the annotations kubernetes.io/config.source=file and
 // kubernetes.io/config.hash=<UID> are set, and a missing grace period is
-// the API default (30 s). Files whose name starts with a
-// dot are ignored. It fails on the first unreadable or invalid file, on a
+// the API default (30 s). Files whose name starts with a dot are ignored.
+// Unlike upstream, the UID hashes the file's bytes with MD5 (v1.37.2
+// hashes the decoded pod with FNV-128a, so a kubelet generates another
+// UID for the same file), and no NoExecute toleration is added (v1.37.2
+// gives every file pod one with operator Exists). It fails on the first unreadable or invalid file, on a
 // file above MaxManifestBytes and past MaxStaticPods manifests.
 func ReadManifests(dir, node string) ([]*v1.Pod, error) {
 	entries, err := os.ReadDir(dir)

@@ -20,6 +20,9 @@ func BenchmarkRun(b *testing.B) {
 		// 175 of them 300s before that; zone-d: 27 nodes at 0.01/s; zone-a:
 		// 3 nodes. 30 pods each.
 		{"nodes=5000/pods=150000/1h", "large-cluster", (175 + 27 + 3) * 30},
+		// The device taint eviction controller beside the Monitor: 400 of
+		// 4,000 GPUs tainted, 500 pods evicted for it.
+		{"nodes=500/gpus=4000/pods=10000/8m", "xid-storm", 500},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			sc, err := LoadEmbedded(bc.scenario)

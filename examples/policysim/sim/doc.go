@@ -23,21 +23,55 @@
 //
 // # What is modelled
 //
-// Kubernetes v1.36 node lifecycle: nodehealth (grace periods, Lease and
-// status heartbeats, Ready=Unknown), zonestate (zone states, per-zone
-// tainting rates, full disruption mode), evictionqueue (the per-zone
-// rate-limited tainting queues), taints (NoSchedule condition taints,
-// NoExecute health taints, the taint eviction controller's Evictor with the
-// admission plugin's default tolerations), all through monitor.Monitor.
-// With Options.PodEvictionTimeout (the command's -legacy-node-eviction),
-// the pre-1.27 mode (--pod-eviction-timeout).
+// Kubernetes v1.37.2 node lifecycle: nodehealth (grace periods, Lease and
+// status heartbeats, Ready=Unknown, the Lease circuit breaker of
+// Policy.NodeControllerLeaseCircuitBreaker), zonestate (zone states,
+// per-zone tainting rates, full disruption mode), evictionqueue (the
+// per-zone rate-limited tainting queues), taints (NoSchedule condition
+// taints, NoExecute health taints, the taint eviction controller's Evictor
+// with the admission plugin's default tolerations), all through
+// monitor.Monitor. With Options.PodEvictionTimeout (the command's
+// -legacy-node-eviction), the pre-1.27 mode (--pod-eviction-timeout).
+//
+// With devices (Zone.Devices, Scenario.Devices), the device taint
+// eviction controller of v1.37.2 too (KEP-5055, GA in v1.37: upstream
+// pkg/controller/devicetainteviction) as taints.DeviceEvictor, beside the
+// Monitor on the same virtual clock: DRA drivers publish a ResourceSlice
+// per node, pod groups use ResourceClaims allocated those devices
+// (PodGroup.DeviceClaim), and the device actions taint and untaint
+// devices (a driver's taints, spread over a window: device-taint), create
+// and delete DeviceTaintRules and release a breaker's hold. The device
+// pass writes the rules' status, deletes the pods due through the same
+// cluster as the node path (a pod either path deletes is gone for the
+// other) and reports holds, cancellations and warnings; Summary.Devices
+// says what it did, per driver. The policy's blast-radius fields
+// (Policy.DeviceEvictionQPS, DeviceMaxShare, ...; taints.DeviceBlastRadius,
+// ours) are off by default: upstream's decisions (TestDeviceParity).
+//
+// The kubelets renew their Leases, post their status and, when running,
+// put back what the controller wrote over it as the kubelet does
+// (Kubelet.Reconcile): a node's Ready at the kubelet's next node status
+// update (every 10s), its pods' Ready at its status manager's next sync
+// (every 10s). So a node the controller wrongly wrote Unknown (a stalled
+// Lease cache without the circuit breaker) is Ready again within 10s, not
+// at the kubelet's next 5-minute report, and its pods too; Summary and
+// ZoneSummary say how long nodes and pods were down (NodeSecondsDown,
+// LongestNodeDown, PodSecondsNotReady, LongestPodNotReady).
 //
 // # Files
 //
 //	scenario.go   the YAML scenario: types, defaults, parsing with line numbers, validation, limits
+//	devscenario.go  its devices, claims and device actions: types, validation, limits, work
 //	build.go      constructors for scenarios built in Go
 //	embedded.go   the embedded scenarios (scenarios/*.yaml)
 //	sim.go        the virtual clock, the kubelets, the scenario's events, the work budget, cancellation
+//	reconcile.go  the kubelets putting back what the controller wrote over their status
+//	downtime.go   how long nodes and pods were down
+//	stall.go      the controller's Lease cache stalling (lease-watch-stall)
+//	devices.go    the device taint eviction controller beside the Monitor: feeding it, the device actions, the device pass
+//	devsummary.go the device summary, its text, the sweep's device table and the SVG's device charts
+//	renewals.go   spaced Lease renewals of kubelets no event concerns (a shortcut)
+//	sweep.go      Scenario.With and the sweeps over fields
 //	pending.go    the work left at the end and its projection; each pod's outcome
 //	summary.go    the per-zone summary and the slowest pod's binding constraint
 //	kind.go       the kinds of timeline entries
@@ -52,9 +86,15 @@
 //
 // Time is an offset from Epoch (t=0) and only moves when the driver moves
 // it. At every instant, in this order: the kubelets due to beat renew their
-// Lease and post their status; the scenario's events of that instant apply,
-// in file order; the monitor pass runs (every policy.nodeMonitorPeriod from
-// t=0); the taint pass and the eviction pass run (every 100ms from t=0).
+// Lease, post their status and, when a reaction to the controller's writes
+// is due, post it again or put their pods' Ready back (reconcile.go); the
+// scenario's events of that instant apply, in file order (the kubelets' and
+// the Lease cache's first, then the device actions'); the monitor pass
+// runs (every policy.nodeMonitorPeriod from t=0); the taint pass and the
+// eviction pass run (every 100ms from t=0); then, with devices, the device
+// pass, at every instant its DeviceEvictor has work (NextDeadline: an
+// eviction's TimeAdded plus tolerationSeconds, a rule status check, a
+// driver's next token) or its inputs changed.
 // Every node's kubelet beats on the same schedule (first beat at t=0, the
 // moment the run starts), and a resumed kubelet beats from its resume time.
 // Ticks at which Monitor.NextDeadline says the taint and eviction passes have
@@ -83,6 +123,19 @@
 //   - A resumed kubelet reports its pods Ready again kubelet.podReadyDelay
 //     (10s) after it resumes; pods of a kubelet reporting Ready=False are left
 //     as they are.
+//   - The device actions of one instant reach the DeviceEvictor before its
+//     pass: a driver that republishes many slices at once (device-taint's
+//     batch, device-untaint) is seen as one change. A real controller's
+//     workers run while the informer delivers them, so between two slices
+//     it may delete pods the next slice would have spared: for instance
+//     when an untaint ends a breaker's hold half-way and the pods still on
+//     tainted devices fall due at once (their taint's TimeAdded is old);
+//     here they are cancelled in the same instant.
+//   - A kubelet's node status updates and pod status syncs tick every
+//     nodeStatusUpdateFrequency and podStatusSyncPeriod from its (re)start,
+//     without upstream's 4% jitter of the first; its 5-minute status
+//     reports keep their schedule after a reaction (upstream restarts it
+//     from the reaction, with a random offset of up to half of it).
 //
 // # Results
 //

@@ -20,7 +20,7 @@ const DefaultScenario = "offline-node"
 // other embedded file follows, by name.
 var scenarioOrder = []string{
 	"offline-node", "offline-node-1.2x", "zone-partial", "zone-dark", "all-dark", "flapping-node", "large-cluster", "gke-65k",
-	"lease-watch-stall",
+	"lease-watch-stall", "xid-storm",
 }
 
 // EmbeddedNames returns the names of the embedded scenarios, in -list order.

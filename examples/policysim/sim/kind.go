@@ -31,8 +31,30 @@ const (
 	KindKubeletStopped  Kind = "kubelet-stopped"   // the kubelet stopped heartbeating
 	KindKubeletStarted  Kind = "kubelet-started"   // the kubelet runs again and reports Ready
 	KindKubeletNotReady Kind = "kubelet-not-ready" // the kubelet reports Ready=False
+	// The kubelet undoing the controller's writes (Kubelet.Reconcile).
+	KindKubeletReposted  Kind = "kubelet-reposted"   // it found the controller's Ready=Unknown and posted its status again
+	KindKubeletPodsReady Kind = "kubelet-pods-ready" // its status manager put its pods' Ready=True back
 	// The controller's Lease cache (scenario actions lease-watch-stall and
 	// lease-watch-resume).
 	KindLeaseWatchStalled Kind = "lease-watch-stalled" // the controller's Lease cache froze
 	KindLeaseWatchResumed Kind = "lease-watch-resumed" // it caught up
+)
+
+// The device taint eviction controller's kinds (taints.DeviceEvictor, run
+// beside the Monitor in scenarios with devices) and the device actions'.
+// Entry.Driver and Entry.Device name the DRA driver and the device
+// (driver/pool/device) where there is one.
+const (
+	// Scenario events.
+	KindDeviceTaint       Kind = "device-taint"        // a driver tainted a device (its ResourceSlice republished)
+	KindDeviceUntaint     Kind = "device-untaint"      // a driver removed its taint from a device
+	KindDeviceRule        Kind = "device-rule"         // a DeviceTaintRule was created or changed
+	KindDeviceRuleDeleted Kind = "device-rule-deleted" // a DeviceTaintRule was deleted
+	KindDeviceHoldRelease Kind = "device-hold-release" // an operator released a driver's hold (DeviceEvictor.ReleaseHold)
+	// The controller's decisions.
+	KindDevicePodEvicted        Kind = "device-pod-evicted"        // a pod was deleted for a device taint (Entry.Pod)
+	KindDeviceEvictionCancelled Kind = "device-eviction-cancelled" // a scheduled device eviction was cancelled ("Cancelling deletion")
+	KindDeviceRuleStatus        Kind = "device-rule-status"        // a DeviceTaintRule's EvictionInProgress condition was written
+	KindDeviceHold              Kind = "device-hold"               // a driver's blast-radius breaker changed state (Entry.State)
+	KindDeviceWarning           Kind = "device-warning"            // a TimeAdded or selector hazard (DeviceEvictor.AppendWarnings)
 )

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +173,46 @@ func TestRelease(t *testing.T) {
 	res.Release()
 	if res.Pods() != nil || res.Summary.Pods == 0 || len(res.Entries) == 0 {
 		t.Errorf("after Release: Pods %v, summary %d pods, %d entries; want nil and the rest kept", res.Pods(), res.Summary.Pods, len(res.Entries))
+	}
+}
+
+// TestConstructorsEqualYAML: every event constructor gives the event its
+// YAML form loads, and the embedded lease-watch-stall scenario is the same
+// built in Go.
+func TestConstructorsEqualYAML(t *testing.T) {
+	built := sim.NewScenario("lease-watch-stall", 7*time.Minute, sim.NewZone("zone-a", 6, sim.NewPods("web", 3))).
+		On(sim.StopNodes(0, "zone-a-0"), sim.LeaseWatchStall(10*time.Second), sim.LeaseWatchResume(70*time.Second))
+	built.Kubelet.LeaseRenewInterval = sim.Duration(2 * time.Second)
+	shipped, err := sim.LoadEmbedded("lease-watch-stall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped.Description = ""
+	// The shipped file names one node with node:, the constructor with
+	// nodes:; the same target.
+	shipped.Events[0].Nodes, shipped.Events[0].Node = []string{shipped.Events[0].Node}, ""
+	if !reflect.DeepEqual(built, shipped) {
+		t.Errorf("built in Go:\n%+v\nshipped:\n%+v", built, shipped)
+	}
+	loaded, err := sim.LoadScenario("events.yaml", []byte(`duration: 10m
+zones: [{name: a, nodes: 4}]
+events:
+  - {at: 1m, action: stop, zone: a, count: 2}
+  - {at: 2m, action: stop, nodes: [a-3]}
+  - {at: 3m, action: resume, zone: a, count: 1}
+  - {at: 4m, action: not-ready, zone: a, count: 1}
+  - {at: 5m, action: zone-dark, zone: a}
+  - {at: 6m, action: zone-restore, zone: a}
+  - {at: 7m, action: lease-watch-stall}
+  - {at: 8m, action: lease-watch-resume}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []sim.Event{sim.Stop(time.Minute, "a", 2), sim.StopNodes(2*time.Minute, "a-3"), sim.Resume(3*time.Minute, "a", 1),
+		sim.NotReady(4*time.Minute, "a", 1), sim.ZoneDark(5*time.Minute, "a"), sim.ZoneRestore(6*time.Minute, "a"),
+		sim.LeaseWatchStall(7 * time.Minute), sim.LeaseWatchResume(8 * time.Minute)}
+	if !reflect.DeepEqual(loaded.Events, want) {
+		t.Errorf("loaded events %+v, constructors %+v", loaded.Events, want)
 	}
 }

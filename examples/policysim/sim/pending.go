@@ -32,6 +32,11 @@ type Pending struct {
 	// zone's rate is 0.
 	Never bool          `json:"never"`
 	Zones []ZonePending `json:"zones"`
+	// DeviceEvictions counts the device taint evictions scheduled, due or
+	// waiting for their driver's rate (Summary.Devices.EvictionsPending);
+	// pods a driver's breaker holds are not pending work (they wait for
+	// no time). Done needs it 0 too.
+	DeviceEvictions int `json:"deviceEvictions,omitempty"`
 }
 
 // ZonePending is the work left in one zone.
@@ -73,6 +78,14 @@ type PodOutcome struct {
 	// Scheduled, ...), the binding taint and toleration, and when it will
 	// go. Zero for an evicted pod and in legacy mode.
 	Explanation taints.Explanation
+	// EvictedByDevice is true when the pod was evicted for a device taint
+	// (Evicted and EvictedAt are set too).
+	EvictedByDevice bool
+	// Device is the device taint eviction controller's explanation at the
+	// end of the run (taints.DeviceEvictor.Explain) for a pod with a
+	// device claim that is still there: held, scheduled, waiting for its
+	// driver's rate, not tainted. nil otherwise.
+	Device *taints.DeviceExplanation
 }
 
 // Why says in a few words why a pod that is still there was not evicted
@@ -115,30 +128,61 @@ func (r *Result) Pods() []PodOutcome {
 	if s == nil {
 		return nil
 	}
-	evicted := make(map[string]time.Duration, r.Summary.PodsEvicted)
+	type eviction struct {
+		at     time.Duration
+		device bool
+	}
+	evicted := make(map[string]eviction, r.Summary.PodsEvicted)
 	for _, e := range r.Entries {
-		if e.Kind == KindPodEvicted {
-			evicted[e.Pod] = e.At
+		if e.Kind == KindPodEvicted || e.Kind == KindDevicePodEvicted {
+			evicted[e.Pod] = eviction{e.At, e.Kind == KindDevicePodEvicted}
 		}
 	}
 	now := Epoch.Add(r.End)
 	var out []PodOutcome
 	for _, n := range s.nodes {
 		zone := s.sc.Zones[n.zone].Name
-		for _, g := range podGroupsOf(s.sc, n.zone) {
+		for gi, g := range podGroupsOf(s.sc, n.zone) {
+			claimed := 0
+			if s.dev != nil {
+				claimed = s.dev.zones[n.zone].groups[gi].shape.pods
+			}
 			for j := range g.n {
 				key := types.NamespacedName{Namespace: podNamespace, Name: podName(n.name, g.name, j)}
 				o := PodOutcome{Pod: key, Node: n.name, Zone: zone}
-				if at, ok := evicted[key.String()]; ok {
-					o.Evicted, o.EvictedAt = true, at
-				} else if r.Options.PodEvictionTimeout == 0 {
-					o.Explanation = s.m.Explain(now, key)
+				if ev, ok := evicted[key.String()]; ok {
+					o.Evicted, o.EvictedAt, o.EvictedByDevice = true, ev.at, ev.device
+				} else {
+					if r.Options.PodEvictionTimeout == 0 {
+						o.Explanation = s.m.Explain(now, key)
+					}
+					if j < claimed {
+						x := s.dev.d.Explain(now, key)
+						o.Device = &x
+					}
 				}
 				out = append(out, o)
 			}
 		}
 	}
 	return out
+}
+
+// DeviceEvictedBy returns how many pods were evicted for taints of
+// driver's devices ("" for every driver) at or before t (since the
+// start): the KindDevicePodEvicted entries up to t. Like EvictedBy it
+// reads the timeline and works after Release.
+func (r *Result) DeviceEvictedBy(driver string, t time.Duration) int {
+	n := 0
+	for _, e := range r.Entries {
+		if e.At > t {
+			break
+		}
+		if e.Kind == KindDevicePodEvicted && (driver == "" || e.Driver == driver) {
+			n++
+		}
+	}
+	return n
 }
 
 // EvictedBy returns how many pods of zone (its scenario name; "" for every
@@ -227,7 +271,10 @@ func (s *sim) pending(res *Result) Pending {
 		p.LastTaint = maxPtr(p.LastTaint, z.LastTaint)
 		p.LastEviction = maxPtr(p.LastEviction, z.LastEviction)
 	}
-	p.Done = p.NodesQueued == 0 && p.Evictions == 0
+	if d := res.Summary.Devices; d != nil {
+		p.DeviceEvictions = d.EvictionsPending
+	}
+	p.Done = p.NodesQueued == 0 && p.Evictions == 0 && p.DeviceEvictions == 0
 	return p
 }
 

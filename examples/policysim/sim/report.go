@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -86,18 +87,30 @@ func appendInstant(out []line, es []Entry) []line {
 		reasons []string
 		counts  map[string]int
 	}
+	type podKey struct {
+		kind Kind
+		node string
+	}
 	var lines []line
-	pods := map[string]*podGroup{}
+	pods := map[podKey]*podGroup{}
 	for _, e := range es {
-		if e.Kind != KindPodEvicted {
-			lines = append(lines, line{e.At, string(e.Kind), e.Zone, e.Node, e.Detail})
+		if e.Kind != KindPodEvicted && e.Kind != KindDevicePodEvicted {
+			who := e.Node
+			if e.Kind == KindDeviceTaint || e.Kind == KindDeviceUntaint {
+				who = strings.TrimPrefix(e.Device, e.Driver+"/") // node/device
+			}
+			lines = append(lines, line{e.At, string(e.Kind), e.Zone, who, e.Detail})
 			continue
 		}
 		reason, _, _ := strings.Cut(e.Detail, " (attempt")
-		g, ok := pods[e.Node]
+		if e.Kind == KindDevicePodEvicted {
+			reason, _, _ = strings.Cut(reason, " (due at")
+		}
+		k := podKey{e.Kind, e.Node}
+		g, ok := pods[k]
 		if !ok {
 			g = &podGroup{idx: len(lines), counts: map[string]int{}}
-			pods[e.Node] = g
+			pods[k] = g
 			lines = append(lines, line{e.At, string(e.Kind), e.Zone, e.Node, "pod " + e.Pod + ": " + e.Detail})
 		}
 		g.n++
@@ -106,7 +119,14 @@ func appendInstant(out []line, es []Entry) []line {
 		}
 		g.counts[reason]++
 	}
-	for _, g := range pods {
+	for k, g := range pods {
+		if g.n == 1 && k.kind == KindDevicePodEvicted && len(g.reasons) == 1 && !strings.Contains(lines[g.idx].detail, " (due at") {
+			// A device eviction's detail names no pod-specific thing but
+			// the pod, so the nodes that lost one pod each at an instant
+			// group.
+			lines[g.idx].detail = "1 pod evicted: " + g.reasons[0]
+			continue
+		}
 		if g.n == 1 {
 			continue
 		}
@@ -139,8 +159,19 @@ func appendInstant(out []line, es []Entry) []line {
 			continue
 		}
 		first, last := lines[idx[0]], lines[idx[len(idx)-1]]
+		lo, hi := first.who, last.who
 		first.who = fmt.Sprintf("%d nodes", len(idx))
-		first.detail = fmt.Sprintf("%s [%s … %s]", perNode(k.detail, len(idx)), lines[idx[0]].who, last.who)
+		if strings.HasPrefix(k.kind, "device-") {
+			// A device action's devices come in a shuffled order, and so
+			// do their evictions: the range is their names'.
+			if k.kind == string(KindDeviceTaint) || k.kind == string(KindDeviceUntaint) {
+				first.who = fmt.Sprintf("%d devices", len(idx))
+			}
+			for _, i := range idx {
+				lo, hi = min(lo, lines[i].who), max(hi, lines[i].who)
+			}
+		}
+		first.detail = fmt.Sprintf("%s [%s … %s]", perNode(k.detail, len(idx)), lo, hi)
 		out = append(out, first)
 	}
 	return out
@@ -211,8 +242,16 @@ func writeHeader(w io.Writer, res *Result) {
 		p.DefaultNotReadyTolerationSeconds, p.DefaultUnreachableTolerationSeconds)
 	fmt.Fprintf(w, "rates     per zone, nodes/s: Normal %g; PartialDisruption (>= %s not ready) %g above %d nodes, else 0; FullDisruption %s\n",
 		p.NodeEvictionRate, strconv.FormatFloat(p.UnhealthyZoneThreshold*100, 'f', -1, 32)+"%", p.SecondaryNodeEvictionRate, p.LargeClusterSizeThreshold, full)
-	fmt.Fprintf(w, "kubelets  Lease renewed every %v, status posted every %v\n", sc.Kubelet.LeaseRenewInterval.D(), sc.Kubelet.StatusUpdateInterval.D())
+	k := sc.Kubelet
+	fmt.Fprintf(w, "kubelets  Lease renewed every %v, status posted every %v; ", k.LeaseRenewInterval.D(), k.StatusUpdateInterval.D())
+	if k.Reconcile {
+		fmt.Fprintf(w, "the controller's writes over their status undone at the next node status update (every %v) and pod status sync (every %v)\n",
+			k.NodeStatusUpdateFrequency.D(), k.PodStatusSyncPeriod.D())
+	} else {
+		fmt.Fprintln(w, "the controller's writes over their status left as they are (reconcile off)")
+	}
 	fmt.Fprintf(w, "cluster   %s, %s, %s; simulated %s\n", plural(len(sc.Zones), "zone", "zones"), plural(res.Summary.Nodes, "node", "nodes"), plural(res.Summary.Pods, "pod", "pods"), Dur(sc.Duration.D()))
+	writeDeviceHeader(w, res)
 }
 
 func writeSummary(w io.Writer, res *Result) {
@@ -224,7 +263,11 @@ func writeSummary(w io.Writer, res *Result) {
 		}
 		fmt.Fprintf(w, "zone %s: %s, %s, final state %s", z.Zone, plural(z.Nodes, "node", "nodes"), plural(z.Pods, "pod", "pods"), state)
 		if z.OutageAt == nil && z.NodesUnknown == 0 && z.NodesTainted == 0 && z.NodesEvicting == 0 && z.PodsEvicted == 0 {
-			fmt.Fprintln(w, "; untouched")
+			if z.DevicePodsEvicted > 0 {
+				fmt.Fprintf(w, "; nodes untouched; %s evicted for device taints (see the drivers below)\n", plural(z.DevicePodsEvicted, "pod", "pods"))
+			} else {
+				fmt.Fprintln(w, "; untouched")
+			}
 			continue
 		}
 		fmt.Fprintln(w)
@@ -260,11 +303,17 @@ func writeSummary(w io.Writer, res *Result) {
 			fmt.Fprintf(tw, "; last at %s%s", when(z.LastEviction), since(z.LastEviction))
 		}
 		fmt.Fprintln(tw)
+		if z.DevicePodsEvicted > 0 {
+			fmt.Fprintf(tw, "  device taints		%s evicted (see the drivers below)\n", plural(z.DevicePodsEvicted, "pod", "pods"))
+		}
 		if sp := z.Slowest; sp != nil {
 			fmt.Fprintf(tw, "  slowest pod\t%s\t%s on %s: %s\n", Offset(sp.EvictedAt), sp.Pod, sp.Node, sp.Constraint)
 		}
 		for _, k := range z.NotEvicted {
 			fmt.Fprintf(tw, "  not evicted\t\t%s: %s\n", plural(k.Pods, "pod", "pods"), k.Why)
+		}
+		if z.NodeSecondsDown > 0 || z.PodSecondsNotReady > 0 {
+			fmt.Fprintf(tw, "  down\t\t%s\n", downLine(z.NodeSecondsDown, z.LongestNodeDown, z.NodesDownAtEnd, z.PodSecondsNotReady, z.LongestPodNotReady, z.PodsNotReadyAtEnd))
 		}
 		if p := sum.Pending; p != nil && zi < len(p.Zones) {
 			if zp := p.Zones[zi]; zp.NodesQueued > 0 || zp.Evictions > 0 {
@@ -273,8 +322,14 @@ func writeSummary(w io.Writer, res *Result) {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(w, "all zones: %d pods, %d marked not ready (%d ready again), %d evicted, %d left\n",
-		sum.Pods, sum.PodsMarkedNotReady, sum.PodsReadyAgain, sum.PodsEvicted, sum.Pods-sum.PodsEvicted)
+	writeDeviceSummary(w, res)
+	byDevice := ""
+	if sum.Devices != nil {
+		byDevice = fmt.Sprintf(" (%d for device taints)", sum.Devices.PodsEvicted)
+	}
+	fmt.Fprintf(w, "all zones: %d pods, %d marked not ready (%d ready again), %d evicted%s, %d left\n",
+		sum.Pods, sum.PodsMarkedNotReady, sum.PodsReadyAgain, sum.PodsEvicted, byDevice, sum.Pods-sum.PodsEvicted)
+	fmt.Fprintf(w, "down: %s\n", downLine(sum.NodeSecondsDown, sum.LongestNodeDown, sum.NodesDownAtEnd, sum.PodSecondsNotReady, sum.LongestPodNotReady, sum.PodsNotReadyAtEnd))
 	writePending(w, sum)
 	if len(sum.FullDisruption) == 0 {
 		fmt.Fprintln(w, "full disruption mode: never")
@@ -299,7 +354,11 @@ func writePending(w io.Writer, sum *Summary) {
 	case p == nil:
 		return
 	case p.Done:
-		fmt.Fprintln(w, "pending at the end: nothing (no node queued for tainting, no eviction scheduled)")
+		fmt.Fprint(w, "pending at the end: nothing (no node queued for tainting, no eviction scheduled)")
+		if d := sum.Devices; d != nil && d.PodsHeld > 0 {
+			fmt.Fprintf(w, "; %s held by a device breaker", plural(d.PodsHeld, "pod", "pods"))
+		}
+		fmt.Fprintln(w)
 		return
 	}
 	var parts []string
@@ -308,6 +367,12 @@ func writePending(w io.Writer, sum *Summary) {
 	}
 	if p.Evictions > 0 {
 		parts = append(parts, plural(p.Evictions, "eviction", "evictions")+" scheduled")
+	}
+	if p.DeviceEvictions > 0 {
+		parts = append(parts, plural(p.DeviceEvictions, "device taint eviction", "device taint evictions")+" scheduled or waiting for a driver's rate")
+	}
+	if d := sum.Devices; d != nil && d.PodsHeld > 0 {
+		parts = append(parts, plural(d.PodsHeld, "pod", "pods")+" held by a device breaker")
 	}
 	fmt.Fprintf(w, "NOT FINISHED at %s: %s", Offset(sum.end()), strings.Join(parts, ", "))
 	var proj []string
@@ -327,6 +392,23 @@ func writePending(w io.Writer, sum *Summary) {
 }
 
 func (s *Summary) end() time.Duration { return s.Duration }
+
+// downLine says how long nodes and pods were down: their time down added
+// up (node- and pod-seconds), the longest span, and how many were still
+// down at the end.
+func downLine(nodeSecs float64, longestNode time.Duration, nodesAtEnd int, podSecs float64, longestPod time.Duration, podsAtEnd int) string {
+	return fmt.Sprintf("%s of node time (longest %s; %s down at the end), %s of pod time not ready (longest %s; %s at the end)",
+		seconds(nodeSecs), Dur(longestNode), plural(nodesAtEnd, "node", "nodes"), seconds(podSecs), Dur(longestPod), plural(podsAtEnd, "pod", "pods"))
+}
+
+// seconds formats a number of seconds (node- or pod-seconds) as Dur does
+// up to 100 hours, in hours with one decimal from there ("6380.8h").
+func seconds(s float64) string {
+	if s >= 100*3600 {
+		return strconv.FormatFloat(s/3600, 'f', 1, 64) + "h"
+	}
+	return Dur(time.Duration(math.Round(s*10)) * 100 * time.Millisecond)
+}
 
 // times notes that n events happened to fewer nodes ("(3 times)").
 func times(n, nodes int) string {
@@ -351,6 +433,9 @@ type JSONEntry struct {
 	Pod    string  `json:"pod"`
 	Zone   string  `json:"zone"`
 	Detail string  `json:"detail"`
+	// The device kinds' DRA driver and device (driver/pool/device).
+	Driver string `json:"driver,omitempty"`
+	Device string `json:"device,omitempty"`
 }
 
 // JSONReport is the -format json output.
@@ -365,7 +450,7 @@ type JSONReport struct {
 func NewJSONReport(res *Result) JSONReport {
 	r := JSONReport{Events: make([]JSONEntry, len(res.Entries)), Summary: res.Summary}
 	for i, e := range res.Entries {
-		r.Events[i] = JSONEntry{T: e.At.Seconds(), Kind: string(e.Kind), Node: e.Node, Pod: e.Pod, Zone: e.Zone, Detail: e.Detail}
+		r.Events[i] = JSONEntry{T: e.At.Seconds(), Kind: string(e.Kind), Node: e.Node, Pod: e.Pod, Zone: e.Zone, Detail: e.Detail, Driver: e.Driver, Device: e.Device}
 	}
 	return r
 }

@@ -45,6 +45,7 @@ func TestTextGolden(t *testing.T) {
 		{"offline-node.txt", Options{}},
 		{"offline-node-legacy.txt", Options{PodEvictionTimeout: 5 * time.Minute}},
 		{"zone-partial.txt", Options{}},
+		{"xid-storm.txt", Options{}},
 	} {
 		name := strings.TrimSuffix(strings.TrimSuffix(tt.file, ".txt"), "-legacy")
 		res := runEmbedded(t, name, tt.opt)

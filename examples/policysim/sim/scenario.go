@@ -31,18 +31,22 @@ type Scenario struct {
 	Duration Duration `json:"duration"`
 	// Policy is the node lifecycle controller's configuration.
 	Policy Policy `json:"policy"`
-	// Kubelet is how often every live kubelet heartbeats.
+	// Kubelet is how often every live kubelet heartbeats, and how it
+	// undoes the controller's writes over its status (Reconcile).
 	Kubelet Kubelet `json:"kubelet"`
 	// Zones is the cluster: at least one zone.
 	Zones []Zone `json:"zones"`
 	// Events is what happens, in any order (applied in time order, ties in
 	// file order).
 	Events []Event `json:"events"`
+	// Devices are DRA drivers' devices on every node of every zone (a
+	// zone's own Devices add to them); see DeviceSet.
+	Devices []DeviceSet `json:"devices"`
 }
 
 // Policy is the node lifecycle controller's configuration, named after the
 // kube-controller-manager and kube-apiserver flags. Omitted fields keep the
-// Kubernetes v1.36 defaults (DefaultPolicy).
+// Kubernetes v1.37.2 defaults (DefaultPolicy).
 type Policy struct {
 	NodeMonitorPeriod         Duration `json:"nodeMonitorPeriod"`         // --node-monitor-period, 5s
 	NodeMonitorGracePeriod    Duration `json:"nodeMonitorGracePeriod"`    // --node-monitor-grace-period, 50s (40s before 1.32)
@@ -66,20 +70,62 @@ type Policy struct {
 	// Lease cache is behind (lease-watch-stall) nothing is written Unknown.
 	// false is the v1.36 behaviour.
 	NodeControllerLeaseCircuitBreaker bool `json:"nodeControllerLeaseCircuitBreaker"`
+	// The device taint eviction controller's blast-radius limit
+	// (taints.DeviceBlastRadius, ours: upstream has none), per DRA driver.
+	// The defaults (0) limit nothing: upstream v1.37.2, which deletes at
+	// once every pod a NoExecute device taint reaches.
+	//
+	// DeviceEvictionQPS is each driver's eviction rate, pods/s (0: none);
+	// DeviceEvictionBurst its bucket (default 1; used with a rate).
+	DeviceEvictionQPS   float64 `json:"deviceEvictionQPS"`
+	DeviceEvictionBurst int     `json:"deviceEvictionBurst"`
+	// DeviceMaxShare is the breaker: while more than this share of a
+	// driver's allocated devices have an untolerated NoExecute taint (and
+	// more than DeviceMinDevices of them), the driver's taints evict no pod
+	// (0: no breaker).
+	DeviceMaxShare   float64 `json:"deviceMaxShare"`
+	DeviceMinDevices int     `json:"deviceMinDevices"`
 }
 
 // Kubelet is the simulated kubelets' timing. Every live kubelet renews its
 // Lease every LeaseRenewInterval and posts its node status (a new Ready
 // heartbeat) every StatusUpdateInterval, both first at t=0. A kubelet that
 // resumes reports its pods Ready again PodReadyDelay later.
+//
+// With Reconcile (DefaultKubelet; omitted in a file: true) a running
+// kubelet puts back what the controller wrote over its own status, as the
+// kubelet does (v1.37.2): its node's Ready condition at its next node
+// status update (every NodeStatusUpdateFrequency from its start), its
+// pods' Ready condition at its status manager's next sync (every
+// PodStatusSyncPeriod from its start). Without it, the behaviour of this
+// simulator before it modelled that: a node falsely written Unknown stays
+// so until the kubelet's next status report (StatusUpdateInterval), and
+// its pods stay NotReady for the rest of the run.
 type Kubelet struct {
 	LeaseRenewInterval   Duration `json:"leaseRenewInterval"`   // 10s (25% of the 40s lease)
 	StatusUpdateInterval Duration `json:"statusUpdateInterval"` // 5m (nodeStatusReportFrequency)
 	// PodReadyDelay is how long after resuming the kubelet marks its pods
 	// Ready again (containers restarted, readiness probes passing); 10s.
 	// Shorter than the monitor period, the controller, which still sees
-	// the node not ready, may mark them not ready again (as upstream).
+	// the node not ready, marks them not ready again (as upstream), and
+	// with Reconcile the kubelet's next pod status sync puts them back.
 	PodReadyDelay Duration `json:"podReadyDelay"`
+	// Reconcile makes a running kubelet undo the controller's writes over
+	// its status (see the type's doc); false turns that off.
+	Reconcile bool `json:"reconcile"`
+	// NodeStatusUpdateFrequency is how often a running kubelet computes its
+	// node status and compares it with the API server's, posting it when
+	// they differ (--node-status-update-frequency, 10s: syncNodeStatus and
+	// tryUpdateNodeStatus in pkg/kubelet/kubelet_node_status.go). The
+	// controller's Ready=Unknown is such a difference. Used with Reconcile.
+	NodeStatusUpdateFrequency Duration `json:"nodeStatusUpdateFrequency"`
+	// PodStatusSyncPeriod is how often the kubelet's status manager
+	// compares every pod's status in the API server with its own and
+	// writes back what differs (syncPeriod, 10s, a constant upstream:
+	// syncBatch and needsReconcile in pkg/kubelet/status/status_manager.go).
+	// The controller's pod Ready=False is such a difference. Used with
+	// Reconcile.
+	PodStatusSyncPeriod Duration `json:"podStatusSyncPeriod"`
 }
 
 // Zone is a group of identical nodes named <zone>-<index> (zero-padded),
@@ -92,6 +138,9 @@ type Zone struct {
 	// with the admission defaults; it cannot be combined with Pods.
 	PodsPerNode int        `json:"podsPerNode"`
 	Pods        []PodGroup `json:"pods"`
+	// Devices are DRA drivers' devices on every node of the zone, beside
+	// the scenario's cluster-wide ones; see DeviceSet.
+	Devices []DeviceSet `json:"devices"`
 }
 
 // PodGroup is a set of identical pods on every node of a zone, named
@@ -109,6 +158,9 @@ type PodGroup struct {
 	// tolerating not-ready and unreachable forever, as the DaemonSet
 	// controller sets them up, so neither mode ever evicts them.
 	DaemonSet bool `json:"daemonSet"`
+	// DeviceClaim, when set, gives the group's pods ResourceClaims
+	// allocated devices of a driver on their node; see DeviceClaim.
+	DeviceClaim *DeviceClaim `json:"deviceClaim"`
 }
 
 // Event is something that happens to kubelets at a given time.
@@ -123,6 +175,21 @@ type Event struct {
 	Nodes []string `json:"nodes"`
 	Zone  string   `json:"zone"`
 	Count int      `json:"count"`
+
+	// The device actions' fields (see the Action constants and
+	// README.md): Driver names a DRA driver; device-taint taints Count
+	// devices, or Share of them (default: all), of the scope (Node, Nodes
+	// or Zone; none: the whole cluster), spread over Over in batches Every
+	// apart, with Taint (default: <driver>/unhealthy, NoExecute);
+	// device-rule creates or changes the DeviceTaintRule named Rule with
+	// Selector and Taint.
+	Driver   string           `json:"driver"`
+	Share    float64          `json:"share"`
+	Over     Duration         `json:"over"`
+	Every    Duration         `json:"every"`
+	Taint    *DeviceTaintSpec `json:"taint"`
+	Rule     string           `json:"rule"`
+	Selector *DeviceSelector  `json:"selector"`
 }
 
 // The event actions.
@@ -140,7 +207,8 @@ const (
 )
 
 var actions = []string{ActionStop, ActionResume, ActionNotReady, ActionZoneDark, ActionZoneRestore,
-	ActionLeaseWatchStall, ActionLeaseWatchResume}
+	ActionLeaseWatchStall, ActionLeaseWatchResume,
+	ActionDeviceTaint, ActionDeviceUntaint, ActionDeviceRule, ActionDeviceRuleDelete, ActionDeviceReleaseHold}
 
 // Limits that keep a scenario's cost bounded. A scenario file is read
 // through MaxFileSize and its YAML tree, with every alias expanded, may
@@ -183,7 +251,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// DefaultPolicy returns the Kubernetes v1.36 defaults.
+// DefaultPolicy returns the Kubernetes v1.37.2 defaults (kube-controller-
+// manager's and kube-apiserver's), the Lease circuit breaker on.
 func DefaultPolicy() Policy {
 	return Policy{
 		NodeMonitorPeriod:                   Duration(5 * time.Second),
@@ -196,13 +265,17 @@ func DefaultPolicy() Policy {
 		DefaultNotReadyTolerationSeconds:    300,
 		DefaultUnreachableTolerationSeconds: 300,
 		NodeControllerLeaseCircuitBreaker:   true,
+		DeviceEvictionBurst:                 1,
 	}
 }
 
-// DefaultKubelet returns today's kubelet defaults: Lease renewed every 10s,
-// status reported every 5m when nothing changes.
+// DefaultKubelet returns the kubelet's v1.37.2 defaults: Lease renewed
+// every 10s, status reported every 5m when nothing changes, node status
+// compared with the API server's every 10s and pod statuses every 10s, the
+// controller's writes over them undone (Reconcile).
 func DefaultKubelet() Kubelet {
-	return Kubelet{LeaseRenewInterval: Duration(10 * time.Second), StatusUpdateInterval: Duration(5 * time.Minute), PodReadyDelay: Duration(10 * time.Second)}
+	return Kubelet{LeaseRenewInterval: Duration(10 * time.Second), StatusUpdateInterval: Duration(5 * time.Minute), PodReadyDelay: Duration(10 * time.Second),
+		Reconcile: true, NodeStatusUpdateFrequency: Duration(10 * time.Second), PodStatusSyncPeriod: Duration(10 * time.Second)}
 }
 
 // ErrScenario is wrapped by every error LoadScenario returns.
@@ -567,6 +640,11 @@ func fieldNames(t reflect.Type) []string {
 type validator struct {
 	w     *walker
 	zones map[string]*Zone
+	// The devices (devscenario.go): each zone's drivers and devices per
+	// node, every driver, the rules the events create.
+	zoneDrivers map[string]map[string]int
+	drivers     map[string]bool
+	rules       map[string]bool
 }
 
 func (v *validator) scenario(sc *Scenario) {
@@ -591,10 +669,26 @@ func (v *validator) scenario(sc *Scenario) {
 	if d := sc.Kubelet.PodReadyDelay.D(); d < 0 || d > MaxDuration {
 		w.failAt("kubelet.podReadyDelay", "must be in [0s, %v], got %v", MaxDuration, d)
 	}
+	for _, d := range []struct {
+		path string
+		v    Duration
+	}{
+		{"kubelet.nodeStatusUpdateFrequency", sc.Kubelet.NodeStatusUpdateFrequency},
+		{"kubelet.podStatusSyncPeriod", sc.Kubelet.PodStatusSyncPeriod},
+	} {
+		switch {
+		case sc.Kubelet.Reconcile && (d.v.D() < MinInterval || d.v.D() > MaxDuration):
+			w.failAt(d.path, "must be in [%v, %v] with reconcile, got %v", MinInterval, MaxDuration, d.v.D())
+		case d.v < 0 || d.v.D() > MaxDuration:
+			w.failAt(d.path, "must be in [0s, %v], got %v", MaxDuration, d.v.D())
+		}
+	}
 	v.zonesOf(sc)
+	v.devicesOf(sc)
 	for i := range sc.Events {
 		v.event(sc, fmt.Sprintf("events[%d]", i), &sc.Events[i])
 	}
+	v.deviceEventLimits(sc)
 }
 
 func (v *validator) policy(p *Policy) {
@@ -642,6 +736,7 @@ func (v *validator) policy(p *Policy) {
 			w.failAt(s.path, "must be in [0, %d], got %d", int64(MaxDuration/time.Second), s.v)
 		}
 	}
+	v.devicePolicy(p)
 }
 
 func (v *validator) rate(path string, r float64) {
@@ -763,6 +858,11 @@ func (v *validator) event(sc *Scenario, path string, e *Event) {
 	} else if sc.Duration > 0 && e.At > sc.Duration {
 		w.failAt(path+".at", "%v is after the end of the run (duration %v)", e.At.D(), sc.Duration.D())
 	}
+	if isDeviceAction(e.Action) {
+		v.deviceEvent(sc, path, e)
+		return
+	}
+	v.noDeviceFields(path, e)
 	targets := 0
 	for _, set := range []bool{e.Node != "", len(e.Nodes) > 0, e.Zone != ""} {
 		if set {
@@ -892,7 +992,7 @@ const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are 
   name: my-outage                  # default: the file name
   description: one line for -list
   duration: 10m                    # required: how long to simulate (t=0 .. duration)
-  policy:                          # omitted fields keep the Kubernetes v1.36 defaults
+  policy:                          # omitted fields keep the Kubernetes v1.37.2 defaults
     nodeMonitorPeriod: 5s          # --node-monitor-period
     nodeMonitorGracePeriod: 50s    # --node-monitor-grace-period (40s before 1.32)
     nodeStartupGracePeriod: 60s    # --node-startup-grace-period
@@ -903,10 +1003,18 @@ const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are 
     fullDisruptionQPS: 0           # optional: rate of a dark zone among healthy ones (unset: nodeEvictionRate)
     defaultNotReadyTolerationSeconds: 300     # kube-apiserver admission defaults
     defaultUnreachableTolerationSeconds: 300
+    nodeControllerLeaseCircuitBreaker: true   # the v1.37 feature gate (false: v1.36)
+    deviceEvictionQPS: 0           # device taints, per DRA driver (ours; 0: no limit, upstream): pods/s
+    deviceEvictionBurst: 1         #   the rate's burst
+    deviceMaxShare: 0              #   breaker: hold a driver's evictions while more than this share of
+    deviceMinDevices: 0            #   its allocated devices (and more than this many) are tainted
   kubelet:
     leaseRenewInterval: 10s        # every live kubelet renews its Lease...
     statusUpdateInterval: 5m       # ...and posts its status (a Ready heartbeat), both first at t=0
     podReadyDelay: 10s             # a resumed kubelet reports its pods Ready again this much later
+    reconcile: true                # a running kubelet puts back what the controller wrote over its status:
+    nodeStatusUpdateFrequency: 10s #   its node's Ready at its next node status update (--node-status-update-frequency)
+    podStatusSyncPeriod: 10s       #   its pods' Ready at its status manager's next sync
   zones:                           # at least one
     - name: zone-a                 # nodes are zone-a-0, zone-a-1, ... (zero-padded)
       region: region-1             # optional
@@ -922,14 +1030,51 @@ const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are 
         - name: logs
           perNode: 1
           daemonSet: true          # tolerates not-ready/unreachable forever
+    - name: zone-c
+      nodes: 10
+      devices:                     # DRA devices on every node: slice <node>-<driver>, pool <node>,
+        - {driver: gpu.nvidia.com, perNode: 8}   # devices gpu-0 … gpu-7 (at most 128)
+      pods:
+        - name: train
+          perNode: 8
+          deviceClaim:             # each pod uses a ResourceClaim allocated devices on its node
+            driver: gpu.nvidia.com
+            share: 1               # the share of the group's pods with a claim (default 1)
+            podsPerClaim: 1        # pods sharing a claim (default 1)
+            devicesPerClaim: 1     # devices per claim (default 1)
+            tolerations: [{key: gpu.nvidia.com/xid, operator: Exists, effect: NoExecute, tolerationSeconds: 30}]
+  devices: []                      # device sets on every node of every zone, beside each zone's
   events:                          # applied in time order (ties: file order)
     - at: 1m
-      action: stop                 # stop | resume | not-ready | zone-dark | zone-restore
+      action: stop                 # stop | resume | not-ready | zone-dark | zone-restore | lease-watch-stall | lease-watch-resume
       node: zone-a-3               # stop/resume/not-ready: node, nodes: [...], or zone (+ count: first N nodes)
     - {at: 5m, action: zone-dark, zone: zone-b}
+    - {at: 6m, action: lease-watch-stall}   # no target
+    - {at: 7m, action: lease-watch-resume}
+    - at: 2m
+      action: device-taint         # a driver taints devices NoExecute (TimeAdded: when each is tainted)
+      driver: gpu.nvidia.com
+      share: 0.1                   # or count: N (default: every device of the scope)
+      zone: zone-c                 # scope: node, nodes or zone (default: the whole cluster)
+      over: 1m                     # spread over a window (default: all at once)...
+      every: 5s                    # ...in batches (default: one device at a time)
+      taint: {key: gpu.nvidia.com/xid, value: "79", effect: NoExecute}   # default key <driver>/unhealthy
+    - {at: 6m, action: device-untaint, driver: gpu.nvidia.com, taint: {key: gpu.nvidia.com/xid}}
+    - at: 3m
+      action: device-rule          # a DeviceTaintRule (created, or changed)
+      rule: drain-c-0
+      selector: {pool: zone-c-0}   # driver, pool (a node), device; {} selects every device
+      taint: {key: maintenance, effect: NoExecute}   # NoExecute, NoSchedule or None (dry run)
+    - {at: 4m, action: device-rule-delete, rule: drain-c-0}
+    - {at: 5m, action: device-release-hold, driver: gpu.nvidia.com}   # an operator ends a breaker's hold
 
   stop: the kubelet stops renewing its Lease and posting status.
   resume: it runs again, renews and posts Ready=True at once, then on schedule.
   not-ready: it runs and reports Ready=False (the controller taints not-ready, no Unknown).
   zone-dark / zone-restore: stop / resume every kubelet of the zone.
+  lease-watch-stall / lease-watch-resume: the controller's Lease cache freezes / catches up
+    while the kubelets keep renewing.
+  device-taint / device-untaint: a DRA driver adds / removes a taint on devices of its slices.
+  device-rule / device-rule-delete: a DeviceTaintRule is created or changed / deleted.
+  device-release-hold: the blast-radius breaker's hold on a driver is released.
 `

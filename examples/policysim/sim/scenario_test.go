@@ -29,6 +29,17 @@ func TestLoadScenarioDefaults(t *testing.T) {
 	}
 }
 
+// TestReconcileOffTakesZeroPeriods: without reconcile the kubelets' status
+// loops are not used, and zero periods are valid (a Kubelet built in Go
+// before the fields existed).
+func TestReconcileOffTakesZeroPeriods(t *testing.T) {
+	sc := load(t, minimal)
+	sc.Kubelet = Kubelet{LeaseRenewInterval: Duration(10 * time.Second), StatusUpdateInterval: Duration(5 * time.Minute)}
+	if err := sc.Validate(); err != nil {
+		t.Errorf("Validate(reconcile off, zero periods) = %v", err)
+	}
+}
+
 func TestLoadScenarioFull(t *testing.T) {
 	src := `name: full
 description: every field
@@ -127,6 +138,12 @@ func TestLoadScenarioErrors(t *testing.T) {
 			`s.yaml:1:11: duration: want a duration string such as "40s" or "5m", got 300`},
 		{"bad duration", "duration: 5 minutes\nzones: [{name: a, nodes: 1}]\n",
 			`s.yaml:1:11: duration: invalid duration "5 minutes"`},
+		{"no node status update with reconcile", "duration: 5m\nkubelet: {nodeStatusUpdateFrequency: 0s}\nzones: [{name: a, nodes: 1}]\n",
+			`s.yaml:2:11: kubelet.nodeStatusUpdateFrequency: must be in [100ms, 168h0m0s] with reconcile, got 0s`},
+		{"pod status sync too short", "duration: 5m\nkubelet: {podStatusSyncPeriod: 10ms}\nzones: [{name: a, nodes: 1}]\n",
+			`s.yaml:2:11: kubelet.podStatusSyncPeriod: must be in [100ms, 168h0m0s] with reconcile, got 10ms`},
+		{"negative period without reconcile", "duration: 5m\nkubelet: {reconcile: false, podStatusSyncPeriod: -1s}\nzones: [{name: a, nodes: 1}]\n",
+			`kubelet.podStatusSyncPeriod: must be in [0s, 168h0m0s], got -1s`},
 		{"list for a mapping", "duration: 5m\npolicy: [1]\nzones: [{name: a, nodes: 1}]\n",
 			`s.yaml:2:9: policy: want a mapping, got a list`},
 		{"mapping for a list", "duration: 5m\nzones: {name: a}\n",
@@ -182,7 +199,7 @@ func TestLoadScenarioErrors(t *testing.T) {
 		{"event before the start", "duration: 5m\nzones: [{name: a, nodes: 1}]\nevents:\n  - {at: -1s, action: stop, node: a-0}\n",
 			`s.yaml:4:6: events[0].at: must not be negative, got -1s`},
 		{"unknown action", "duration: 5m\nzones: [{name: a, nodes: 1}]\nevents:\n  - at: 1m\n    action: reboot\n    node: a-0\n",
-			`s.yaml:5:5: events[0].action: unknown action "reboot" (one of stop, resume, not-ready, zone-dark, zone-restore, lease-watch-stall, lease-watch-resume)`},
+			`s.yaml:5:5: events[0].action: unknown action "reboot" (one of stop, resume, not-ready, zone-dark, zone-restore, lease-watch-stall, lease-watch-resume, device-taint, device-untaint, device-rule, device-rule-delete, device-release-hold)`},
 		{"lease-watch-stall with a node", "duration: 5m\nzones: [{name: a, nodes: 1}]\nevents:\n  - {at: 1m, action: lease-watch-stall, node: a-0}\n",
 			`s.yaml:4:5: events[0]: lease-watch-stall needs no node, nodes, zone or count (it is the controller's cache)`},
 		{"two targets", "duration: 5m\nzones: [{name: a, nodes: 1}]\nevents:\n  - {at: 1m, action: stop, node: a-0, zone: a}\n",
@@ -298,7 +315,8 @@ func FuzzLoadScenario(f *testing.F) {
 		f.Add(src)
 	}
 	for _, s := range []string{minimal, "", "{}", "duration: 5m\nzones: [{name: a, nodes: 1}]\nevents: [{at: 1m, action: stop, zone: a, count: 1}]\n",
-		"a: &x {b: *x}\n", "duration: 1m\nzones: [{name: \"on\", region: off, nodes: 1}]\n", "duration: 1m\npolicy: {fullDisruptionQPS: null}\nzones: [{name: a, nodes: 2, pods: [{perNode: 1, tolerations: [{operator: Exists}]}]}]\n"} {
+		"a: &x {b: *x}\n", "duration: 1m\nzones: [{name: \"on\", region: off, nodes: 1}]\n", "duration: 1m\npolicy: {fullDisruptionQPS: null}\nzones: [{name: a, nodes: 2, pods: [{perNode: 1, tolerations: [{operator: Exists}]}]}]\n",
+		gpuZone + "events: [{at: 1m, action: device-taint, driver: gpu.example.com, share: 0.5, over: 10s, every: 1s, taint: {key: k, value: \"v\"}}, {at: 2m, action: device-rule, rule: r, selector: {}, taint: {key: k, effect: None}}]\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {

@@ -98,7 +98,8 @@ var ErrBudget = errors.New("policysim: scenario over the work budget")
 // Work returns what the scenario costs in the units of Budget: node passes
 // (nodes × (duration/nodeMonitorPeriod + duration/leaseRenewInterval +
 // duration/statusUpdateInterval), each term at least 1), pods, and event
-// steps (Σ over events of targeted nodes × (1 + pods per node)). Call it on
+// steps (Σ over events of targeted nodes × (1 + pods per node); a device
+// action counts its devices, see deviceWork in devscenario.go). Call it on
 // a valid scenario; it saturates instead of overflowing.
 func (sc *Scenario) Work() Budget {
 	var w Budget
@@ -132,6 +133,9 @@ func (sc *Scenario) Work() Budget {
 	for i := range sc.Events {
 		e := &sc.Events[i]
 		switch {
+		case isDeviceAction(e.Action):
+			// Counted by deviceWork: a device event's scope is not a
+			// kubelet target.
 		case e.Node != "":
 			w.EventSteps = satAdd(w.EventSteps, 1+perNode[zoneOf(e.Node)])
 		case len(e.Nodes) > 0:
@@ -150,6 +154,7 @@ func (sc *Scenario) Work() Budget {
 			w.EventSteps = satAdd(w.EventSteps, satMul(n, 1+perNode[e.Zone]))
 		}
 	}
+	w.EventSteps = satAdd(w.EventSteps, sc.deviceWork())
 	return w
 }
 
@@ -227,9 +232,13 @@ type Entry struct {
 
 	// The typed facts of the monitor.Event, for the summary and the chart.
 	Taint   v1.Taint // taint-added, taint-removed
-	State   string   // zone-state: the zone's new state
+	State   string   // zone-state: the zone's new state; device-hold: the driver's (Armed, Holding, Released)
 	Rate    float64  // zone-state: the zone's new tainting rate, nodes/s
 	Entered bool     // disruption-mode: entered (true) or exited
+
+	// The device kinds' DRA driver and device (driver/pool/device; the
+	// pool is the node's name).
+	Driver, Device string
 }
 
 // Result is a finished run.
@@ -330,7 +339,7 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 	if !opt.plain && !hasLeaseWatchEvents(sc) {
 		// The circuit breaker's live reads would always find what the
 		// cache holds (no stall), and confirm every stale verdict: the
-		// v1.36 path decides the same without them.
+		// path without confirmation (v1.36's) decides the same without them.
 		cfg.Health.Confirmation = nodehealth.ConfirmNone
 	}
 	var err error
@@ -358,11 +367,16 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 		s.zoneOfKey[zonestate.Key(newNode(NodeName(z.Name, 0, z.Nodes), &sc.Zones[zi], Epoch, Epoch))] = z.Name
 	}
 	s.kubelets = make([]kubelet, len(s.nodes))
+	s.down = make([]nodeDown, len(s.nodes))
+	s.downs = make([]zoneDown, len(sc.Zones))
 	for i := range s.kubelets {
 		s.kubelets[i] = kubelet{alive: true, ready: v1.ConditionTrue}
+		s.down[i].api = v1.ConditionTrue
 		s.schedule(i, 0)
 	}
-	s.events = slices.Clone(sc.Events)
+	// The kubelets' and the cache's events; the device actions are the
+	// device side's (devices.go).
+	s.events = slices.DeleteFunc(slices.Clone(sc.Events), func(e Event) bool { return isDeviceAction(e.Action) })
 	slices.SortStableFunc(s.events, func(a, b Event) int { return cmp.Compare(a.At, b.At) })
 	if s.space = s.spacing(); s.space > sc.Kubelet.LeaseRenewInterval.D() {
 		s.indexEvents()
@@ -371,9 +385,15 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 	if err := s.stopped(); err != nil {
 		return nil, err
 	}
+	if sc.HasDevices() {
+		if s.dev, err = newDevSim(s); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.loop(); err != nil {
 		return nil, err
 	}
+	s.closeDown()
 
 	res := &Result{Scenario: sc, Options: opt, Config: MonitorConfig(sc, opt), Entries: s.entries,
 		MonitorPasses: s.monitorPasses, TaintPasses: s.taintPasses, End: s.t, sim: s}
@@ -590,6 +610,17 @@ type sim struct {
 	// when events concern each kubelet (renewals.go).
 	space   time.Duration
 	evTimes eventTimes
+
+	// down is each node's Ready status and pods in the API server, downs
+	// each zone's time down (downtime.go); counts the cluster's Counts
+	// when they were last read.
+	down   []nodeDown
+	downs  []zoneDown
+	counts monitortest.Counts
+
+	// dev is the device taint eviction controller's side (devices.go),
+	// nil in a scenario without devices.
+	dev *devSim
 }
 
 // kubelet is one simulated kubelet. gen invalidates its scheduled
@@ -598,6 +629,13 @@ type kubelet struct {
 	alive bool
 	ready v1.ConditionStatus
 	gen   uint32
+	// start is when it last (re)started: its node status updates and pod
+	// status syncs tick from then (reconcile.go). podsReadyAt is when its
+	// pods are Ready in its own view (a restart's PodReadyDelay later).
+	start, podsReadyAt time.Duration
+	// nodeSync and podSync: a reaction to the controller's writes is
+	// planned.
+	nodeSync, podSync bool
 }
 
 // slowPod is the first pod evicted at the latest eviction instant of a zone,
@@ -631,12 +669,24 @@ func (s *sim) record(e monitor.Event) {
 		en.State = e.State.String()
 	}
 	s.entries = append(s.entries, en)
+	if i, ok := s.byName[e.Node]; ok {
+		s.written(i, e.Kind)
+	}
 }
 
 // onEvict runs inside the cluster's EvictPod, while the Evictor still has
 // the eviction handed out: the moment Explain names the binding taint and
 // toleration. Only the first pod of each new latest instant is explained.
 func (s *sim) onEvict(now time.Time, p *v1.Pod) {
+	if dv := s.dev; dv != nil {
+		if dv.evicting { // the device side's deletion
+			dv.evictNode = p.Spec.NodeName
+			return
+		}
+		// The node path's: the device taint eviction controller's pod
+		// informer sees it go.
+		dv.d.DeletePod(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+	}
 	i, ok := s.byName[p.Spec.NodeName]
 	if !ok {
 		return
@@ -670,6 +720,9 @@ func (s *sim) loop() error {
 			t = s.events[ev].At.D()
 		}
 		t = min(t, nextTick)
+		if s.dev != nil {
+			t = min(t, s.dev.deviceNext(s.t))
+		}
 		if t > end {
 			// The run ends at its duration, whether or not anything
 			// happened at that instant (Result.End, the pending work).
@@ -693,6 +746,11 @@ func (s *sim) loop() error {
 			}
 			ev++
 		}
+		if s.dev != nil {
+			if err := s.applyDevices(t); err != nil {
+				return err
+			}
+		}
 		if t == nextMonitor {
 			s.m.MonitorPass(s.ctx, s.now())
 			s.monitorPasses++
@@ -702,6 +760,11 @@ func (s *sim) loop() error {
 			s.m.TaintPass(s.ctx, s.now())
 			s.m.EvictionPass(s.ctx, s.now())
 			s.taintPasses++
+		}
+		if s.dev != nil && s.dev.deviceDue(t) {
+			if err := s.devicePass(); err != nil {
+				return err
+			}
 		}
 		nextTick = s.nextTick(t)
 	}
@@ -758,15 +821,21 @@ func (s *sim) heartbeats(t time.Duration) error {
 			s.cal.add(s.nextLease(int(e.node), t), e)
 		case beatStatus:
 			if !s.skipStatus(int(e.node), t) {
-				s.c.PostNodeStatus(s.ctx, name, k.ready, s.now())
+				s.post(int(e.node), k.ready)
 			}
 			s.cal.add(t+s.sc.Kubelet.StatusUpdateInterval.D(), e)
 		case beatPods:
 			if k.ready == v1.ConditionTrue {
-				s.c.SetPodsReady(s.ctx, name, s.now())
+				s.podsReady(int(e.node))
 				if err := s.spend(s.podsPerNode[s.nodes[e.node].zone]); err != nil {
 					return err
 				}
+			}
+		case beatNodeSync:
+			s.nodeSync(int(e.node))
+		case beatPodSync:
+			if err := s.podSync(int(e.node)); err != nil {
+				return err
 			}
 		}
 	}
@@ -824,6 +893,7 @@ func (s *sim) apply(e *Event) error {
 			}
 			k.alive = false
 			k.gen++
+			k.nodeSync, k.podSync = false, false
 			add(KindKubeletStopped)
 		case ActionResume, ActionZoneRestore:
 			if k.alive && k.ready == v1.ConditionTrue {
@@ -848,15 +918,17 @@ func (s *sim) start(i int, ready v1.ConditionStatus) {
 	k := &s.kubelets[i]
 	k.alive, k.ready = true, ready
 	k.gen++
+	k.start, k.podsReadyAt = s.t, s.t+s.sc.Kubelet.PodReadyDelay.D()
+	k.nodeSync, k.podSync = false, false
 	name := s.nodes[i].name
 	s.c.RenewLease(name, s.now())
-	s.c.PostNodeStatus(s.ctx, name, ready, s.now())
+	s.post(i, ready)
 	s.schedule(i, s.t)
 	if ready == v1.ConditionTrue {
 		if d := s.sc.Kubelet.PodReadyDelay.D(); d > 0 {
 			s.cal.add(s.t+d, calEntry{node: int32(i), what: beatPods, gen: k.gen})
 		} else {
-			s.c.SetPodsReady(s.ctx, name, s.now())
+			s.podsReady(i)
 		}
 	}
 }
@@ -886,11 +958,14 @@ func (s *sim) targets(e *Event) []int {
 	return slices.Compact(out)
 }
 
-// The kinds of kubelet heartbeat.
+// The kinds of kubelet heartbeat, in the order a kubelet's of one instant
+// run.
 const (
 	beatLease uint8 = iota + 1
 	beatStatus
-	beatPods // once, after a restart: the pods are Ready again
+	beatPods     // once, after a restart: the pods are Ready again
+	beatNodeSync // a node status update that finds the controller's write (reconcile.go)
+	beatPodSync  // a pod status sync that finds the controller's writes
 )
 
 // calEntry is one planned heartbeat.

@@ -261,10 +261,20 @@ func TestRunRejectsBadInput(t *testing.T) {
 // TestShortcutsEqualPlain: every embedded scenario gives the same report
 // (text timeline, summary, JSON) with the simulator's shortcuts
 // (monitortest.Cluster.ReuseEventPods) as without them, in both eviction
-// modes; gke-65k at a hundredth of its size.
+// modes; gke-65k at a hundredth of its size. So do mixed and off-grid,
+// and the scenarios whose kubelets put back what the controller wrote
+// (reacting: nodes written Unknown while their kubelets run, pods marked
+// again; quickResume: pods Ready before the controller's pass has seen
+// their node back; lease-watch-stall without the circuit breaker).
 func TestShortcutsEqualPlain(t *testing.T) {
-	for _, name := range EmbeddedNames() {
-		sc := loadEmbedded(t, name)
+	stallOff, err := loadEmbedded(t, "lease-watch-stall").With("nodeControllerLeaseCircuitBreaker", "false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := map[string]*Scenario{"mixed": load(t, mixed), "off-grid": load(t, offGrid), "reacting": load(t, reacting),
+		"quick-resume": load(t, quickResume), "lease-watch-stall, breaker off": stallOff}
+	for _, name := range append(EmbeddedNames(), "mixed", "off-grid", "reacting", "quick-resume", "lease-watch-stall, breaker off") {
+		sc := extra[name]
 		switch name {
 		case "gke-65k":
 			sc = scaledEmbedded(t, name, 130)
@@ -272,6 +282,10 @@ func TestShortcutsEqualPlain(t *testing.T) {
 			// The same story at a fifth of its size: at 1,000 nodes a
 			// zone its four runs take over a minute under -race.
 			sc = scaledEmbedded(t, name, 200)
+		default:
+			if sc == nil {
+				sc = loadEmbedded(t, name)
+			}
 		}
 		for _, timeout := range []time.Duration{0, 2 * time.Minute} {
 			fast := mustRun(t, sc, Options{PodEvictionTimeout: timeout})

@@ -23,15 +23,27 @@ type Summary struct {
 	Nodes              int            `json:"nodes"`
 	Pods               int            `json:"pods"`
 	PodsMarkedNotReady int            `json:"podsMarkedNotReady"`
-	PodsReadyAgain     int            `json:"podsReadyAgain"` // marked Ready again by their resumed kubelet
+	PodsReadyAgain     int            `json:"podsReadyAgain"` // made Ready again by their kubelet (resumed, or undoing the controller's Ready=False)
 	PodsEvicted        int            `json:"podsEvicted"`
+	// NodeSecondsDown, LongestNodeDown, NodesDownAtEnd, PodSecondsNotReady,
+	// LongestPodNotReady and PodsNotReadyAtEnd are the zones' (see
+	// ZoneSummary): sums, and the longest of any zone.
+	NodeSecondsDown    float64       `json:"nodeSecondsDown"`
+	LongestNodeDown    time.Duration `json:"longestNodeDown"`
+	NodesDownAtEnd     int           `json:"nodesDownAtEnd"`
+	PodSecondsNotReady float64       `json:"podSecondsNotReady"`
+	LongestPodNotReady time.Duration `json:"longestPodNotReady"`
+	PodsNotReadyAtEnd  int           `json:"podsNotReadyAtEnd"`
 	// FullDisruption lists the spans in full disruption mode (no Ready node
 	// in any zone: every eviction stops).
 	FullDisruption []Span        `json:"fullDisruption"`
 	Zones          []ZoneSummary `json:"zones"`
 	// Pending is the work left when the run ended (nil only in a Summary
 	// built by hand).
-	Pending       *Pending       `json:"pending,omitempty"`
+	Pending *Pending `json:"pending,omitempty"`
+	// Devices is what the device taint eviction controller did, in a run
+	// with devices (nil without). PodsEvicted counts its evictions too.
+	Devices       *DeviceSummary `json:"devices,omitempty"`
 	MonitorPasses int            `json:"monitorPasses"`
 	TaintPasses   int            `json:"taintPasses"`
 	zoneIndex     map[string]int // zone name → index in Zones
@@ -68,6 +80,28 @@ type ZoneSummary struct {
 	PodsEvicted       int            `json:"podsEvicted"`
 	FirstEviction     *time.Duration `json:"firstEviction"`
 	LastEviction      *time.Duration `json:"lastEviction"`
+	// DevicePodsEvicted counts the zone's pods deleted for device taints
+	// (not in PodsEvicted, which are the node lifecycle's).
+	DevicePodsEvicted int `json:"devicePodsEvicted,omitempty"`
+	// PodsMarkedNotReady counts the controller's writes that took one of
+	// the zone's pods from Ready to not ready (a pod marked again counts
+	// again).
+	PodsMarkedNotReady int `json:"podsMarkedNotReady"`
+	// How long the zone's nodes and pods were down. A node is down while
+	// its Ready condition in the API server is not True: from the
+	// controller's Unknown (or the kubelet's False) until the kubelet posts
+	// True. A pod is down from the controller's Ready=False until the
+	// kubelet puts Ready back or the pod is evicted. NodeSecondsDown and
+	// PodSecondsNotReady add up every node's and pod's time down (node-
+	// and pod-seconds), LongestNodeDown and LongestPodNotReady are the
+	// longest single spans; spans still open at the end count up to it,
+	// and NodesDownAtEnd and PodsNotReadyAtEnd count them.
+	NodeSecondsDown    float64       `json:"nodeSecondsDown"`
+	LongestNodeDown    time.Duration `json:"longestNodeDown"`
+	NodesDownAtEnd     int           `json:"nodesDownAtEnd"`
+	PodSecondsNotReady float64       `json:"podSecondsNotReady"`
+	LongestPodNotReady time.Duration `json:"longestPodNotReady"`
+	PodsNotReadyAtEnd  int           `json:"podsNotReadyAtEnd"`
 	// States lists the zone's state changes; FinalState is its last state.
 	States     []StateChange `json:"states"`
 	FinalState string        `json:"finalState"`
@@ -194,6 +228,8 @@ func summarize(res *Result, s *sim) Summary {
 			z.PodsEvicted++
 			first(&z.FirstEviction, e.At)
 			z.LastEviction = at(e.At)
+		case KindDevicePodEvicted:
+			z.DevicePodsEvicted++
 		case KindZoneState:
 			z.States = append(z.States, StateChange{T: e.At, State: e.State, Rate: e.Rate})
 			z.FinalState = e.State
@@ -205,7 +241,20 @@ func summarize(res *Result, s *sim) Summary {
 		if sp := s.slowest[i]; sp.set {
 			z.Slowest = slowest(res, sp)
 		}
+		d := s.downs[i]
+		z.PodsMarkedNotReady = d.marked
+		z.NodeSecondsDown, z.LongestNodeDown, z.NodesDownAtEnd = d.nodeSeconds, d.longestNode, d.nodesAtEnd
+		z.PodSecondsNotReady, z.LongestPodNotReady, z.PodsNotReadyAtEnd = d.podSeconds, d.longestPod, d.podsAtEnd
+		sum.NodeSecondsDown += d.nodeSeconds
+		sum.LongestNodeDown = max(sum.LongestNodeDown, d.longestNode)
+		sum.NodesDownAtEnd += d.nodesAtEnd
+		sum.PodSecondsNotReady += d.podSeconds
+		sum.LongestPodNotReady = max(sum.LongestPodNotReady, d.longestPod)
+		sum.PodsNotReadyAtEnd += d.podsAtEnd
 		z.NotEvicted = s.notEvicted(res, set.unknown)
+	}
+	if s.dev != nil {
+		sum.Devices = summarizeDevices(res, s)
 	}
 	return sum
 }

@@ -38,6 +38,11 @@ const (
 	colGrid        = "#e4e4e4"
 	colEvicted     = "#1d3557"
 	colPending     = "#f77f00"
+	// Devices.
+	colDevTainted = "#7b2cbf" // a driver's NoExecute taint on a device
+	colDevEvicted = "#9d4edd" // pods evicted for device taints
+	colHolding    = "#e85d04" // a driver's breaker holding
+	colReleased   = "#ffba08" // ... released by an operator
 )
 
 var stateColor = map[string]string{
@@ -64,6 +69,8 @@ type nodeTrack struct {
 	kubeletDown []span
 	evictions   []mark
 	evicting    []time.Duration // legacy: queued for eviction
+	devTainted  []span          // while a device of the node carries its driver's taint
+	devEvicted  []mark          // pods evicted for device taints
 }
 
 type mark struct {
@@ -117,6 +124,12 @@ func drawSVG(w io.Writer, res *Result) {
 	y += 30
 	cumTop := y
 	y += float64(len(res.Scenario.Zones)) * svgCumRow
+	devTop := 0.0
+	if d := res.Summary.Devices; d != nil {
+		y += 30
+		devTop = y
+		y += float64(len(d.Drivers)) * svgCumRow
+	}
 	y += 24
 	nodesTop := y
 	y += float64(max(len(shown), 1)) * svgNodeRow
@@ -126,6 +139,9 @@ func drawSVG(w io.Writer, res *Result) {
 	y += 16 * 3 // the notes: at most three lines
 	legendY := y + 4
 	height := legendY + 40
+	if res.Summary.Devices != nil {
+		height += 20 // the device legend's line
+	}
 
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
 	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" %s font-size="12">`+"\n", svgWidth, height, svgWidth, height, svgFont)
@@ -136,6 +152,9 @@ func drawSVG(w io.Writer, res *Result) {
 	}
 	fmt.Fprintf(w, `<text x="12" y="%.0f" font-size="16" font-weight="bold">policysim: %s — %s</text>`+"\n", titleY, esc(res.Scenario.Name), esc(mode))
 	sub := fmt.Sprintf("%d nodes, %d pods, %s simulated; %d pods evicted", res.Summary.Nodes, res.Summary.Pods, Dur(end), res.Summary.PodsEvicted)
+	if d := res.Summary.Devices; d != nil {
+		sub += fmt.Sprintf(" (%d for device taints)", d.PodsEvicted)
+	}
 	if res.Scenario.Description != "" {
 		sub = res.Scenario.Description + " — " + sub
 	}
@@ -174,6 +193,9 @@ func drawSVG(w io.Writer, res *Result) {
 
 	// Cumulative nodes tainted and pods evicted, per zone.
 	drawCumulative(w, res, cumTop, x)
+	if res.Summary.Devices != nil {
+		drawDevices(w, res, devTop, x)
+	}
 
 	// Node rows.
 	fmt.Fprintf(w, `<text x="12" y="%.0f" font-size="11" fill="#444" font-weight="bold">NODES</text>`+"\n", nodesTop-4)
@@ -193,6 +215,9 @@ func drawSVG(w io.Writer, res *Result) {
 		}
 		var marks []float64 // where eviction labels go: band labels keep clear
 		for _, m := range tr.evictions {
+			marks = append(marks, x(m.at))
+		}
+		for _, m := range tr.devEvicted {
 			marks = append(marks, x(m.at))
 		}
 		for _, s := range tr.kubeletDown {
@@ -217,6 +242,18 @@ func drawSVG(w io.Writer, res *Result) {
 		}
 		for _, s := range tr.tainted {
 			fmt.Fprintf(w, `<rect x="%.1f" y="%.0f" width="%.1f" height="4" fill="%s"><title>%s from %s</title></rect>`+"\n", x(s.from), ry+21, max(x(s.to)-x(s.from), 1), colTainted, esc(s.what), Offset(s.from))
+		}
+		for _, s := range tr.devTainted {
+			fmt.Fprintf(w, `<rect x="%.1f" y="%.0f" width="%.1f" height="3" fill="%s"><title>%s from %s</title></rect>`+"\n", x(s.from), ry+25, max(x(s.to)-x(s.from), 1), colDevTainted, esc(s.what), Offset(s.from))
+		}
+		for _, m := range tr.devEvicted {
+			fmt.Fprintf(w, `<rect x="%.1f" y="%.0f" width="2" height="22" fill="%s"><title>%d pods evicted for device taints at %s</title></rect>`+"\n", x(m.at)-1, ry+3, colDevEvicted, m.n, Offset(m.at))
+			label := fmt.Sprintf("%d evicted", m.n)
+			lx, anchor := x(m.at)+4, "start"
+			if lx+float64(len(label))*6.5 > svgLeft+svgChartW {
+				lx, anchor = x(m.at)-4, "end"
+			}
+			fmt.Fprintf(w, `<text x="%.1f" y="%.0f" text-anchor="%s" font-size="10" font-weight="bold" fill="%s" stroke="white" stroke-width="3" paint-order="stroke">%s</text>`+"\n", lx, ry+18, anchor, colDevEvicted, label)
 		}
 		for _, t := range tr.evicting {
 			fmt.Fprintf(w, `<path d="M%.1f %.0f l5 -6 l5 6 l-5 6 z" fill="%s" stroke="white"><title>queued for eviction at %s</title></path>`+"\n", x(t)-5, ry+14, colTainted, Offset(t))
@@ -291,6 +328,13 @@ func drawSVG(w io.Writer, res *Result) {
 	}
 	item(box(colPending, 8, 2), "pending at the end")
 	newline()
+	if res.Summary.Devices != nil {
+		item(box(colDevTainted, 3, 4), "device tainted by its driver")
+		item(box(colDevEvicted, 2, 5), "pods evicted for device taints")
+		item(box(colHolding, 10, 0), "driver's breaker holding")
+		item(box(colReleased, 10, 0), "hold released")
+		newline()
+	}
 	item(box(colKubeletDown, 3, 4), "kubelet stopped")
 	if slices.ContainsFunc(shown, func(tr *nodeTrack) bool {
 		return slices.ContainsFunc(tr.kubeletDown, func(s span) bool { return s.what == kubeletWord(KindKubeletNotReady) })
@@ -367,6 +411,8 @@ func nodeTracks(res *Result) ([]*nodeTrack, int) {
 		taintedFrom time.Duration
 		downFrom    time.Duration
 		down        Kind
+		devTainted  map[string]bool // devices carrying a driver's taint
+		devFrom     time.Duration
 	}
 	tracks := map[string]*nodeTrack{}
 	states := map[string]*state{}
@@ -375,7 +421,7 @@ func nodeTracks(res *Result) ([]*nodeTrack, int) {
 		if !ok {
 			tr = &nodeTrack{name: e.Node, zone: res.Nodes[order[e.Node]].Zone, order: order[e.Node]}
 			tracks[e.Node] = tr
-			states[e.Node] = &state{health: "Ready", taints: map[string]time.Duration{}}
+			states[e.Node] = &state{health: "Ready", taints: map[string]time.Duration{}, devTainted: map[string]bool{}}
 		}
 		return tr, states[e.Node]
 	}
@@ -440,6 +486,25 @@ func nodeTracks(res *Result) ([]*nodeTrack, int) {
 			}
 		case KindNodeEvicting:
 			tr.evicting = append(tr.evicting, e.At)
+		case KindDeviceTaint, KindDeviceUntaint:
+			was := len(st.devTainted) > 0
+			if e.Kind == KindDeviceTaint {
+				st.devTainted[e.Device] = true
+			} else {
+				delete(st.devTainted, e.Device)
+			}
+			switch now := len(st.devTainted) > 0; {
+			case !was && now:
+				st.devFrom = e.At
+			case was && !now:
+				tr.devTainted = append(tr.devTainted, span{st.devFrom, e.At, "device tainted by its driver"})
+			}
+		case KindDevicePodEvicted:
+			if n := len(tr.devEvicted); n > 0 && tr.devEvicted[n-1].at == e.At {
+				tr.devEvicted[n-1].n++
+			} else {
+				tr.devEvicted = append(tr.devEvicted, mark{e.At, 1})
+			}
 		}
 	}
 	var out []*nodeTrack
@@ -451,6 +516,9 @@ func nodeTracks(res *Result) ([]*nodeTrack, int) {
 		}
 		if st.down != "" {
 			tr.kubeletDown = append(tr.kubeletDown, span{st.downFrom, end, kubeletWord(st.down)})
+		}
+		if len(st.devTainted) > 0 {
+			tr.devTainted = append(tr.devTainted, span{st.devFrom, end, "device tainted by its driver"})
 		}
 		out = append(out, tr)
 	}
@@ -469,7 +537,7 @@ func kubeletWord(kind Kind) string {
 // look the same into one row.
 func mergeAlike(tracks []*nodeTrack) []*nodeTrack {
 	sig := func(tr *nodeTrack) string {
-		return fmt.Sprint(tr.zone, tr.health, tr.tainted, tr.kubeletDown, tr.evictions, tr.evicting)
+		return fmt.Sprint(tr.zone, tr.health, tr.tainted, tr.kubeletDown, tr.evictions, tr.evicting, tr.devTainted, tr.devEvicted)
 	}
 	var out []*nodeTrack
 	prev := ""

@@ -14,13 +14,15 @@
 //   - nothing else: a decision's RequeueAfter becomes a delayed requeue.
 //
 // Event routing follows upstream (pkg/controller/servicecidrs/servicecidrs_controller.go
-// at v1.36.3, its event handlers): a ServiceCIDR add requeues it
+// at v1.37.2, its event handlers): a ServiceCIDR add requeues it
 // and every ServiceCIDR overlapping it; an update requeues it, and, unlike
 // upstream, also the overlapping ones when its CIDRs or its deletion state
 // changed (the default ServiceCIDR may grow to dual-stack, PR #131263); a
-// delete requeues it; an IPAddress add, delete or managed-label change
-// requeues the ServiceCIDRs containing its address. Failed syncs are retried
-// with the workqueue's default controller rate limiter, 15 times at most.
+// delete requeues it; an IPAddress add or delete requeues the ServiceCIDRs
+// containing its address, and, unlike upstream (which has no IPAddress
+// update handler), so does a change of its managed-by label. Failed syncs
+// are retried with the workqueue's default controller rate limiter, 15
+// times at most.
 //
 // Time comes from an injected clock.PassiveClock (clock.RealClock{} in
 // production, a fake clock in tests). When it also implements

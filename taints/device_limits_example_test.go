@@ -1,0 +1,73 @@
+package taints_test
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubelifecycle/lifecycle/taints"
+)
+
+// A DeviceTaintRule with an empty selector taints every device in the
+// cluster (kubernetes/kubernetes#141422): upstream deletes every pod that
+// uses one. With a blast-radius breaker at 50% the DeviceEvictor holds
+// the driver's evictions instead, warns about the selector, and says why
+// in a hold change (an Event), the rule's status and Explain; deleting the
+// rule ends the hold with nothing evicted.
+func ExampleDeviceBlastRadius() {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cfg := taints.DefaultDeviceEvictorConfig()
+	cfg.BlastRadius = taints.DeviceBlastRadius{MaxShare: 0.5}
+	cfg.KeepWarnings = 16
+	d, err := taints.NewDeviceEvictor(cfg)
+	if err != nil {
+		panic(err)
+	}
+	for i := range 4 {
+		name, pod, uid := fmt.Sprintf("gpu-%d", i), fmt.Sprintf("trainer-%d", i), types.UID(fmt.Sprintf("uid-%d", i))
+		claim := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name}}
+		claim.Status.Allocation = &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{
+			Driver: "gpu.example.com", Pool: "node-1", Device: name, Request: "gpu",
+		}}}}
+		claim.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: pod, UID: uid}}
+		_ = d.SetClaim(t0, claim)
+		_ = d.SetPod(t0, &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: pod, UID: uid},
+			Spec:       v1.PodSpec{NodeName: "node-1", ResourceClaims: []v1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &claim.Name}}},
+		})
+	}
+
+	d.SetRule(t0, taints.DeviceTaintRule{
+		Name: "drain", UID: "rule-uid", Selector: &taints.DeviceTaintSelector{}, // meant to name a pool
+		Taint: resourcev1.DeviceTaint{Key: "maintenance", Effect: resourcev1.DeviceTaintEffectNoExecute, TimeAdded: &metav1.Time{Time: t0}},
+	})
+	for _, w := range d.AppendWarnings(nil) {
+		fmt.Println("Warning", w.Kind.Reason()+":", w.Message())
+	}
+	for _, h := range d.AppendHoldChanges(nil) {
+		fmt.Println("Warning", h.Reason()+":", h.Message())
+	}
+	for _, s := range d.RuleStatuses(t0) {
+		fmt.Println("rule", s.Rule, s.Condition.Status, s.Condition.Reason+":", s.Condition.Message)
+	}
+	fmt.Println(len(d.Due(t0)), "evicted;", d.Explain(t0, types.NamespacedName{Namespace: "ml", Name: "trainer-0"}))
+
+	// The operator deletes the rule (or, if it was meant, calls
+	// ReleaseHold("gpu.example.com") to let the evictions proceed).
+	d.DeleteRule(t0.Add(time.Minute), "drain")
+	for _, h := range d.AppendHoldChanges(nil) {
+		fmt.Println("Normal", h.Reason()+":", h.Message())
+	}
+	fmt.Println(len(d.Due(t0.Add(time.Minute))), "evicted,", len(d.AppendCancelled(nil)), "cancelled")
+	// Output:
+	// Warning DeviceTaintRuleSelectsAll: DeviceTaintRule drain: empty device selector selects every device in the cluster (taint maintenance:NoExecute).
+	// Warning DeviceTaintEvictionHeld: Evictions held: 4 of 4 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%.
+	// rule drain True EvictionHeld: 4 pods need to be evicted in 1 namespace. 4 of them held: Evictions held: 4 of 4 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%.
+	// 0 evicted; pod ml/trainer-0: not evicted: held by the blast-radius limit of driver(s) gpu.example.com; claim gpu-0 Held
+	// Normal DeviceTaintEvictionResumed: Evictions not held: 0 of 4 allocated devices of driver gpu.example.com (0%) have an untolerated NoExecute taint.
+	// 0 evicted, 0 cancelled
+}

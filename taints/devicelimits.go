@@ -1,0 +1,678 @@
+package taints
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// DeviceBlastRadius limits how fast and how widely device taints evict, per
+// DRA driver (the driver of the tainted device). Unlike upstream, which
+// deletes at once every pod a NoExecute taint reaches (a DeviceTaintRule
+// with an empty selector deletes every pod that uses any device in the
+// cluster: kubernetes/kubernetes#141422), a DeviceEvictor with a
+// DeviceBlastRadius hands each driver's evictions out at a rate, and holds
+// them all while the driver's taints reach more than a share of its
+// allocated devices. The zero value limits nothing: upstream's decisions.
+//
+// Per driver rather than per pool: a pool is often one node's devices, so a
+// per-pool share would hold every node-wide fault (a whole pool tainted is
+// 100% of it), and a per-pool rate would bound nothing cluster-wide (n pools
+// evict at n times the rate). A driver's devices are one fleet of one kind,
+// which one buggy driver release or one over-broad rule taints together.
+type DeviceBlastRadius struct {
+	// QPS is the rate, in evictions per second, at which Due hands out each
+	// driver's evictions (a token bucket, golang.org/x/time/rate); an
+	// eviction due while its driver has no token waits, in the order it
+	// fell due, and NextDeadline reports the next token. 0: no rate, as
+	// upstream. Must be finite and not negative.
+	QPS float64
+	// Burst is the bucket's size: how many of a driver's evictions Due
+	// hands out at once. At least 1 when QPS is set; ignored otherwise.
+	Burst int
+	// MaxShare is the breaker: while more than MaxShare of a driver's
+	// allocated devices are tainted (DeviceDriverLimit says exactly what
+	// counts), the driver's taints evict no pod: the driver is Holding
+	// until the share falls to MaxShare or below, or ReleaseHold. 0: no
+	// breaker, as upstream. Must be in [0, 1]; 1 counts but never holds.
+	MaxShare float64
+	// MinDevices keeps the breaker from holding until more than MinDevices
+	// of the driver's allocated devices are tainted, so that one failed
+	// device of a small driver still evicts (upstream's zone disruption
+	// rule likewise needs more than 2 nodes not ready). 0: the share alone
+	// decides. Must not be negative.
+	MinDevices int
+}
+
+func (b DeviceBlastRadius) validate() error {
+	switch {
+	case math.IsNaN(b.QPS) || math.IsInf(b.QPS, 0) || b.QPS < 0:
+		return fmt.Errorf("%w: BlastRadius.QPS %v must be finite and not negative", ErrInvalidConfig, b.QPS)
+	case b.Burst < 0:
+		return fmt.Errorf("%w: BlastRadius.Burst %d must not be negative", ErrInvalidConfig, b.Burst)
+	case b.QPS > 0 && b.Burst < 1:
+		return fmt.Errorf("%w: BlastRadius.Burst %d must be at least 1 with QPS %v", ErrInvalidConfig, b.Burst, b.QPS)
+	case math.IsNaN(b.MaxShare) || b.MaxShare < 0 || b.MaxShare > 1:
+		return fmt.Errorf("%w: BlastRadius.MaxShare %v must be in [0, 1]", ErrInvalidConfig, b.MaxShare)
+	case b.MinDevices < 0:
+		return fmt.Errorf("%w: BlastRadius.MinDevices %d must not be negative", ErrInvalidConfig, b.MinDevices)
+	}
+	return nil
+}
+
+// DeviceHoldState is a driver's breaker state (DeviceBlastRadius.MaxShare).
+type DeviceHoldState uint8
+
+const (
+	// DeviceHoldArmed: the driver's taints evict; the breaker holds them
+	// when the share goes over MaxShare.
+	DeviceHoldArmed DeviceHoldState = 1 + iota
+	// DeviceHoldHolding: more than MaxShare of the driver's allocated
+	// devices are tainted; its taints evict no pod.
+	DeviceHoldHolding
+	// DeviceHoldReleased: the share is still over MaxShare, but ReleaseHold
+	// let the driver's evictions proceed (at its rate); the breaker is
+	// armed again once the share falls to MaxShare or below.
+	DeviceHoldReleased
+)
+
+// String returns the state's name.
+func (s DeviceHoldState) String() string {
+	switch s {
+	case DeviceHoldArmed:
+		return "Armed"
+	case DeviceHoldHolding:
+		return "Holding"
+	case DeviceHoldReleased:
+		return "Released"
+	}
+	return "DeviceHoldState(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Event reasons for a driver's hold changes (ours, not upstream's: the
+// upstream controller has no breaker), one per DeviceHoldState reached.
+const (
+	// DeviceHoldEventHeld: the driver entered DeviceHoldHolding (a Warning
+	// Event).
+	DeviceHoldEventHeld = "DeviceTaintEvictionHeld"
+	// DeviceHoldEventReleased: ReleaseHold let the driver's evictions
+	// proceed (a Normal Event).
+	DeviceHoldEventReleased = "DeviceTaintEvictionHoldReleased"
+	// DeviceHoldEventResumed: the share fell to MaxShare or below; the
+	// breaker is armed (a Normal Event).
+	DeviceHoldEventResumed = "DeviceTaintEvictionResumed"
+)
+
+// DeviceDriverLimit is one DRA driver's blast-radius state, for Events
+// (AppendHoldChanges), metrics and status (DriverLimits).
+//
+// The share the breaker judges is TaintedDevices / AllocatedDevices, both
+// counted when an input changes (the decision is taken then, before any
+// eviction it would cause is scheduled):
+//
+//   - AllocatedDevices: the driver's devices (pool and name) allocated to
+//     at least one allocated ResourceClaim the DeviceEvictor knows,
+//     published in a ResourceSlice or not;
+//   - TaintedDevices: those of them with an allocated claim that does not
+//     tolerate forever one of their NoExecute taints (from the pool's
+//     highest-generation ResourceSlices or a DeviceTaintRule), whether the
+//     taint evicts now or after TolerationSeconds, and whether or not a pod
+//     uses the claim yet.
+type DeviceDriverLimit struct {
+	Driver string
+	State  DeviceHoldState
+	// Since is when State began (the now of the call that changed it);
+	// zero for a driver Armed since it was first seen.
+	Since            time.Time
+	AllocatedDevices int
+	TaintedDevices   int
+	// MaxShare and MinDevices are the configured breaker.
+	MaxShare   float64
+	MinDevices int
+	// HeldPods are the pods whose eviction is held and that use a tainted
+	// device of the driver (DriverLimits only; 0 in AppendHoldChanges).
+	HeldPods int
+	// Throttled are the driver's evictions due and waiting for a token of
+	// its rate (DriverLimits only).
+	Throttled int
+}
+
+// Share returns TaintedDevices / AllocatedDevices (0 with no allocated
+// device).
+func (l DeviceDriverLimit) Share() float64 {
+	if l.AllocatedDevices == 0 {
+		return 0
+	}
+	return float64(l.TaintedDevices) / float64(l.AllocatedDevices)
+}
+
+// Reason returns the Event reason for State: DeviceHoldEventHeld,
+// DeviceHoldEventReleased or DeviceHoldEventResumed.
+func (l DeviceDriverLimit) Reason() string {
+	switch l.State {
+	case DeviceHoldHolding:
+		return DeviceHoldEventHeld
+	case DeviceHoldReleased:
+		return DeviceHoldEventReleased
+	}
+	return DeviceHoldEventResumed
+}
+
+// Message describes the state in one sentence, for an Event, a log line or
+// a rule's status.
+func (l DeviceDriverLimit) Message() string {
+	counts := strconv.Itoa(l.TaintedDevices) + " of " + strconv.Itoa(l.AllocatedDevices) +
+		" allocated devices of driver " + l.Driver + " (" + percent(l.Share()) + ") have an untolerated NoExecute taint"
+	limit := percent(l.MaxShare)
+	switch l.State {
+	case DeviceHoldHolding:
+		return "Evictions held: " + counts + ", more than " + limit + "."
+	case DeviceHoldReleased:
+		return "Hold released: " + counts + ", more than " + limit + "; evictions proceed until the share falls to " + limit + " or below."
+	}
+	return "Evictions not held: " + counts + "."
+}
+
+// percent formats a share as a percentage with at most one decimal.
+func percent(x float64) string {
+	s := strconv.FormatFloat(x*100, 'f', 1, 64)
+	return strings.TrimSuffix(s, ".0") + "%"
+}
+
+// devDriver is one driver's counters, breaker and token bucket.
+type devDriver struct {
+	name      string
+	allocated int // allocated devices
+	tainted   int // allocated devices with hits
+	held      bool
+	released  bool
+	since     time.Time
+	reported  DeviceHoldState // as last returned by AppendHoldChanges
+	isDirty   bool            // in DeviceEvictor.dirty
+	inChanged bool            // in DeviceEvictor.holdDirty
+	inWaiting bool            // in DeviceEvictor.waiting
+	lim       *rate.Limiter   // nil without a rate
+	// wait are the evictions due and waiting for a token, in the order
+	// they fell due (a devQueue list outside the heaps).
+	wait devBucket
+}
+
+func (v *devDriver) state() DeviceHoldState {
+	switch {
+	case v.held:
+		return DeviceHoldHolding
+	case v.released:
+		return DeviceHoldReleased
+	}
+	return DeviceHoldArmed
+}
+
+// driver returns name's record, made on first use.
+func (d *DeviceEvictor) driver(name string) *devDriver {
+	v := d.drivers[name]
+	if v == nil {
+		v = &devDriver{name: name, reported: DeviceHoldArmed}
+		v.wait = devBucket{lane: laneThrottle, drv: v}
+		if d.rateOn {
+			v.lim = rate.NewLimiter(rate.Limit(d.cfg.BlastRadius.QPS), d.cfg.BlastRadius.Burst)
+		}
+		d.drivers[name] = v
+	}
+	return v
+}
+
+func (d *DeviceEvictor) markDirty(v *devDriver) {
+	if !v.isDirty {
+		v.isDirty = true
+		d.dirty = append(d.dirty, v)
+	}
+}
+
+// heldDriver reports whether the driver name is Holding.
+func (d *DeviceEvictor) heldDriver(name string) bool {
+	if !d.breakerOn {
+		return false
+	}
+	v := d.drivers[name]
+	return v != nil && v.held
+}
+
+// over reports whether v's share is over the breaker's limit.
+func (d *DeviceEvictor) over(v *devDriver) bool {
+	b := &d.cfg.BlastRadius
+	return d.breakerOn && v.tainted > b.MinDevices && float64(v.tainted) > b.MaxShare*float64(v.allocated)
+}
+
+// deviceUsed counts a device of driver that gains its first allocated
+// claim (delta 1) or loses its last (-1).
+func (d *DeviceEvictor) deviceUsed(driver string, delta int) {
+	v := d.driver(driver)
+	v.allocated += delta
+	d.markDirty(v)
+}
+
+// resultHit reports whether one of r's device's NoExecute taints (slice or
+// rule) is not tolerated forever by r's tolerations.
+func (d *DeviceEvictor) resultHit(r *devResult) bool {
+	if p := d.pools[poolKey{r.driver, r.pool}]; p != nil {
+		if dev := p.view[r.device]; dev != nil {
+			for j := range dev.taints {
+				if forever, _, _ := deviceTolerationVerdict(r.tols, dev.taints[j].key, dev.taints[j].value); !forever {
+					return true
+				}
+			}
+		}
+	}
+	for _, rule := range d.evicting {
+		if rule.sel.Selects(r.driver, r.pool, r.device) {
+			if forever, _, _ := deviceTolerationVerdict(r.tols, rule.taint.Key, rule.taint.Value); !forever {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// setHit records whether r counts as a hit of its device.
+func (d *DeviceEvictor) setHit(r *devResult, hit bool) {
+	if r.hit == hit {
+		return
+	}
+	r.hit = hit
+	p := d.pools[poolKey{r.driver, r.pool}]
+	if p.hits == nil {
+		p.hits = make(map[string]int32)
+	}
+	n := p.hits[r.device]
+	if hit {
+		n++
+	} else {
+		n--
+	}
+	if n == 0 {
+		delete(p.hits, r.device)
+	} else {
+		p.hits[r.device] = n
+	}
+	if hit && n == 1 || !hit && n == 0 {
+		v := d.driver(r.driver)
+		if hit {
+			v.tainted++
+		} else {
+			v.tainted--
+		}
+		d.markDirty(v)
+	}
+}
+
+// updateHits recomputes the hits of c's results.
+func (d *DeviceEvictor) updateHits(c *devClaim) {
+	if !c.allocated {
+		return
+	}
+	for i := range c.results {
+		r := &c.results[i]
+		d.setHit(r, d.resultHit(r))
+	}
+}
+
+// reclaimMany re-evaluates the claims cs (in creation order). With the
+// blast-radius limit on, their hits are counted first and the breakers
+// decided, so that a claim's eviction is never scheduled by a change that
+// also makes its driver hold; the claims of every driver whose hold
+// changed are re-evaluated too.
+func (d *DeviceEvictor) reclaimMany(now time.Time, cs []*devClaim) {
+	if d.limitsOn {
+		for _, c := range cs {
+			d.updateHits(c)
+		}
+		if more := d.settle(now); len(more) > 0 {
+			d.mark++
+			for _, c := range cs {
+				c.mark = d.mark
+			}
+			for _, c := range more {
+				if c.mark != d.mark {
+					c.mark = d.mark
+					cs = append(cs, c)
+				}
+			}
+			bySeq(cs)
+		}
+	}
+	for _, c := range cs {
+		d.reclaim(now, c)
+	}
+}
+
+// settle decides the breaker of every driver whose counters changed and
+// returns the allocated claims of the drivers whose hold changed.
+func (d *DeviceEvictor) settle(now time.Time) []*devClaim {
+	var flipped []*devDriver
+	for i, v := range d.dirty {
+		d.dirty[i] = nil
+		v.isDirty = false
+		was := v.state()
+		over := d.over(v)
+		if !over {
+			v.released = false
+		}
+		if held := over && !v.released; held != v.held {
+			v.held = held
+			flipped = append(flipped, v)
+		}
+		if v.state() != was {
+			v.since = now
+			d.noteHold(v)
+		}
+		if v.allocated == 0 && v.tainted == 0 && !v.held && !v.released && v.wait.head == nil && d.drivers[v.name] == v {
+			delete(d.drivers, v.name)
+		}
+	}
+	d.dirty = d.dirty[:0]
+	return d.flipped(now, flipped)
+}
+
+// flipped asks for the status of every NoExecute rule that may select a
+// device of the drivers vs and returns the allocated claims of their
+// tainted devices (the only claims whose eviction a hold changes).
+func (d *DeviceEvictor) flipped(now time.Time, vs []*devDriver) []*devClaim {
+	if len(vs) == 0 {
+		return nil
+	}
+	for _, r := range d.evicting {
+		for _, v := range vs {
+			if r.sel != nil && (r.sel.Driver == nil || *r.sel.Driver == v.name) {
+				d.statusLater(r, now)
+				break
+			}
+		}
+	}
+	var out []*devClaim
+	d.mark++
+	for k, p := range d.pools {
+		if !slices.ContainsFunc(vs, func(v *devDriver) bool { return v.name == k.driver }) {
+			continue
+		}
+		for dev := range p.hits {
+			for _, c := range p.users[dev] {
+				if c.mark != d.mark {
+					c.mark = d.mark
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	bySeq(out)
+	return out
+}
+
+func (d *DeviceEvictor) noteHold(v *devDriver) {
+	if !v.inChanged {
+		v.inChanged = true
+		d.holdDirty = append(d.holdDirty, v)
+	}
+}
+
+// heldPod reports whether p uses a claim with a taint its driver's hold
+// suspends.
+func (d *DeviceEvictor) heldPod(p *devPod) bool {
+	if !d.breakerOn || !p.bound {
+		return false
+	}
+	for i := range int(p.nlinks) {
+		if l := p.linkAt(i); l.claim.held && d.linkValid(p, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// heldBy returns the Holding drivers behind p's held taints, sorted.
+func (d *DeviceEvictor) heldBy(p *devPod) []string {
+	var out []string
+	for i := range int(p.nlinks) {
+		l := p.linkAt(i)
+		if !l.claim.held || !d.linkValid(p, l) {
+			continue
+		}
+		for j := range l.claim.results {
+			r := &l.claim.results[j]
+			if r.hit && d.heldDriver(r.driver) && !slices.Contains(out, r.driver) {
+				out = append(out, r.driver)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// resultEviction returns the earliest time one of r's device's
+// untolerated NoExecute taints evicts, if any.
+func (d *DeviceEvictor) resultEviction(r *devResult) (at time.Time, ok bool) {
+	consider := func(key, value string, since time.Time) {
+		forever, delayed, dur := deviceTolerationVerdict(r.tols, key, value)
+		if forever {
+			return
+		}
+		t := since
+		if delayed {
+			t = t.Add(dur)
+		}
+		if !ok || t.Before(at) {
+			at, ok = t, true
+		}
+	}
+	if p := d.pools[poolKey{r.driver, r.pool}]; p != nil {
+		if dev := p.view[r.device]; dev != nil {
+			for j := range dev.taints {
+				consider(dev.taints[j].key, dev.taints[j].value, dev.taints[j].since)
+			}
+		}
+	}
+	for _, rule := range d.evicting {
+		if rule.sel.Selects(r.driver, r.pool, r.device) {
+			consider(rule.taint.Key, rule.taint.Value, rule.since)
+		}
+	}
+	return at, ok
+}
+
+// chargeDriver returns the driver whose token p's eviction takes: the
+// driver of the device whose taint makes it due earliest (ties: the pod's
+// claims in order, then their results), held drivers aside.
+func (d *DeviceEvictor) chargeDriver(p *devPod) *devDriver {
+	var best *devResult
+	var bestAt time.Time
+	for i := range int(p.nlinks) {
+		l := p.linkAt(i)
+		if !l.claim.has || !d.linkValid(p, l) {
+			continue
+		}
+		for j := range l.claim.results {
+			r := &l.claim.results[j]
+			if d.heldDriver(r.driver) {
+				continue
+			}
+			if at, ok := d.resultEviction(r); ok && (best == nil || at.Before(bestAt)) {
+				best, bestAt = r, at
+			}
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return d.drivers[best.driver]
+}
+
+// throttle reports whether p, due, must wait for a token of its driver,
+// and if so puts it at the end of the driver's waiting list.
+func (d *DeviceEvictor) throttle(now time.Time, p *devPod) bool {
+	v := d.chargeDriver(p)
+	if v == nil || v.lim == nil || (v.wait.head == nil && v.lim.AllowN(now, 1)) {
+		return false
+	}
+	d.queue.park(p, &v.wait)
+	if !v.inWaiting {
+		v.inWaiting = true
+		d.waiting = append(d.waiting, v)
+	}
+	return true
+}
+
+// drainThrottled hands out the waiting evictions whose driver has a token,
+// each driver's in the order they fell due, the drivers in the order they
+// first waited.
+func (d *DeviceEvictor) drainThrottled(now time.Time, due []*devPod) []*devPod {
+	k := 0
+	for _, v := range d.waiting {
+		for v.wait.head != nil && v.lim.AllowN(now, 1) {
+			p := v.wait.head
+			d.queue.remove(p)
+			p.state = stHandedOut
+			due = append(due, p)
+		}
+		if v.wait.head != nil {
+			d.waiting[k] = v
+			k++
+		} else {
+			v.inWaiting = false
+		}
+	}
+	clear(d.waiting[k:])
+	d.waiting = d.waiting[:k]
+	return due
+}
+
+// nextToken returns when v's bucket next holds a whole token (d.last if it
+// does now). Tokens accrue linearly from d.last, the limiter's latest
+// instant; the estimate is rounded up, and a Due that still finds the
+// bucket a hair short leaves NextDeadline a nanosecond or so later.
+func (d *DeviceEvictor) nextToken(v *devDriver) time.Time {
+	tokens := v.lim.TokensAt(d.last)
+	if tokens >= 1 {
+		return d.last
+	}
+	wait := math.Ceil((1 - tokens) / d.cfg.BlastRadius.QPS * float64(time.Second))
+	if wait >= math.MaxInt64 {
+		return d.last.Add(math.MaxInt64)
+	}
+	return d.last.Add(time.Duration(max(wait, 1)))
+}
+
+// limitOf returns v's state as a value.
+func (d *DeviceEvictor) limitOf(v *devDriver) DeviceDriverLimit {
+	return DeviceDriverLimit{
+		Driver: v.name, State: v.state(), Since: v.since,
+		AllocatedDevices: v.allocated, TaintedDevices: v.tainted,
+		MaxShare: d.cfg.BlastRadius.MaxShare, MinDevices: d.cfg.BlastRadius.MinDevices,
+	}
+}
+
+// DriverLimits appends the blast-radius state of every driver with
+// allocated devices (or a hold, or evictions waiting) to dst, sorted by
+// driver, and returns the extended slice: the values behind a metric (for
+// example lifecycle_device_taint_eviction_held{driver} from State,
+// ..._tainted_devices and ..._allocated_devices from the counts,
+// ..._held_pods and ..._throttled_evictions). Nothing without
+// DeviceBlastRadius. O(drivers + the claims and pods of Holding drivers).
+func (d *DeviceEvictor) DriverLimits(dst []DeviceDriverLimit) []DeviceDriverLimit {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	start := len(dst)
+	for _, v := range d.drivers {
+		l := d.limitOf(v)
+		for p := v.wait.head; p != nil; p = p.ev.next {
+			l.Throttled++
+		}
+		if v.held {
+			l.HeldPods = d.heldPods(v)
+		}
+		dst = append(dst, l)
+	}
+	slices.SortFunc(dst[start:], func(a, b DeviceDriverLimit) int { return strings.Compare(a.Driver, b.Driver) })
+	return dst
+}
+
+// heldPods counts the pods whose eviction is held and that use a claim
+// with an untolerated taint on one of v's devices.
+func (d *DeviceEvictor) heldPods(v *devDriver) int {
+	n := 0
+	d.mark++
+	for k, pl := range d.pools {
+		if k.driver != v.name {
+			continue
+		}
+		for dev, cs := range pl.users {
+			if pl.hits[dev] == 0 {
+				continue
+			}
+			for _, c := range cs {
+				if !c.held {
+					continue
+				}
+				for _, p := range c.pods {
+					if p.mark != d.mark && p.state == stIdle && p.bound && !p.terminating && d.usesClaim(p, c) {
+						p.mark = d.mark
+						n++
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
+// AppendHoldChanges appends the drivers whose DeviceHoldState changed
+// since the last call (and differs from the one it reported then) to dst,
+// sorted by driver, and returns the extended slice: the Events to record
+// (Reason, Message; a Warning for DeviceHoldHolding). A hold that started
+// and ended between two calls reports nothing. O(changed drivers); with
+// nothing changed it allocates nothing.
+func (d *DeviceEvictor) AppendHoldChanges(dst []DeviceDriverLimit) []DeviceDriverLimit {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.holdDirty) == 0 {
+		return dst
+	}
+	start := len(dst)
+	for i, v := range d.holdDirty {
+		d.holdDirty[i] = nil
+		v.inChanged = false
+		if s := v.state(); s != v.reported {
+			v.reported = s
+			dst = append(dst, d.limitOf(v))
+		}
+	}
+	d.holdDirty = d.holdDirty[:0]
+	slices.SortFunc(dst[start:], func(a, b DeviceDriverLimit) int { return strings.Compare(a.Driver, b.Driver) })
+	return dst
+}
+
+// ReleaseHold is the operator's override of a breaker: the Holding
+// driver's evictions proceed (at its rate) as if it were armed, until its
+// share falls to MaxShare or below, when the breaker is armed again. The
+// caller wires it to an operator action (a command, an annotation); a
+// release does not survive a restart (the breaker holds again until
+// released again). It reports false, changing nothing, when the driver is
+// not Holding. O(the driver's claims).
+func (d *DeviceEvictor) ReleaseHold(now time.Time, driver string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now = d.advance(now)
+	v := d.drivers[driver]
+	if v == nil || !v.held {
+		return false
+	}
+	v.held, v.released, v.since = false, true, now
+	d.noteHold(v)
+	for _, c := range d.flipped(now, []*devDriver{v}) {
+		d.reclaim(now, c)
+	}
+	return true
+}
