@@ -472,6 +472,11 @@ func (d *deviceDuty) pass(ctx context.Context) {
 	} else {
 		d.ev.AppendCancelled(nil)
 	}
+	// TimeAdded and selector hazards (DeviceEvictorConfig.KeepWarnings;
+	// none are looked for by default, as upstream).
+	for _, w := range d.ev.AppendWarnings(nil) {
+		klog.FromContext(ctx).Info("Device taint hazard", "reason", w.Kind.Reason(), "message", w.Message())
+	}
 	if n := d.ev.CancelledDropped(); n != d.dropped {
 		klog.FromContext(ctx).Info("Cancellations not recorded as Events (too many at once)", "count", n-d.dropped)
 		d.dropped = n
