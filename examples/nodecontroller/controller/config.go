@@ -171,6 +171,12 @@ type DeviceConfig struct {
 	NoRules bool
 	// Evictor is the DeviceEvictor's configuration (rule status period,
 	// limits). DefaultConfig sets taints.DefaultDeviceEvictorConfig().
+	// With Evictor.BlastRadius (ours, off by default) the duty records
+	// each driver's hold changes as Events on the DeviceTaintRules and
+	// ResourceSlices behind them and releases the holds operators release
+	// with AnnotationReleaseEvictionHold; with Evictor.KeepWarnings > 0 it
+	// records each warning as a Warning Event on its slice or rule (see
+	// devicehold.go).
 	Evictor taints.DeviceEvictorConfig
 	// Workers is how many deletions and rule status writes run at once
 	// (kube-controller-manager's --concurrent-device-taint-eviction-syncs,
@@ -191,6 +197,10 @@ type DeviceConfig struct {
 	// pod_deletion_duration_seconds (metrics.Metrics.ObserveDeviceDeletion
 	// fits). It must be safe for concurrent use.
 	OnDeletion func(latency time.Duration)
+	// OnWarning, if not nil, is called for every warning the DeviceEvictor
+	// reports (Evictor.KeepWarnings > 0), from the duty's loop
+	// (metrics.Metrics.ObserveDeviceWarning fits).
+	OnWarning func(taints.DeviceWarning)
 }
 
 // Clients are the clients of the controller's separate write duties. Each

@@ -43,6 +43,11 @@ import (
 //	                    Delete(pod, UID precondition) ──► Done / Retry
 //	   AppendCancelled ► Event DeviceTaintManagerEviction "Cancelling deletion"
 //
+// With the blast-radius limit (DeviceConfig.Evictor.BlastRadius, ours, off
+// by default) a pass also releases the holds operators released
+// (AnnotationReleaseEvictionHold) and records each hold change and each
+// warning as an Event on the rules and slices concerned: devicehold.go.
+//
 // The handlers call the DeviceEvictor directly, as upstream's handlers
 // update its maps under its mutex: it never blocks on I/O. The writes run on
 // DeviceConfig.Workers goroutines (upstream's ConcurrentSyncs workers), the
@@ -85,7 +90,15 @@ type deviceDuty struct {
 	// inflight are the pods being evicted; deferred those of them whose
 	// delete event arrived meanwhile (see onPodDelete).
 	inflight, deferred map[types.NamespacedName]bool
-	dropped            uint64 // CancelledDropped already logged
+	releases           map[string]ruleRelease // by rule name: rules with AnnotationReleaseEvictionHold
+
+	// The pass' own (devicehold.go): only pass reads and writes them.
+	dropped     uint64                           // CancelledDropped already logged
+	warnDropped uint64                           // WarningsDropped already logged
+	heldRefs    map[string][]*v1.ObjectReference // by driver: the objects its hold's Event went to
+	releasedBy  map[string][]*v1.ObjectReference // by driver: the rules that released it in this pass
+	holdBuf     []taints.DeviceDriverLimit
+	warnBuf     []taints.DeviceWarning
 
 	snapMu  sync.Mutex
 	saved   *taints.DeviceSnapshot // the last one saved or restored
@@ -113,6 +126,7 @@ func newDeviceDuty(c *Controller, client kubernetes.Interface, tr *trimmer) (*de
 		c: c, cfg: cfg, ev: ev, client: c.cluster.clients.Devices, disc: client.Discovery(), tr: tr,
 		recorder: cfg.Recorder, kick: make(chan struct{}, 1), statusFailures: map[types.UID]int{},
 		inflight: map[types.NamespacedName]bool{}, deferred: map[types.NamespacedName]bool{},
+		releases: map[string]ruleRelease{}, heldRefs: map[string][]*v1.ObjectReference{}, releasedBy: map[string][]*v1.ObjectReference{},
 	}
 	if d.recorder == nil {
 		d.recorder = c.cfg.Recorder
@@ -322,6 +336,7 @@ func (d *deviceDuty) onRule(obj any) {
 		d.logError(r.decodeErr, "DeviceTaintRule not readable: it selects no device")
 	}
 	d.ev.SetRule(d.c.clock.Now(), r.rule)
+	d.noteRelease(r)
 	d.wake()
 }
 
@@ -331,6 +346,7 @@ func (d *deviceDuty) onRuleDelete(obj any) {
 	}
 	if r, ok := obj.(*cachedRule); ok {
 		d.ev.DeleteRule(d.c.clock.Now(), r.Name)
+		d.forgetRelease(r.Name)
 		d.wake()
 	}
 }
@@ -441,10 +457,11 @@ func (d *deviceDuty) run(ctx context.Context) {
 }
 
 // DevicePass runs one pass of the device taint eviction duty at the
-// clock's current time (StartDevices must have returned nil): the due
-// DeviceTaintRule statuses are written, then the due pods are deleted, on
-// up to DeviceConfig.Workers goroutines, and the cancellations are
-// recorded; the device snapshot is saved when Config.SnapshotPeriod has
+// clock's current time (StartDevices must have returned nil): the holds
+// released by AnnotationReleaseEvictionHold are released and the hold
+// changes recorded, the due DeviceTaintRule statuses are written, then
+// the due pods are deleted, on up to DeviceConfig.Workers goroutines, and
+// the cancellations and warnings are recorded; the device snapshot is saved when Config.SnapshotPeriod has
 // passed since the last save and something changed. It returns when every
 // write has. Nothing once ctx is done, or when the duty is off.
 func (c *Controller) DevicePass(ctx context.Context) {
@@ -456,6 +473,8 @@ func (c *Controller) DevicePass(ctx context.Context) {
 
 func (d *deviceDuty) pass(ctx context.Context) {
 	now := d.c.clock.Now()
+	d.releaseHolds(ctx, now)
+	d.recordHoldChanges(ctx)
 	statuses := d.ev.RuleStatuses(now)
 	parallel(d.cfg.Workers, len(statuses), func(i int) { d.applyStatus(ctx, statuses[i]) })
 	due := d.ev.Due(now)
@@ -474,9 +493,7 @@ func (d *deviceDuty) pass(ctx context.Context) {
 	}
 	// TimeAdded and selector hazards (DeviceEvictorConfig.KeepWarnings;
 	// none are looked for by default, as upstream).
-	for _, w := range d.ev.AppendWarnings(nil) {
-		klog.FromContext(ctx).Info("Device taint hazard", "reason", w.Kind.Reason(), "message", w.Message())
-	}
+	d.recordWarnings(ctx)
 	if n := d.ev.CancelledDropped(); n != d.dropped {
 		klog.FromContext(ctx).Info("Cancellations not recorded as Events (too many at once)", "count", n-d.dropped)
 		d.dropped = n

@@ -26,8 +26,9 @@ import (
 //	                 (request, driver, pool, device, tolerations),
 //	                 status.reservedFor
 //	DeviceTaintRule: name, UID, resourceVersion, generation;
-//	                 spec.deviceSelector, spec.taint and the
-//	                 EvictionInProgress condition (cachedRule)
+//	                 spec.deviceSelector, spec.taint, the
+//	                 EvictionInProgress condition and the value of
+//	                 AnnotationReleaseEvictionHold (cachedRule)
 //
 // No write is built from a trimmed object: the duty writes pods (a status
 // patch of DisruptionTarget, a delete) and a rule's EvictionInProgress
@@ -159,6 +160,10 @@ type cachedRule struct {
 	// decodeErr is why the rule could not be read (it then selects
 	// nothing).
 	decodeErr error
+	// release is the value of AnnotationReleaseEvictionHold, hasRelease
+	// whether the rule has it.
+	release    string
+	hasRelease bool
 }
 
 // deviceTaintRuleJSON is the part of a resource.k8s.io/v1 DeviceTaintRule
@@ -191,6 +196,7 @@ func ruleFromUnstructured(u *unstructured.Unstructured) (*cachedRule, error) {
 	if s := r.Spec.DeviceSelector; s != nil {
 		out.rule.Selector = &taints.DeviceTaintSelector{Driver: s.Driver, Pool: s.Pool, Device: s.Device}
 	}
+	out.release, out.hasRelease = releaseValue(r.Annotations)
 	for _, c := range r.Status.Conditions {
 		if c.Type == taints.DeviceTaintConditionEvictionInProgress {
 			out.rule.Conditions = []metav1.Condition{c}
