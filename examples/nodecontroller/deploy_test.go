@@ -310,9 +310,14 @@ func exercise(t *testing.T, o *options) []access {
 	)...)
 	client.Resources = []*metav1.APIResourceList{{GroupVersion: "resource.k8s.io/v1", APIResources: []metav1.APIResource{
 		{Name: "resourceslices"}, {Name: "resourceclaims"}, {Name: "devicetaintrules"}, {Name: "devicetaintrules/status"}}}}
+	// With the blast-radius breaker on (TestRBACMatchesCode), r holds the
+	// driver's evictions (one device of one, 100%) until its release
+	// annotation lets them go: the hold's and the release's Events and the
+	// annotation's read are among the calls checked.
 	rule := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
-		"metadata": map[string]any{"name": "r", "uid": "uid-r", "generation": int64(1)},
+		"metadata": map[string]any{"name": "r", "uid": "uid-r", "generation": int64(1),
+			"annotations": map[string]any{controller.AnnotationReleaseEvictionHold: "gpu.example.com"}},
 		"spec": map[string]any{"deviceSelector": map[string]any{"pool": "pool-b"},
 			"taint": map[string]any{"key": "maintenance", "effect": "NoExecute", "timeAdded": epoch.Add(time.Minute).Format(time.RFC3339)}},
 	}}
@@ -422,6 +427,10 @@ func TestRBACMatchesCode(t *testing.T) {
 	m := loadManifests(t)
 	grants := m.grants(t)
 	o := deploymentOptions(t, m.deployments[0])
+	// The device flags off by default, on here (-device-taint-eviction-max-share=0.5
+	// -device-taint-warnings=16), so that their calls are checked too.
+	o.cfg.Devices.Evictor.BlastRadius.MaxShare = 0.5
+	o.cfg.Devices.Evictor.KeepWarnings = 16
 	calls := exercise(t, o)
 	used := map[[3]string]bool{}
 	for _, a := range append(calls, notExercised...) {

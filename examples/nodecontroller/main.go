@@ -82,6 +82,7 @@ import (
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/controller"
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/metrics"
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/taints"
 )
 
 // Event source components, upstream's: the node lifecycle controller
@@ -114,6 +115,8 @@ type options struct {
 
 	controllers *controllersFlag
 	gates       gateSettings
+	// deviceFields name the flags of the DeviceEvictor's fields (deviceFlag).
+	deviceFields []deviceField
 
 	set map[string]bool // flags given on the command line
 
@@ -137,6 +140,23 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	fs.Var(o.controllers, "controllers", "controllers to run, as kube-controller-manager's flag: '*' enables all on-by-default controllers, 'foo' enables foo, '-foo' disables foo; all: "+
 		strings.Join(knownControllers, ", ")+" (on by default; "+ctrlNodeLifecycle+" and "+ctrlTaintEviction+" only together)")
 	fs.IntVar(&o.cfg.Devices.Workers, "concurrent-device-taint-eviction-syncs", o.cfg.Devices.Workers, fmt.Sprintf("the number of operations (evicting pods, updating DeviceTaintRule status) allowed to run concurrently (1 to %d)", controller.MaxWorkers))
+	// The device taint eviction's blast-radius limit and warnings
+	// (taints.DeviceBlastRadius, KeepWarnings; ours, upstream has none):
+	// off by default. A field added to DeviceBlastRadius needs one line
+	// here; TestDeviceFlagsCoverBlastRadius fails until it has one.
+	br := &o.cfg.Devices.Evictor.BlastRadius
+	br.Burst = 1 // ignored while the rate is 0
+	deviceFlag(o, fs, &br.QPS, "device-taint-eviction-rate", "BlastRadius.QPS",
+		"pods per second each DRA driver's device taints may evict (a token bucket per driver, ours); 0: no limit (upstream)")
+	deviceFlag(o, fs, &br.Burst, "device-taint-eviction-burst", "BlastRadius.Burst",
+		"evictions each DRA driver may start at once under -device-taint-eviction-rate (at least 1)")
+	deviceFlag(o, fs, &br.MaxShare, "device-taint-eviction-max-share", "BlastRadius.MaxShare",
+		"hold every eviction by a DRA driver's device taints while more than this share (0 to 1) of its allocated devices are tainted, until the share falls or an operator releases the hold (annotation "+
+			controller.AnnotationReleaseEvictionHold+"=<driver> on a DeviceTaintRule; ours); 0: no breaker (upstream)")
+	deviceFlag(o, fs, &br.MinDevices, "device-taint-eviction-min-devices", "BlastRadius.MinDevices",
+		"the breaker holds a driver only while more than this many of its allocated devices are tainted")
+	deviceFlag(o, fs, &o.cfg.Devices.Evictor.KeepWarnings, "device-taint-warnings", "KeepWarnings",
+		fmt.Sprintf("look for device taint hazards (a taint's timeAdded reset or kept on escalation, a DeviceTaintRule selecting every device) and record each as a Warning Event on its ResourceSlice or DeviceTaintRule (at most %d a pass); the number kept between two passes, 0: none looked for (upstream)", controller.MaxWarningEvents))
 	fs.DurationVar(&m.MonitorPeriod, "node-monitor-period", m.MonitorPeriod, "how often node health is checked")
 	fs.DurationVar(&m.TaintPeriod, "node-eviction-period", m.TaintPeriod, "how often the tainting and eviction queues are processed (at the latest)")
 	fs.Float64Var(&m.Zones.EvictionQPS, "node-eviction-rate", m.Zones.EvictionQPS, "nodes per second tainted NoExecute per healthy zone")
@@ -228,6 +248,9 @@ func (o *options) settings() (controller.Config, error) {
 	if err := o.duties(&cfg); err != nil {
 		return cfg, err
 	}
+	if err := o.validateDevices(cfg.Devices.Evictor); err != nil {
+		return cfg, err
+	}
 	cfg.OnEvent = logEvent
 	cfg.SkipFinalSnapshot = o.leaderElect
 	if err := cfg.Validate(); err != nil {
@@ -262,6 +285,48 @@ func (o *options) duties(cfg *controller.Config) error {
 		return fmt.Errorf("--controllers=%s with --feature-gates=%s=%t: no controller to run", o.controllers, GateDeviceTaints, o.gates.deviceTaints)
 	}
 	return nil
+}
+
+// deviceField is a field of taints.DeviceEvictorConfig, as its
+// validation errors name it ("BlastRadius.QPS"), and its flag.
+type deviceField struct{ field, flag string }
+
+// deviceFlag defines the flag name on p, the field of o's
+// taints.DeviceEvictorConfig that the library's validation errors call
+// field (validateDevices then names the flag), with p's value as the
+// default.
+func deviceFlag[T float64 | int | time.Duration | bool](o *options, fs *flag.FlagSet, p *T, name, field, usage string) {
+	switch p := any(p).(type) {
+	case *float64:
+		fs.Float64Var(p, name, *p, usage)
+	case *int:
+		fs.IntVar(p, name, *p, usage)
+	case *time.Duration:
+		fs.DurationVar(p, name, *p, usage)
+	case *bool:
+		fs.BoolVar(p, name, *p, usage)
+	}
+	o.deviceFields = append(o.deviceFields, deviceField{field: field, flag: name})
+}
+
+// validateDevices checks the DeviceEvictor's configuration as
+// taints.NewDeviceEvictor does; an error that names a field with a flag
+// (the first it names) is prefixed with the flag.
+func (o *options) validateDevices(c taints.DeviceEvictorConfig) error {
+	_, err := taints.NewDeviceEvictor(c)
+	if err == nil {
+		return nil
+	}
+	msg, at, name := err.Error(), -1, ""
+	for _, f := range o.deviceFields {
+		if i := strings.Index(msg, f.field+" "); i >= 0 && (at < 0 || i < at) {
+			at, name = i, f.flag
+		}
+	}
+	if at < 0 {
+		return err
+	}
+	return fmt.Errorf("-%s: %w", name, err)
 }
 
 // snapshotConfigMap splits -snapshot-configmap; empty names mean none.
@@ -501,6 +566,7 @@ func wire(cfg *controller.Config, m *metrics.Metrics) {
 	cfg.OnZones = m.ObserveZones
 	cfg.OnNodeHealth = m.ObserveNodeHealth
 	cfg.Devices.OnDeletion = m.ObserveDeviceDeletion
+	cfg.Devices.OnWarning = m.ObserveDeviceWarning
 }
 
 // newLeaderElector returns the elector of a Lease lock named by the
@@ -574,10 +640,14 @@ func (r *runner) lead(ctx context.Context) error {
 	r.ctrl, r.cancel, r.done = c, cancel, done
 	r.mu.Unlock()
 	r.metrics.Attach(c.Monitor(), r.legacy)
+	if ev := c.Devices(); ev != nil { // not a typed nil in the interface
+		r.metrics.AttachDevices(ev)
+	}
 	r.metrics.SetLeader(true)
 	defer func() {
 		r.metrics.SetLeader(false)
 		r.metrics.Attach(nil, false)
+		r.metrics.AttachDevices(nil)
 		r.mu.Lock()
 		r.ctrl = nil
 		r.mu.Unlock()

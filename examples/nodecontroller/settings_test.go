@@ -55,6 +55,8 @@ func TestBadSettingsTouchNoAPI(t *testing.T) {
 		{[]string{"-kube-api-burst=-1"}, "-kube-api-burst -1"},
 		{[]string{"-leader-elect-retry-period=0"}, "-leader-elect-retry-period"},
 		{[]string{"-port=-1"}, "-port -1"},
+		{[]string{"-device-taint-eviction-max-share=2"}, "-device-taint-eviction-max-share: taints: invalid config: BlastRadius.MaxShare 2 must be in [0, 1]"},
+		{[]string{"-device-taint-warnings=-3"}, "-device-taint-warnings: taints: invalid config: KeepWarnings -3"},
 		{[]string{"-leader-elect=false", "-node-monitor-period=-5s"}, "MonitorPeriod = -5s"},
 	}
 	for _, tt := range tests {

@@ -6,17 +6,20 @@
 // pkg/controller/devicetainteviction/metrics/metrics.go), so that dashboards and
 // alerts written for it keep working, plus the lifecycle_ metrics upstream
 // lacks: per-zone queue depth and tainting rate, pending evictions, the
-// next deadline and leader status.
+// next deadline and leader status, and the device taint eviction's
+// blast-radius limit per DRA driver and warnings by kind.
 //
 // The numbers come from the Monitor's Events (Metrics.OnEvent), its Stats
-// and NextDeadline (read at scrape time) and the controller's monitor pass
-// hook (Metrics.ObserveMonitorPass); the library packages know nothing of
-// Prometheus.
+// and NextDeadline (read at scrape time), the controller's monitor pass
+// hook (Metrics.ObserveMonitorPass) and the DeviceEvictor's DriverLimits
+// (read at scrape time, AttachDevices); the library packages know nothing
+// of Prometheus.
 package metrics
 
 import (
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -25,6 +28,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
+	"github.com/kubelifecycle/lifecycle/taints"
 	"github.com/kubelifecycle/lifecycle/zonestate"
 )
 
@@ -52,7 +56,40 @@ const (
 	// so no node was written Unknown. Upstream has no metric for it, only
 	// a log line per skipped node.
 	PassesHeld = "lifecycle_node_health_passes_held_total"
+
+	// The device taint eviction's blast-radius limit
+	// (taints.DeviceBlastRadius, ours; no series while it is off), per DRA
+	// driver, read at scrape time from DeviceEvictor.DriverLimits: the
+	// breaker's state (one series per state, 1 for the current one), the
+	// pods whose eviction it holds, the evictions due and waiting for a
+	// token of the driver's rate, and the two counts of the share it
+	// judges. At most MaxDriverSeries drivers have series (those with a
+	// hold, held pods or waiting evictions first, then by name);
+	// DeviceDrivers counts them all.
+	DeviceHoldState          = "lifecycle_device_taint_eviction_hold_state"
+	DeviceHeldPods           = "lifecycle_device_taint_eviction_held_pods"
+	DeviceThrottledEvictions = "lifecycle_device_taint_eviction_throttled_evictions"
+	DeviceTaintedDevices     = "lifecycle_device_taint_eviction_tainted_devices"
+	DeviceAllocatedDevices   = "lifecycle_device_taint_eviction_allocated_devices"
+	DeviceDrivers            = "lifecycle_device_taint_eviction_drivers"
+	// DeviceWarningsTotal counts the DeviceEvictor's warnings by kind
+	// (taints.DeviceWarningKind's String: TimeAddedReset, Escalated,
+	// SelectsAll); DeviceWarningsDropped those it did not keep (more than
+	// KeepWarnings between two passes).
+	DeviceWarningsTotal   = "lifecycle_device_taint_warnings_total"
+	DeviceWarningsDropped = "lifecycle_device_taint_warnings_dropped_total"
 )
+
+// MaxDriverSeries bounds the drivers with per-driver series: DRA drivers
+// are few, but the label comes from objects any driver may publish.
+const MaxDriverSeries = 32
+
+// DeviceSource is what the device metrics read at scrape time: a
+// *taints.DeviceEvictor.
+type DeviceSource interface {
+	DriverLimits(dst []taints.DeviceDriverLimit) []taints.DeviceDriverLimit
+	WarningsDropped() uint64
+}
 
 // Source is what the scrape-time metrics read: a Monitor.
 type Source interface {
@@ -78,9 +115,11 @@ type Metrics struct {
 	zoneRate                        *prometheus.GaugeVec
 	leader                          prometheus.Gauge
 	passesHeld                      prometheus.Counter
+	deviceWarnings                  *prometheus.CounterVec
 
 	mu     sync.Mutex
 	src    Source
+	devSrc DeviceSource
 	legacy bool
 	zones  map[string]bool // zones with node_collector_zone_* series
 }
@@ -127,7 +166,31 @@ func New(clk clock.PassiveClock) *Metrics {
 	m.passesHeld = prometheus.NewCounter(prometheus.CounterOpts{Name: PassesHeld,
 		Help: "Monitor passes held because the Lease (or Node) cache was behind the API server (NodeControllerLeaseCircuitBreaker): no node was written Unknown."})
 	m.Registry.MustRegister(m.passesHeld)
+	m.deviceWarnings = prometheus.NewCounterVec(prometheus.CounterOpts{Name: DeviceWarningsTotal,
+		Help: "Device taint hazards found (TimeAdded reset, escalation keeping an old TimeAdded, a DeviceTaintRule selecting every device), by kind; each is also a Warning Event."}, []string{"kind"})
+	m.Registry.MustRegister(m.deviceWarnings, (*deviceCollector)(m))
 	return m
+}
+
+// AttachDevices makes the device metrics read src (the leader's
+// DeviceEvictor, Controller.Devices); AttachDevices(nil) detaches it.
+func (m *Metrics) AttachDevices(src DeviceSource) {
+	m.mu.Lock()
+	m.devSrc = src
+	m.mu.Unlock()
+}
+
+// ObserveDeviceWarning counts one warning in
+// lifecycle_device_taint_warnings_total; it fits
+// controller.DeviceConfig.OnWarning.
+func (m *Metrics) ObserveDeviceWarning(w taints.DeviceWarning) {
+	kind := w.Kind.String()
+	switch w.Kind {
+	case taints.DeviceWarningTimeAddedReset, taints.DeviceWarningEscalated, taints.DeviceWarningSelectsAll:
+	default:
+		kind = "Other" // a kind this build does not know: one series, not one per value
+	}
+	m.deviceWarnings.WithLabelValues(kind).Inc()
 }
 
 // Attach makes the scrape-time metrics read src (the leader's Monitor);
@@ -311,5 +374,77 @@ func (s *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		if !math.IsNaN(d) {
 			ch <- prometheus.MustNewConstMetric(nextDeadlineDesc, prometheus.GaugeValue, d)
 		}
+	}
+}
+
+// deviceCollector is the scrape-time part of the device metrics.
+type deviceCollector Metrics
+
+var (
+	holdStateDesc = prometheus.NewDesc(DeviceHoldState,
+		"1 for the blast-radius breaker's state of the DRA driver (Armed: its taints evict; Holding: more than the max share of its allocated devices are tainted, its taints evict no pod; Released: an operator released the hold), 0 for the others.",
+		[]string{"driver", "state"}, nil)
+	heldPodsDesc = prometheus.NewDesc(DeviceHeldPods,
+		"Pods whose eviction the DRA driver's blast-radius breaker holds.", []string{"driver"}, nil)
+	throttledDesc = prometheus.NewDesc(DeviceThrottledEvictions,
+		"Evictions due and waiting for a token of the DRA driver's eviction rate.", []string{"driver"}, nil)
+	taintedDevicesDesc = prometheus.NewDesc(DeviceTaintedDevices,
+		"Allocated devices of the DRA driver with a NoExecute taint one of their claims does not tolerate forever (the breaker's numerator).", []string{"driver"}, nil)
+	allocatedDevicesDesc = prometheus.NewDesc(DeviceAllocatedDevices,
+		"Devices of the DRA driver allocated to at least one ResourceClaim (the breaker's denominator).", []string{"driver"}, nil)
+	driversDesc = prometheus.NewDesc(DeviceDrivers,
+		"DRA drivers the blast-radius limit tracks (per-driver series are kept for at most "+strconv.Itoa(MaxDriverSeries)+" of them).", nil, nil)
+	warningsDroppedDesc = prometheus.NewDesc(DeviceWarningsDropped,
+		"Device taint hazards not kept: more were found between two passes than the controller keeps (-device-taint-warnings).", nil, nil)
+	holdStates = []taints.DeviceHoldState{taints.DeviceHoldArmed, taints.DeviceHoldHolding, taints.DeviceHoldReleased}
+)
+
+// Describe sends the device descriptors.
+func (c *deviceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{holdStateDesc, heldPodsDesc, throttledDesc, taintedDevicesDesc, allocatedDevicesDesc, driversDesc, warningsDroppedDesc} {
+		ch <- d
+	}
+}
+
+// Collect reads the attached DeviceSource; nothing when none is attached,
+// and no driver series while the blast-radius limit is off (DriverLimits
+// reports no driver then).
+func (c *deviceCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	src := c.devSrc
+	c.mu.Unlock()
+	if src == nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(warningsDroppedDesc, prometheus.CounterValue, float64(src.WarningsDropped()))
+	ls := src.DriverLimits(nil)
+	if len(ls) == 0 {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(driversDesc, prometheus.GaugeValue, float64(len(ls)))
+	busy := func(l taints.DeviceDriverLimit) bool {
+		return l.State != taints.DeviceHoldArmed || l.HeldPods > 0 || l.Throttled > 0
+	}
+	slices.SortStableFunc(ls, func(a, b taints.DeviceDriverLimit) int { // busy drivers first, each part by name (as given)
+		switch ba, bb := busy(a), busy(b); {
+		case ba && !bb:
+			return -1
+		case bb && !ba:
+			return 1
+		}
+		return 0
+	})
+	for _, l := range ls[:min(len(ls), MaxDriverSeries)] {
+		for _, s := range holdStates {
+			v := 0.0
+			if l.State == s {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(holdStateDesc, prometheus.GaugeValue, v, l.Driver, s.String())
+		}
+		ch <- prometheus.MustNewConstMetric(heldPodsDesc, prometheus.GaugeValue, float64(l.HeldPods), l.Driver)
+		ch <- prometheus.MustNewConstMetric(throttledDesc, prometheus.GaugeValue, float64(l.Throttled), l.Driver)
+		ch <- prometheus.MustNewConstMetric(taintedDevicesDesc, prometheus.GaugeValue, float64(l.TaintedDevices), l.Driver)
+		ch <- prometheus.MustNewConstMetric(allocatedDevicesDesc, prometheus.GaugeValue, float64(l.AllocatedDevices), l.Driver)
 	}
 }
