@@ -4,7 +4,10 @@
 // ServiceAccount), or against the cluster of -kubeconfig. It logs every
 // decision with klog, records the Kubernetes Events upstream's controllers
 // record (NodeNotReady, TaintManagerEviction, DeviceTaintManagerEviction,
-// ...), and serves /healthz,
+// ...) and, with the device taints' blast-radius limit (the
+// -device-taint-eviction-* flags, ours, off by default), its hold changes
+// (DeviceTaintEvictionHeld, ...) on the DeviceTaintRules and
+// ResourceSlices behind them, and serves /healthz,
 // /readyz and /metrics over plain HTTP on -bind-address:-port.
 //
 // Every flag is checked, and the whole controller configuration built and
