@@ -342,3 +342,50 @@ func TestDeviceReleaseWithoutBreaker(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceReleaseSliceHoldWithNoneRule: a hold caused by the driver's
+// own slice taints is released by the annotation on a None rule selecting
+// the driver (which evicts nothing itself); the Held Event went to the
+// slice, the Released one to the slice and the rule.
+func TestDeviceReleaseSliceHoldWithNoneRule(t *testing.T) {
+	f := newDevFixture(t)
+	pods := f.holdWorld(2)
+	f.start(f.breakerConfig())
+	f.state(pods[0], taints.DeviceNotTainted)
+	s, err := f.client.ResourceV1().ResourceSlices().Get(f.ctx, "slice-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range s.Spec.Devices {
+		s.Spec.Devices[i].Taints = []resourcev1.DeviceTaint{noExecute(testutil.Epoch)}
+	}
+	if _, err := f.client.ResourceV1().ResourceSlices().Update(f.ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.state(pods[0], taints.DeviceHeld)
+	f.c.DevicePass(f.ctx)
+	if n := len(f.actions("delete", "pods", "")); n != 0 {
+		t.Fatalf("%d deletes while held", n)
+	}
+	none := devRule("release-gpu", resourcev1.DeviceTaintEffectNone, testutil.Epoch)
+	_ = unstructured.SetNestedMap(none.Object, map[string]any{"driver": devDriver}, "spec", "deviceSelector")
+	none.SetAnnotations(map[string]string{controller.AnnotationReleaseEvictionHold: devDriver})
+	if _, err := f.dyn.Resource(controller.DeviceTaintRulesResource).Create(f.ctx, none, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually("the held pods deleted", func() bool {
+		f.c.DevicePass(f.ctx)
+		return len(f.actions("delete", "pods", "")) == 2
+	})
+	var got []string
+	for _, r := range []string{taints.DeviceHoldEventHeld, taints.DeviceHoldEventReleased} {
+		for _, e := range f.eventsWith(r) {
+			got = append(got, r+" "+e.ref.Kind+"/"+e.ref.Name)
+		}
+	}
+	want := []string{"DeviceTaintEvictionHeld ResourceSlice/slice-1", "DeviceTaintEvictionHoldReleased ResourceSlice/slice-1",
+		"DeviceTaintEvictionHoldReleased DeviceTaintRule/release-gpu"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Events %q, want %q", got, want)
+	}
+}
