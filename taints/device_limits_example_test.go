@@ -65,8 +65,8 @@ func ExampleDeviceBlastRadius() {
 	fmt.Println(len(d.Due(t0.Add(time.Minute))), "evicted,", len(d.AppendCancelled(nil)), "cancelled")
 	// Output:
 	// Warning DeviceTaintRuleSelectsAll: DeviceTaintRule drain: empty device selector selects every device in the cluster (taint maintenance:NoExecute).
-	// Warning DeviceTaintEvictionHeld: Evictions held: 4 of 4 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%.
-	// rule drain True EvictionHeld: 4 pods need to be evicted in 1 namespace. 4 of them held: Evictions held: 4 of 4 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%.
+	// Warning DeviceTaintEvictionHeld: Evictions held: 4 of 4 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted.
+	// rule drain True EvictionHeld: 4 pods need to be evicted in 1 namespace. 4 of them held: Evictions held: 4 of 4 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted.
 	// 0 evicted; pod ml/trainer-0: not evicted: held by the blast-radius limit of driver(s) gpu.example.com; claim gpu-0 Held
 	// Normal DeviceTaintEvictionResumed: Evictions not held: 0 of 4 allocated devices of driver gpu.example.com (0%) have an untolerated NoExecute taint.
 	// 0 evicted, 0 cancelled
