@@ -483,7 +483,8 @@
 // 80 µs and 78). A pod costs about 130 bytes, a claim about 460
 // (TestDeviceMemoryPerPod). With a DeviceBlastRadius and warnings on
 // (device_limits_bench_test.go, load about 5): the steady state still
-// allocates nothing, untainted, held or throttled
+// allocates nothing, untainted, held (over MaxShare, in the
+// hysteresis band, or waiting for ResumeAfter) or throttled
 // (TestDeviceSteadyAllocsLimits); the same pool taint, counted and under
 // the breaker, takes 14 ms of CPU with a token per eviction (16 ms without
 // limits in the same run); held by the breaker, 7 ms (nothing scheduled).
