@@ -289,13 +289,14 @@ func devicePolicyText(p Policy) string {
 		if p.DeviceMinDevices > 0 {
 			b += fmt.Sprintf(" (and more than %d)", p.DeviceMinDevices)
 		}
-		if p.DeviceResumeShare == 0 {
-			b += ", until none is"
-		} else {
-			b += ", until " + pct(p.DeviceResumeShare) + " or fewer are"
+		who, is, has := "none", "is", "has"
+		if p.DeviceResumeShare > 0 {
+			who, is, has = pct(p.DeviceResumeShare)+" or fewer", "are", "have"
 		}
 		if p.DeviceResumeAfter > 0 {
-			b += " for " + Dur(p.DeviceResumeAfter.D())
+			b += ", until " + who + " " + has + " been for " + Dur(p.DeviceResumeAfter.D())
+		} else {
+			b += ", until " + who + " " + is
 		}
 		parts = append(parts, b)
 	}
