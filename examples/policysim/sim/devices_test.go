@@ -758,3 +758,34 @@ func TestDeviceJSON(t *testing.T) {
 		t.Errorf("a scenario without devices has device fields in its JSON")
 	}
 }
+
+// TestDeviceUntaintSpread: a device-untaint with over and every rolls the
+// scope back node by node, in node order, as device-taint spreads devices:
+// 4 nodes over 1m are at offsets 0, 15s, 30s and 45s, in batches every
+// 20s: a-0 and a-1 at 3m, a-2 at 3m20s, a-3 at 3m40s. Without over, every
+// node at once.
+func TestDeviceUntaintSpread(t *testing.T) {
+	for _, tt := range []struct {
+		untaint string
+		want    map[string]time.Duration
+	}{
+		{"{at: 3m, action: device-untaint, driver: gpu.example.com, over: 1m, every: 20s}",
+			map[string]time.Duration{"a-0": 3 * time.Minute, "a-1": 3 * time.Minute, "a-2": 3*time.Minute + 20*sec, "a-3": 3*time.Minute + 40*sec}},
+		{"{at: 3m, action: device-untaint, driver: gpu.example.com, zone: a}",
+			map[string]time.Duration{"a-0": 3 * time.Minute, "a-1": 3 * time.Minute, "a-2": 3 * time.Minute, "a-3": 3 * time.Minute}},
+	} {
+		res := mustRun(t, load(t, gpuZone+"events:\n  - {at: 1m, action: device-taint, driver: gpu.example.com}\n  - "+tt.untaint+"\n"), Options{})
+		got := map[string]time.Duration{}
+		n := 0
+		for _, e := range find(res, KindDeviceUntaint, "", "") {
+			if at, ok := got[e.Node]; ok && at != e.At {
+				t.Errorf("%s: node %s untainted at %v and %v", tt.untaint, e.Node, at, e.At)
+			}
+			got[e.Node] = e.At
+			n++
+		}
+		if !reflect.DeepEqual(got, tt.want) || n != 32 {
+			t.Errorf("%s: untainted %d devices at %v, want 32 at %v", tt.untaint, n, got, tt.want)
+		}
+	}
+}

@@ -234,6 +234,12 @@ func TestWorkCountsDeviceEvents(t *testing.T) {
 	if got := load(t, breaker).Work().EventSteps; got != 16*2+4*8 {
 		t.Errorf("Work().EventSteps with a breaker = %d, want %d", got, 16*2+4*8)
 	}
+	// A roll-back node by node: 32 devices × 2, and (with the breaker)
+	// 4 instants (3m, 3m20s, 3m40s, 4m) × 8 pods.
+	rollBack := breaker + "  - {at: 3m, action: device-untaint, driver: gpu.example.com, over: 1m, every: 20s}\n"
+	if got := load(t, rollBack).Work().EventSteps; got != 16*2+4*8+32*2+4*8 {
+		t.Errorf("Work().EventSteps with a roll-back = %d, want %d", got, 16*2+4*8+32*2+4*8)
+	}
 }
 
 // TestDeviceStepsSpread: a device-taint picks its devices evenly over its
