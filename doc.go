@@ -31,8 +31,9 @@
 //     FIFO ties, O(log n) operations and an exact next deadline.
 //   - [github.com/kubelifecycle/lifecycle/taints]: NoSchedule taints by
 //     condition, the NoExecute health taint decision, toleration matching and
-//     timing, the admission defaults, and the Evictor (the taint eviction
-//     controller without goroutines).
+//     timing, the admission defaults, the Evictor (the taint eviction
+//     controller without goroutines), and the DeviceEvictor (the device
+//     taint eviction controller of DRA, with an opt-in per-driver limit).
 //   - [github.com/kubelifecycle/lifecycle/podworker]: the kubelet pod worker
 //     termination state machine with SyncKnownPods replay, driven by Next and
 //     Complete instead of a goroutine per pod.

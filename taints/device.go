@@ -198,6 +198,8 @@ type DeviceEvictor struct {
 	dirty                       []*devDriver // counters changed since the last settle
 	holdDirty                   []*devDriver // state changed since the last AppendHoldChanges
 	waiting                     []*devDriver // drivers with throttled evictions
+	resuming                    []*devDriver // holds waiting for ResumeAfter (some maybe cancelled)
+	restored                    int          // restored holds not judged yet (before the first Due)
 
 	// Warnings (devicewarn.go), kept while cfg.KeepWarnings > 0.
 	warnings    []DeviceWarning
@@ -371,11 +373,18 @@ func NewDeviceEvictor(cfg DeviceEvictorConfig) (*DeviceEvictor, error) {
 	return d, nil
 }
 
+// advance returns now, or the latest now seen if now is earlier, and
+// first ends the breaker holds whose ResumeAfter has run out by then: every
+// call that takes now decides as of now.
 func (d *DeviceEvictor) advance(now time.Time) time.Time {
 	if now.Before(d.last) {
-		return d.last
+		now = d.last
+	} else {
+		d.last = now
 	}
-	d.last = now
+	if len(d.resuming) > 0 {
+		d.resumeDue(now)
+	}
 	return now
 }
 

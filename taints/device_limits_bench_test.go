@@ -27,20 +27,27 @@ func newBenchDeviceCfg(tb testing.TB, c *deviceCluster, cfg DeviceEvictorConfig)
 }
 
 // TestDeviceSteadyAllocsLimits pins the steady state at zero allocations
-// with the blast-radius limit and the warnings on, in three states: no
+// with the blast-radius limit and the warnings on, in five states: no
 // taint; a pool tainted and held by the breaker; a pool's evictions
-// waiting for their driver's rate.
+// waiting for their driver's rate; and, two pools tainted and one rolled
+// back, held with the share between ResumeShare and MaxShare, or at
+// ResumeShare and waiting ResumeAfter to resume.
 func TestDeviceSteadyAllocsLimits(t *testing.T) {
 	c := newDeviceCluster(1000, 100, 5000, 10000)
 	now := testutil.At(time.Minute)
 	for _, state := range []struct {
-		name string
-		cfg  func(*DeviceEvictorConfig)
-		want string // Explain of pod-2 (pod-0 may take the one token)
+		name     string
+		cfg      func(*DeviceEvictorConfig)
+		rollBack bool   // pool 1 tainted too, then rolled back
+		want     string // Explain of pod-2 (pod-0 may take the one token)
 	}{
-		{"untainted", nil, "NotTainted"},
-		{"held", func(c *DeviceEvictorConfig) { c.BlastRadius.MaxShare = 0.05 }, "Held"},
-		{"throttled", func(c *DeviceEvictorConfig) { c.BlastRadius.QPS, c.BlastRadius.Burst = 0.001, 1 }, "Throttled"},
+		{"untainted", nil, false, "NotTainted"},
+		{"held", func(c *DeviceEvictorConfig) { c.BlastRadius.MaxShare = 0.05 }, false, "Held"},
+		{"throttled", func(c *DeviceEvictorConfig) { c.BlastRadius.QPS, c.BlastRadius.Burst = 0.001, 1 }, false, "Throttled"},
+		{"held below MaxShare", func(c *DeviceEvictorConfig) { c.BlastRadius.MaxShare, c.BlastRadius.MinDevices = 0.15, 0 }, true, "Held"},
+		{"waiting to resume", func(c *DeviceEvictorConfig) {
+			c.BlastRadius.MaxShare, c.BlastRadius.ResumeShare, c.BlastRadius.ResumeAfter = 0.15, 0.1, time.Hour
+		}, true, "Held"},
 	} {
 		cfg := limitsOn()
 		if state.cfg != nil {
@@ -48,15 +55,34 @@ func TestDeviceSteadyAllocsLimits(t *testing.T) {
 		}
 		d := newBenchDeviceCfg(t, c, cfg)
 		if state.name != "untainted" {
-			for _, s := range c.tainted(0, now) {
-				if err := d.SetSlice(now, s); err != nil {
-					t.Fatal(err)
+			pools := []int{0}
+			if state.rollBack {
+				pools = append(pools, 1)
+			}
+			for _, p := range pools {
+				for _, s := range c.tainted(p, now) {
+					if err := d.SetSlice(now, s); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if state.rollBack {
+				for _, s := range c.slices[1] {
+					if err := d.SetSlice(now, s); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			d.Due(now)
 		}
 		if got := d.Explain(now, podKey(uPod{Pod: c.pods[2]})).State.String(); got != state.want {
 			t.Fatalf("%s: pod-2 is %s, want %s", state.name, got, state.want)
+		}
+		if state.rollBack {
+			l := d.DriverLimits(nil)[0]
+			if l.State != DeviceHoldHolding || l.TaintedDevices != 100 || l.ResumeAt.IsZero() != (cfg.BlastRadius.ResumeAfter == 0) {
+				t.Fatalf("%s: DriverLimits = %+v, want Holding with 100 tainted, waiting to resume if ResumeAfter", state.name, l)
+			}
 		}
 		i := 0
 		var holds []DeviceDriverLimit

@@ -149,13 +149,20 @@ func (l *lim) explain(pod string) string {
 	if len(x.HeldBy) > 0 {
 		s += " held by " + strings.Join(x.HeldBy, ",")
 	}
+	if !x.ResumeAt.IsZero() {
+		s += " until +" + x.ResumeAt.Sub(limT0).String()
+	}
 	return s
 }
 
 func (l *lim) limits() string {
 	var out []string
 	for _, v := range l.d.DriverLimits(nil) {
-		out = append(out, fmt.Sprintf("%s %s %d/%d held %d throttled %d", v.Driver, v.State, v.TaintedDevices, v.AllocatedDevices, v.HeldPods, v.Throttled))
+		s := fmt.Sprintf("%s %s %d/%d held %d throttled %d", v.Driver, v.State, v.TaintedDevices, v.AllocatedDevices, v.HeldPods, v.Throttled)
+		if !v.ResumeAt.IsZero() {
+			s += " resumes +" + v.ResumeAt.Sub(limT0).String()
+		}
+		out = append(out, s)
 	}
 	return strings.Join(out, "; ")
 }
@@ -192,7 +199,8 @@ func do(f func(l *lim)) func(l *lim) string { return func(l *lim) string { f(l);
 
 func TestDeviceBreakerPoolTaint(t *testing.T) {
 	// Driver gpu has pools a and b of 4 devices, all used; the breaker
-	// holds above 40% (MinDevices 1). A driver marks pool a unhealthy:
+	// holds above 40% (MinDevices 1) and, without hysteresis (ResumeShare
+	// 40% too), resumes at 40% or below. A driver marks pool a unhealthy:
 	// 4 of 8 devices (50%), held; pool b's first device too: 5 of 8.
 	// The claims tolerate the taint for 30s, so the evictions would be
 	// due at +40s.
@@ -210,7 +218,7 @@ func TestDeviceBreakerPoolTaint(t *testing.T) {
 		{"released", []limStep{
 			{50 * time.Second, "ReleaseHold gpu", func(l *lim) string { return fmt.Sprint(l.d.ReleaseHold(l.now, "gpu")) }, "true"},
 			{50 * time.Second, "ReleaseHold gpu again", func(l *lim) string { return fmt.Sprint(l.d.ReleaseHold(l.now, "gpu")) }, "false"},
-			{50 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionHoldReleased: Hold released: 5 of 8 allocated devices of driver gpu (62.5%) have an untolerated NoExecute taint, more than 40%; evictions proceed until the share falls to 40% or below."},
+			{50 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionHoldReleased: Hold released: 5 of 8 allocated devices of driver gpu (62.5%) have an untolerated NoExecute taint, more than 40%; evictions proceed, and the breaker is armed again when the share falls to 40% or below."},
 			{50 * time.Second, "limits", (*lim).limits, "gpu Released 5/8 held 0 throttled 0"},
 			{50 * time.Second, "Due", (*lim).due, "p-a-0 (ResourceSlice gpu-a gpu/a/dev-0 taint #0); p-a-1 (ResourceSlice gpu-a gpu/a/dev-1 taint #0); p-a-2 (ResourceSlice gpu-a gpu/a/dev-2 taint #0); p-a-3 (ResourceSlice gpu-a gpu/a/dev-3 taint #0); p-b-0 (ResourceSlice gpu-b gpu/b/dev-0 taint #0)"},
 			// Still over the limit: the release holds.
@@ -226,13 +234,13 @@ func TestDeviceBreakerPoolTaint(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			l := newLim(t, limConfig(DeviceBlastRadius{MaxShare: 0.4, MinDevices: 1}))
+			l := newLim(t, limConfig(DeviceBlastRadius{MaxShare: 0.4, MinDevices: 1, ResumeShare: 0.4}))
 			l.pool("gpu", "a", 4, 4, tol).pool("gpu", "b", 4, 4, tol)
 			steps := []limStep{
 				{0, "limits", (*lim).limits, "gpu Armed 0/8 held 0 throttled 0"},
 				{10 * time.Second, "taint pool a", do(func(l *lim) { l.taint("a", 4, noExecute(limT0.Add(10*time.Second))) }), ""},
 				{10 * time.Second, "limits", (*lim).limits, "gpu Holding 4/8 held 4 throttled 0"},
-				{10 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionHeld: Evictions held: 4 of 8 allocated devices of driver gpu (50%) have an untolerated NoExecute taint, more than 40%."},
+				{10 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionHeld: Evictions held: 4 of 8 allocated devices of driver gpu (50%) have an untolerated NoExecute taint, more than 40%; the hold ends when the share falls to 40% or below."},
 				{10 * time.Second, "changes again", (*lim).changes, "-"},
 				{10 * time.Second, "Explain p-a-0", func(l *lim) string { return l.explain("p-a-0") }, "Held held by gpu"},
 				{10 * time.Second, "NextDeadline", (*lim).next, "none"},
@@ -253,9 +261,10 @@ func TestDeviceBreakerPoolTaint(t *testing.T) {
 func TestDeviceBreakerScheduledThenHeld(t *testing.T) {
 	// A pod scheduled 60s out; a second driver-wide taint trips the
 	// breaker: the scheduled eviction goes without a cancellation, and
-	// comes back at its own time when the hold ends.
+	// comes back at its own time when the hold ends (at 50%: no
+	// hysteresis).
 	tol := resourcev1.DeviceToleration{Operator: resourcev1.DeviceTolerationOpExists, Effect: resourcev1.DeviceTaintEffectNoExecute, TolerationSeconds: uPtr(int64(60))}
-	l := newLim(t, limConfig(DeviceBlastRadius{MaxShare: 0.5}))
+	l := newLim(t, limConfig(DeviceBlastRadius{MaxShare: 0.5, ResumeShare: 0.5}))
 	l.pool("gpu", "a", 4, 4, tol)
 	runLim(t, l, []limStep{
 		{0, "taint dev-0", do(func(l *lim) { l.taint("a", 1, noExecute(limT0)) }), ""},
@@ -333,11 +342,11 @@ func TestDeviceBreakerEmptySelectorRule(t *testing.T) {
 		Taint: resourcev1.DeviceTaint{Key: "maintenance", Effect: resourcev1.DeviceTaintEffectNoExecute, TimeAdded: &metav1.Time{Time: limT0}}}
 	runLim(t, l, []limStep{
 		{0, "SetRule", do(func(l *lim) { l.d.SetRule(l.now, rule) }), ""},
-		{0, "changes", (*lim).changes, "DeviceTaintEvictionHeld: Evictions held: 3 of 3 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%.; " +
-			"DeviceTaintEvictionHeld: Evictions held: 2 of 2 allocated devices of driver nic (100%) have an untolerated NoExecute taint, more than 50%."},
+		{0, "changes", (*lim).changes, "DeviceTaintEvictionHeld: Evictions held: 3 of 3 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted.; " +
+			"DeviceTaintEvictionHeld: Evictions held: 2 of 2 allocated devices of driver nic (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted."},
 		{0, "Due", (*lim).due, "status oops True EvictionHeld: 5 pods need to be evicted in 2 different namespaces. 5 of them held: " +
-			"Evictions held: 3 of 3 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%. " +
-			"Evictions held: 2 of 2 allocated devices of driver nic (100%) have an untolerated NoExecute taint, more than 50%."},
+			"Evictions held: 3 of 3 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted. " +
+			"Evictions held: 2 of 2 allocated devices of driver nic (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted."},
 		{time.Minute, "DeleteRule", do(func(l *lim) { l.d.DeleteRule(l.now, "oops") }), ""},
 		{time.Minute, "Due", (*lim).due, "-"},
 		{time.Minute, "limits", (*lim).limits, "gpu Armed 0/3 held 0 throttled 0; nic Armed 0/2 held 0 throttled 0"},
@@ -357,7 +366,7 @@ func TestDeviceBreakerReleasedRuleStatus(t *testing.T) {
 		Taint: resourcev1.DeviceTaint{Key: "maintenance", Effect: resourcev1.DeviceTaintEffectNoExecute, TimeAdded: &metav1.Time{Time: limT0}}}
 	runLim(t, l, []limStep{
 		{0, "SetRule", do(func(l *lim) { l.d.SetRule(l.now, rule) }), ""},
-		{0, "Due", (*lim).due, "status drain-a True EvictionHeld: 2 pods need to be evicted in 1 namespace. 2 of them held: Evictions held: 2 of 2 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%."},
+		{0, "Due", (*lim).due, "status drain-a True EvictionHeld: 2 pods need to be evicted in 1 namespace. 2 of them held: Evictions held: 2 of 2 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted."},
 		{0, "ReleaseHold", func(l *lim) string { return fmt.Sprint(l.d.ReleaseHold(l.now, "gpu")) }, "true"},
 		{0, "Due", (*lim).due, "status drain-a True PodsPendingEviction: 2 pods need to be evicted in 1 namespace.; p-a-0 (DeviceTaintRule drain-a); p-a-1 (DeviceTaintRule drain-a)"},
 		{10 * time.Second, "Due", (*lim).due, "status drain-a False Completed: 2 pods evicted since starting the controller."},
@@ -443,19 +452,32 @@ func TestDeviceRateRetry(t *testing.T) {
 }
 
 func TestDeviceBlastRadiusConfig(t *testing.T) {
-	for name, b := range map[string]DeviceBlastRadius{
-		"NaN QPS":        {QPS: math.NaN(), Burst: 1},
-		"infinite QPS":   {QPS: math.Inf(1), Burst: 1},
-		"negative QPS":   {QPS: -1, Burst: 1},
-		"no burst":       {QPS: 1},
-		"negative burst": {Burst: -1},
-		"share over 1":   {MaxShare: 1.5},
-		"negative share": {MaxShare: -0.1},
-		"NaN share":      {MaxShare: math.NaN()},
-		"negative min":   {MaxShare: 0.5, MinDevices: -1},
+	for name, tt := range map[string]struct {
+		b     DeviceBlastRadius
+		field string
+	}{
+		"NaN QPS":                  {DeviceBlastRadius{QPS: math.NaN(), Burst: 1}, "QPS"},
+		"infinite QPS":             {DeviceBlastRadius{QPS: math.Inf(1), Burst: 1}, "QPS"},
+		"negative QPS":             {DeviceBlastRadius{QPS: -1, Burst: 1}, "QPS"},
+		"no burst":                 {DeviceBlastRadius{QPS: 1}, "Burst"},
+		"negative burst":           {DeviceBlastRadius{Burst: -1}, "Burst"},
+		"share over 1":             {DeviceBlastRadius{MaxShare: 1.5}, "MaxShare"},
+		"negative share":           {DeviceBlastRadius{MaxShare: -0.1}, "MaxShare"},
+		"NaN share":                {DeviceBlastRadius{MaxShare: math.NaN()}, "MaxShare"},
+		"negative min":             {DeviceBlastRadius{MaxShare: 0.5, MinDevices: -1}, "MinDevices"},
+		"resume over MaxShare":     {DeviceBlastRadius{MaxShare: 0.2, ResumeShare: 0.3}, "ResumeShare"},
+		"resume without a breaker": {DeviceBlastRadius{ResumeShare: 0.1}, "ResumeShare"},
+		"negative resume":          {DeviceBlastRadius{MaxShare: 0.2, ResumeShare: -0.1}, "ResumeShare"},
+		"NaN resume":               {DeviceBlastRadius{MaxShare: 0.2, ResumeShare: math.NaN()}, "ResumeShare"},
+		"negative resume after":    {DeviceBlastRadius{MaxShare: 0.2, ResumeAfter: -time.Second}, "ResumeAfter"},
 	} {
-		if _, err := NewDeviceEvictor(limConfig(b)); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "BlastRadius.") {
-			t.Errorf("%s: NewDeviceEvictor = %v, want ErrInvalidConfig naming the field", name, err)
+		if _, err := NewDeviceEvictor(limConfig(tt.b)); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "BlastRadius."+tt.field+" ") {
+			t.Errorf("%s: NewDeviceEvictor = %v, want ErrInvalidConfig naming BlastRadius.%s", name, err, tt.field)
+		}
+	}
+	for _, b := range []DeviceBlastRadius{{MaxShare: 0.2, ResumeShare: 0.2}, {MaxShare: 1, ResumeShare: 1, ResumeAfter: time.Hour}, {ResumeAfter: time.Minute}} {
+		if _, err := NewDeviceEvictor(limConfig(b)); err != nil {
+			t.Errorf("%+v: NewDeviceEvictor = %v, want no error", b, err)
 		}
 	}
 	cfg := DefaultDeviceEvictorConfig()
@@ -480,7 +502,7 @@ func TestDeviceHoldChangesCoalesce(t *testing.T) {
 			l.taint("a", 2, noExecute(limT0))
 			return fmt.Sprint(l.d.ReleaseHold(l.now, "gpu"))
 		}, "true"},
-		{0, "changes", (*lim).changes, "DeviceTaintEvictionHoldReleased: Hold released: 2 of 2 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%; evictions proceed until the share falls to 50% or below."},
+		{0, "changes", (*lim).changes, "DeviceTaintEvictionHoldReleased: Hold released: 2 of 2 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%; evictions proceed, and the breaker is armed again when none is tainted."},
 		{0, "ReleaseHold unknown", func(l *lim) string { return fmt.Sprint(l.d.ReleaseHold(l.now, "nic")) }, "false"},
 	})
 }

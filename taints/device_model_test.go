@@ -36,9 +36,11 @@ type devModel struct {
 	// evicted pods (name and UID).
 	evicted map[string]bool
 	// blast is the blast-radius breaker under test (nil: none), held and
-	// released the drivers' breakers (TestDeviceModelBreaker).
+	// released the drivers' breakers (TestDeviceModelBreaker), resumeAt
+	// when a hold whose share is calm ends (ResumeAfter).
 	blast          *DeviceBlastRadius
 	held, released map[string]bool
+	resumeAt       map[string]time.Time
 }
 
 func newDevModel() *devModel {
@@ -160,10 +162,13 @@ func (m *devModel) breakerCounts() map[string][2]int {
 	return out
 }
 
-// settle applies the breaker rule to every driver: Holding while more than
-// MaxShare (and more than MinDevices) of its allocated devices are
-// tainted, unless released; a release lasts until the share falls.
-func (m *devModel) settle() {
+// settle applies the breaker rule to every driver at now: an Armed one
+// trips to Holding when more than MaxShare (and more than MinDevices) of
+// its allocated devices are tainted; a Holding or Released one (a hold
+// released) is armed again once its share is at or below ResumeShare,
+// at once without ResumeAfter, else ResumeAfter after the share fell
+// there (expire), unless the share rises above it first.
+func (m *devModel) settle(now time.Time) {
 	if m.blast == nil {
 		return
 	}
@@ -171,10 +176,32 @@ func (m *devModel) settle() {
 	for _, drv := range []string{"d1", "d2"} {
 		n := counts[drv]
 		over := n[1] > m.blast.MinDevices && float64(n[1]) > m.blast.MaxShare*float64(n[0])
-		if !over {
-			m.released[drv] = false
+		calm := float64(n[1]) <= m.blast.ResumeShare*float64(n[0])
+		_, waiting := m.resumeAt[drv]
+		switch {
+		case !m.held[drv] && !m.released[drv]:
+			m.held[drv] = over
+		case !calm:
+			delete(m.resumeAt, drv)
+		case m.blast.ResumeAfter == 0:
+			m.held[drv], m.released[drv] = false, false
+		case !waiting:
+			m.resumeAt[drv] = now.Add(m.blast.ResumeAfter)
 		}
-		m.held[drv] = over && !m.released[drv]
+	}
+}
+
+// expire ends the holds whose ResumeAfter ran out by now: what every
+// DeviceEvictor call that takes now does first.
+func (m *devModel) expire(now time.Time) {
+	if m.blast == nil {
+		return
+	}
+	for drv, at := range m.resumeAt {
+		if !now.Before(at) {
+			m.held[drv], m.released[drv] = false, false
+			delete(m.resumeAt, drv)
+		}
 	}
 }
 
@@ -367,7 +394,7 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 	}
 	m := newDevModel()
 	if b := cfg.BlastRadius; b.MaxShare > 0 && b.MaxShare < 1 && b.MinDevices < 4 {
-		m.blast, m.held, m.released = &b, map[string]bool{}, map[string]bool{}
+		m.blast, m.held, m.released, m.resumeAt = &b, map[string]bool{}, map[string]bool{}, map[string]time.Time{}
 	}
 	g := gen{r: r, t0: uTaintTime}
 	now := uTaintTime
@@ -387,9 +414,10 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 				fail("SetSlice error %v, over limit %v", err, tooBig)
 			}
 			if !tooBig {
+				m.expire(now)
 				if old := m.slices[s.Name]; old != nil && (old.Spec.Driver != s.Spec.Driver || old.Spec.Pool.Name != s.Spec.Pool.Name) {
 					delete(m.slices, s.Name) // moved to another pool: deleted, then added
-					m.settle()
+					m.settle(now)
 				}
 				m.slices[s.Name] = s
 			}
@@ -397,20 +425,23 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 			name := g.pick("s1", "s2", "s3", "s4")
 			trace = append(trace, "DeleteSlice "+name)
 			d.DeleteSlice(now, name)
+			m.expire(now)
 			delete(m.slices, name)
 		case 3:
 			rule := g.rule()
 			trace = append(trace, fmt.Sprintf("SetRule %s %s %+v", rule.Name, rule.Taint.Effect, rule.Selector))
 			d.SetRule(now, rule)
+			m.expire(now)
 			if old, ok := m.rules[rule.Name]; ok && old.UID != rule.UID {
 				delete(m.rules, rule.Name) // a new UID: deleted, then added
-				m.settle()
+				m.settle(now)
 			}
 			m.rules[rule.Name] = rule
 		case 4:
 			name := g.pick("r1", "r2")
 			trace = append(trace, "DeleteRule "+name)
 			d.DeleteRule(now, name)
+			m.expire(now)
 			delete(m.rules, name)
 		case 5, 6:
 			c := g.claim()
@@ -421,12 +452,14 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 				fail("SetClaim error %v, over limit %v", err, tooBig)
 			}
 			if !tooBig {
+				m.expire(now)
 				m.claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
 			}
 		case 7:
 			k := types.NamespacedName{Namespace: "ns", Name: g.pick("c1", "c2", "c3")}
 			trace = append(trace, "DeleteClaim "+k.Name)
 			d.DeleteClaim(now, k)
+			m.expire(now)
 			delete(m.claims, k)
 		case 8, 9:
 			p := g.pod()
@@ -437,6 +470,7 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 				fail("SetPod error %v, over limit %v", err, tooBig)
 			}
 			if !tooBig {
+				m.expire(now)
 				k := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 				if old := m.pods[k]; old != nil && old.UID != p.UID {
 					delete(m.evicted, evictedKey(old))
@@ -471,6 +505,7 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 			if m.blast != nil && r.IntN(3) == 0 {
 				drv := g.pick("d1", "d2")
 				trace = append(trace, "ReleaseHold "+drv)
+				m.expire(now)
 				if got := d.ReleaseHold(now, drv); got != m.held[drv] {
 					fail("ReleaseHold(%s) = %v, model held %v", drv, got, m.held[drv])
 				}
@@ -481,6 +516,7 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 		default:
 			// A worker pass: Due, then Done or an immediate Retry.
 			d.RuleStatuses(now)
+			m.expire(now)
 			got := d.Due(now)
 			var gotKeys, wantKeys []string
 			for _, x := range got {
@@ -508,7 +544,7 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 			}
 			d.AppendCancelled(nil)
 		}
-		m.settle()
+		m.settle(now)
 		checkDeviceModel(t, d, m, now, fail)
 	}
 }
@@ -550,6 +586,11 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 	}
 	if m.blast != nil {
 		counts := m.breakerCounts()
+		for drv := range m.held {
+			if _, ok := counts[drv]; !ok && (m.held[drv] || m.released[drv]) {
+				counts[drv] = [2]int{} // a hold outlives the driver's last claim
+			}
+		}
 		limits := d.DriverLimits(nil)
 		if len(limits) != len(counts) {
 			fail("DriverLimits = %+v, model %v", limits, counts)
@@ -565,6 +606,9 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 			}
 			if l.AllocatedDevices != n[0] || l.TaintedDevices != n[1] || l.State != want {
 				fail("DriverLimits %s = %d allocated, %d tainted, %v; model %d, %d, %v", l.Driver, l.AllocatedDevices, l.TaintedDevices, l.State, n[0], n[1], want)
+			}
+			if at := m.resumeAt[l.Driver]; !l.ResumeAt.Equal(at) {
+				fail("DriverLimits %s resumes at %v, model %v", l.Driver, l.ResumeAt, at)
 			}
 		}
 	}
@@ -616,16 +660,20 @@ func TestDeviceModel(t *testing.T) {
 
 // TestDeviceModelBreaker: the model-based test with the blast-radius
 // breaker holding (half the allocated devices of a driver, at most one or
-// two devices over MinDevices) and ReleaseHold among the operations: the
-// counts, the holds, the releases and every pod's state must match the
-// model's recomputation after every step.
+// two devices over MinDevices), with and without hysteresis (ResumeShare
+// below MaxShare, ResumeAfter over the model's clock steps of up to 89s),
+// and ReleaseHold among the operations: the counts, the holds, the
+// releases, the holds' ends and every pod's state must match the model's
+// recomputation after every step.
 func TestDeviceModelBreaker(t *testing.T) {
 	seeds := 300
 	if testing.Short() {
 		seeds = 30
 	}
 	t.Cleanup(func() { deviceTestConfig = nil })
-	for i, b := range []DeviceBlastRadius{{MaxShare: 0.5}, {MaxShare: 0.3, MinDevices: 1}, {MaxShare: 0.75, MinDevices: 2}} {
+	for i, b := range []DeviceBlastRadius{{MaxShare: 0.5}, {MaxShare: 0.3, MinDevices: 1}, {MaxShare: 0.75, MinDevices: 2},
+		{MaxShare: 0.5, ResumeShare: 0.5}, {MaxShare: 0.75, ResumeShare: 0.25, MinDevices: 1},
+		{MaxShare: 0.5, ResumeAfter: time.Minute}, {MaxShare: 0.3, ResumeShare: 0.3, MinDevices: 2, ResumeAfter: 30 * time.Second}} {
 		deviceTestConfig = func(c *DeviceEvictorConfig) { c.BlastRadius = b }
 		t.Run(fmt.Sprintf("%+v", b), func(t *testing.T) {
 			for seed := range seeds {

@@ -129,6 +129,12 @@ type DeviceExplanation struct {
 	// HeldBy are the drivers whose breaker holds some of the pod's
 	// untolerated taints, sorted (DeviceBlastRadius.MaxShare).
 	HeldBy []string
+	// ResumeAt is, for a pod with HeldBy, the earliest instant one of
+	// those holds ends unless its driver's share rises above ResumeShare
+	// first (DeviceDriverLimit.ResumeAt); zero while every one lasts until
+	// its share falls further. It may have passed: the next call that
+	// takes a now ends the hold.
+	ResumeAt time.Time
 	// WaitsFor is the driver whose eviction rate a DeviceThrottled pod
 	// waits for.
 	WaitsFor string
@@ -173,6 +179,11 @@ func (d *DeviceEvictor) Explain(now time.Time, key types.NamespacedName) DeviceE
 	}
 	if d.heldPod(p) {
 		x.HeldBy = d.heldBy(p)
+		for _, name := range x.HeldBy {
+			if v := d.drivers[name]; v != nil && v.resuming && (x.ResumeAt.IsZero() || v.resumeAt.Before(x.ResumeAt)) {
+				x.ResumeAt = v.resumeAt
+			}
+		}
 	}
 	switch p.state {
 	case stEvicted:
@@ -227,6 +238,9 @@ func (x DeviceExplanation) String() string {
 		b.WriteString("evicted, waiting for the pod to go away")
 	case DeviceHeld:
 		b.WriteString("not evicted: held by the blast-radius limit of driver(s) " + strings.Join(x.HeldBy, ", "))
+		if !x.ResumeAt.IsZero() {
+			b.WriteString(" until " + stamp(x.ResumeAt) + " unless more devices are tainted")
+		}
 	case DeviceThrottled:
 		b.WriteString("due since " + stamp(x.At) + ", waiting for the eviction rate of driver " + x.WaitsFor)
 	default:
@@ -250,12 +264,23 @@ func (x DeviceExplanation) String() string {
 
 // DeviceSnapshot is what a DeviceEvictor knows that its inputs do not
 // tell again after a restart: the pods it evicted (so that a pod still
-// terminating is not evicted twice) and each rule's count of evicted pods
+// terminating is not evicted twice), each rule's count of evicted pods
 // (upstream starts both afresh: its status says "since starting the
-// controller").
+// controller") and, with a blast-radius breaker, the drivers whose hold
+// has not ended (a breaker with hysteresis holds below MaxShare, which the
+// counts alone do not tell).
 type DeviceSnapshot struct {
 	Evicted []DeviceEvictedPod
 	Rules   []DeviceRuleCount
+	Holds   []DeviceHold
+}
+
+// DeviceHold is a driver's breaker hold in a DeviceSnapshot: a Holding or
+// Released driver (a release does not survive a restart: it is restored
+// as a hold) and when its state began.
+type DeviceHold struct {
+	Driver string
+	Since  time.Time
 }
 
 // DeviceEvictedPod is an evicted pod in a DeviceSnapshot.
@@ -295,22 +320,33 @@ func (d *DeviceEvictor) Snapshot() DeviceSnapshot {
 	for id, n := range d.restoredRules {
 		s.Rules = append(s.Rules, DeviceRuleCount{UID: id, Evicted: n})
 	}
+	for _, v := range d.drivers {
+		if v.held || v.released {
+			s.Holds = append(s.Holds, DeviceHold{Driver: v.name, Since: v.since})
+		}
+	}
 	slices.SortFunc(s.Evicted, func(a, b DeviceEvictedPod) int { return strings.Compare(string(a.UID), string(b.UID)) })
 	slices.SortFunc(s.Rules, func(a, b DeviceRuleCount) int { return strings.Compare(string(a.UID), string(b.UID)) })
+	slices.SortFunc(s.Holds, func(a, b DeviceHold) int { return strings.Compare(a.Driver, b.Driver) })
 	return s
 }
 
 // Restore applies a Snapshot, typically to a new DeviceEvictor before its
 // inputs arrive: a listed pod (by UID) is marked evicted when it is, or
-// when it is first, set; a listed rule (by UID) gets its count. It returns
-// an error wrapping ErrDeviceLimit, and changes nothing, when s's entries
-// and those still pending from earlier Restores exceed MaxDeviceSnapshot.
-// Entries for pods and rules that have not arrived yet are kept, and
-// Snapshot reports them again (without names).
+// when it is first, set; a listed rule (by UID) gets its count; with a
+// breaker (DeviceBlastRadius.MaxShare), a listed hold makes its driver
+// Holding (Since kept), and, since the counts are partial until the
+// informers have synced, only the first Due after it judges whether the
+// share is calm enough to end the hold (or start ResumeAfter): a caller
+// runs Due once its informers have synced, as for every decision. It
+// returns an error wrapping ErrDeviceLimit, and changes nothing, when s's
+// entries and those still pending from earlier Restores exceed
+// MaxDeviceSnapshot. Entries for pods and rules that have not arrived yet
+// are kept, and Snapshot reports them again (without names).
 func (d *DeviceEvictor) Restore(now time.Time, s DeviceSnapshot) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if n := len(s.Evicted) + len(s.Rules) + len(d.restoredPods) + len(d.restoredRules); n > MaxDeviceSnapshot {
+	if n := len(s.Evicted) + len(s.Rules) + len(s.Holds) + len(d.restoredPods) + len(d.restoredRules); n > MaxDeviceSnapshot {
 		return fmt.Errorf("%w: %d snapshot entries with those pending from earlier Restores, more than MaxDeviceSnapshot (%d)", ErrDeviceLimit, n, MaxDeviceSnapshot)
 	}
 	d.advance(now)
@@ -336,6 +372,9 @@ func (d *DeviceEvictor) Restore(now time.Time, s DeviceSnapshot) error {
 			d.restoredRules = make(map[types.UID]int64)
 		}
 		d.restoredRules[c.UID] = c.Evicted
+	}
+	if d.breakerOn {
+		d.restoreHolds(now, s.Holds)
 	}
 	return nil
 }

@@ -35,18 +35,43 @@ type DeviceBlastRadius struct {
 	// Burst is the bucket's size: how many of a driver's evictions Due
 	// hands out at once. At least 1 when QPS is set; ignored otherwise.
 	Burst int
-	// MaxShare is the breaker: while more than MaxShare of a driver's
+	// MaxShare is the breaker: when more than MaxShare of a driver's
 	// allocated devices are tainted (DeviceDriverLimit says exactly what
-	// counts), the driver's taints evict no pod: the driver is Holding
-	// until the share falls to MaxShare or below, or ReleaseHold. 0: no
-	// breaker, as upstream. Must be in [0, 1]; 1 counts but never holds.
+	// counts), the driver trips to Holding and its taints evict no pod
+	// until its share falls to ResumeShare (and stays there for
+	// ResumeAfter), or ReleaseHold. 0: no breaker, as upstream. Must be in
+	// [0, 1]; 1 counts but never holds.
 	MaxShare float64
-	// MinDevices keeps the breaker from holding until more than MinDevices
-	// of the driver's allocated devices are tainted, so that one failed
-	// device of a small driver still evicts (upstream's zone disruption
-	// rule likewise needs more than 2 nodes not ready). 0: the share alone
-	// decides. Must not be negative.
+	// MinDevices keeps the breaker from tripping until more than
+	// MinDevices of the driver's allocated devices are tainted, so that one
+	// failed device of a small driver still evicts (upstream's zone
+	// disruption rule likewise needs more than 2 nodes not ready). It
+	// gates the trip only: once Holding, only the share ends the hold.
+	// 0: the share alone decides. Must not be negative.
 	MinDevices int
+	// ResumeShare is the breaker's resume level, its hysteresis: a Holding
+	// (or Released) driver is armed again only when its share falls to
+	// ResumeShare or below, not as soon as it is back under MaxShare. A
+	// storm rolled back slice by slice thus keeps its hold until the
+	// roll-back is done, instead of letting the pods still on its last
+	// tainted devices go at once (their taints' TimeAdded is long past),
+	// and a share hovering at MaxShare does not flip the hold on every
+	// input. 0 (literal): the hold lasts until none of the driver's
+	// allocated devices is tainted, or ReleaseHold; a device that stays
+	// tainted keeps it, so its pods need ReleaseHold or a ResumeShare
+	// above the share it alone makes. MaxShare gives the breaker without
+	// hysteresis. Must be in [0, MaxShare].
+	ResumeShare float64
+	// ResumeAfter is how long the share must stay at or below ResumeShare
+	// before the hold ends: a storm that clears and comes back within it
+	// (a flapping health check, a rule deleted and re-applied) is still
+	// held from its first device, and a roll-back that pauses keeps it.
+	// The hold ends at the instant ResumeAfter after the share fell there,
+	// at the first call whose now reaches it (NextDeadline reports it); a
+	// share back above ResumeShare in between restarts the wait. 0
+	// (literal): the hold ends at the input that brings the share to
+	// ResumeShare or below. Must not be negative; ignored without MaxShare.
+	ResumeAfter time.Duration
 }
 
 func (b DeviceBlastRadius) validate() error {
@@ -61,6 +86,10 @@ func (b DeviceBlastRadius) validate() error {
 		return fmt.Errorf("%w: BlastRadius.MaxShare %v must be in [0, 1]", ErrInvalidConfig, b.MaxShare)
 	case b.MinDevices < 0:
 		return fmt.Errorf("%w: BlastRadius.MinDevices %d must not be negative", ErrInvalidConfig, b.MinDevices)
+	case math.IsNaN(b.ResumeShare) || b.ResumeShare < 0 || b.ResumeShare > b.MaxShare:
+		return fmt.Errorf("%w: BlastRadius.ResumeShare %v must be in [0, MaxShare %v]", ErrInvalidConfig, b.ResumeShare, b.MaxShare)
+	case b.ResumeAfter < 0:
+		return fmt.Errorf("%w: BlastRadius.ResumeAfter %v must not be negative", ErrInvalidConfig, b.ResumeAfter)
 	}
 	return nil
 }
@@ -70,14 +99,16 @@ type DeviceHoldState uint8
 
 const (
 	// DeviceHoldArmed: the driver's taints evict; the breaker holds them
-	// when the share goes over MaxShare.
+	// when the share goes over MaxShare (and MinDevices).
 	DeviceHoldArmed DeviceHoldState = 1 + iota
 	// DeviceHoldHolding: more than MaxShare of the driver's allocated
-	// devices are tainted; its taints evict no pod.
+	// devices were tainted, and the share has not yet fallen to
+	// ResumeShare (and stayed there for ResumeAfter); its taints evict no
+	// pod.
 	DeviceHoldHolding
-	// DeviceHoldReleased: the share is still over MaxShare, but ReleaseHold
-	// let the driver's evictions proceed (at its rate); the breaker is
-	// armed again once the share falls to MaxShare or below.
+	// DeviceHoldReleased: ReleaseHold let a Holding driver's evictions
+	// proceed (at its rate); the breaker is armed again when the hold
+	// would have ended: the share at ResumeShare or below for ResumeAfter.
 	DeviceHoldReleased
 )
 
@@ -103,8 +134,9 @@ const (
 	// DeviceHoldEventReleased: ReleaseHold let the driver's evictions
 	// proceed (a Normal Event).
 	DeviceHoldEventReleased = "DeviceTaintEvictionHoldReleased"
-	// DeviceHoldEventResumed: the share fell to MaxShare or below; the
-	// breaker is armed (a Normal Event).
+	// DeviceHoldEventResumed: the share fell to ResumeShare or below (and
+	// stayed there for ResumeAfter); the breaker is armed (a Normal
+	// Event).
 	DeviceHoldEventResumed = "DeviceTaintEvictionResumed"
 )
 
@@ -126,14 +158,22 @@ const (
 type DeviceDriverLimit struct {
 	Driver string
 	State  DeviceHoldState
-	// Since is when State began (the now of the call that changed it);
-	// zero for a driver Armed since it was first seen.
+	// Since is when State began (the now of the call that changed it; for
+	// a hold ended by ResumeAfter, the instant it ended); zero for a
+	// driver Armed since it was first seen.
 	Since            time.Time
 	AllocatedDevices int
 	TaintedDevices   int
-	// MaxShare and MinDevices are the configured breaker.
-	MaxShare   float64
-	MinDevices int
+	// MaxShare, MinDevices, ResumeShare and ResumeAfter are the
+	// configured breaker.
+	MaxShare    float64
+	MinDevices  int
+	ResumeShare float64
+	ResumeAfter time.Duration
+	// ResumeAt is, for a Holding or Released driver whose share is at or
+	// below ResumeShare, when its hold ends unless the share rises above
+	// ResumeShare first (ResumeAfter after it fell there); zero otherwise.
+	ResumeAt time.Time
 	// HeldPods are the pods whose eviction is held and that use a tainted
 	// device of the driver (DriverLimits only; 0 in AppendHoldChanges).
 	HeldPods int
@@ -164,18 +204,63 @@ func (l DeviceDriverLimit) Reason() string {
 }
 
 // Message describes the state in one sentence, for an Event, a log line or
-// a rule's status.
+// a rule's status: the counts, and for a Holding or Released driver why
+// the hold lasts and what ends it.
 func (l DeviceDriverLimit) Message() string {
 	counts := strconv.Itoa(l.TaintedDevices) + " of " + strconv.Itoa(l.AllocatedDevices) +
 		" allocated devices of driver " + l.Driver + " (" + percent(l.Share()) + ") have an untolerated NoExecute taint"
-	limit := percent(l.MaxShare)
 	switch l.State {
 	case DeviceHoldHolding:
-		return "Evictions held: " + counts + ", more than " + limit + "."
+		return "Evictions held: " + counts + l.level() + "; the hold ends " + l.resumeRule() + "."
 	case DeviceHoldReleased:
-		return "Hold released: " + counts + ", more than " + limit + "; evictions proceed until the share falls to " + limit + " or below."
+		return "Hold released: " + counts + l.level() + "; evictions proceed, and the breaker is armed again " + l.resumeRule() + "."
 	}
 	return "Evictions not held: " + counts + "."
+}
+
+// level says where a held driver's share stands against MaxShare and
+// ResumeShare.
+func (l DeviceDriverLimit) level() string {
+	switch {
+	case l.over():
+		return ", more than " + percent(l.MaxShare)
+	case !l.calm():
+		return ", no longer more than " + percent(l.MaxShare)
+	}
+	return ""
+}
+
+// over reports whether the share is over MaxShare (the trip's share test).
+func (l DeviceDriverLimit) over() bool {
+	return float64(l.TaintedDevices) > l.MaxShare*float64(l.AllocatedDevices)
+}
+
+// calm reports whether the share is at or below ResumeShare.
+func (l DeviceDriverLimit) calm() bool {
+	return float64(l.TaintedDevices) <= l.ResumeShare*float64(l.AllocatedDevices)
+}
+
+// resumeRule says when the hold ends: at ResumeAt if it is set, else
+// once the share reaches the resume level (for ResumeAfter).
+func (l DeviceDriverLimit) resumeRule() string {
+	if !l.ResumeAt.IsZero() {
+		if l.ResumeShare == 0 {
+			return "at " + stamp(l.ResumeAt) + " unless a device is tainted again"
+		}
+		return "at " + stamp(l.ResumeAt) + " unless the share rises above " + percent(l.ResumeShare)
+	}
+	var s string
+	if l.ResumeShare == 0 {
+		s = "when none is tainted"
+		if l.ResumeAfter > 0 {
+			s = "when none has been tainted for " + l.ResumeAfter.String()
+		}
+		return s
+	}
+	if l.ResumeAfter > 0 {
+		return "when the share has been at or below " + percent(l.ResumeShare) + " for " + l.ResumeAfter.String()
+	}
+	return "when the share falls to " + percent(l.ResumeShare) + " or below"
 }
 
 // percent formats a share as a percentage with at most one decimal.
@@ -192,6 +277,14 @@ type devDriver struct {
 	held      bool
 	released  bool
 	since     time.Time
+	// resuming: Holding or Released with the share at or below
+	// ResumeShare; the hold ends at resumeAt (ResumeAfter later).
+	resuming   bool
+	inResuming bool // in DeviceEvictor.resuming
+	resumeAt   time.Time
+	// restored: a hold from Restore (maybe released since), not judged
+	// until the first Due.
+	restored  bool
 	reported  DeviceHoldState // as last returned by AppendHoldChanges
 	isDirty   bool            // in DeviceEvictor.dirty
 	inChanged bool            // in DeviceEvictor.holdDirty
@@ -242,10 +335,17 @@ func (d *DeviceEvictor) heldDriver(name string) bool {
 	return v != nil && v.held
 }
 
-// over reports whether v's share is over the breaker's limit.
+// over reports whether v's counts trip the breaker: more than MaxShare,
+// and more than MinDevices, of its allocated devices tainted.
 func (d *DeviceEvictor) over(v *devDriver) bool {
 	b := &d.cfg.BlastRadius
 	return d.breakerOn && v.tainted > b.MinDevices && float64(v.tainted) > b.MaxShare*float64(v.allocated)
+}
+
+// calm reports whether v's share is at or below ResumeShare, the level at
+// which a hold may end (with ResumeShare 0: none tainted).
+func (d *DeviceEvictor) calm(v *devDriver) bool {
+	return float64(v.tainted) <= d.cfg.BlastRadius.ResumeShare*float64(v.allocated)
 }
 
 // deviceUsed counts a device of driver that gains its first allocated
@@ -351,31 +451,127 @@ func (d *DeviceEvictor) reclaimMany(now time.Time, cs []*devClaim) {
 }
 
 // settle decides the breaker of every driver whose counters changed and
-// returns the allocated claims of the drivers whose hold changed.
+// returns the allocated claims of the drivers whose hold changed. An Armed
+// driver trips when its counts are over; a Holding or Released one ends
+// its hold when its share is calm (at or below ResumeShare), at once
+// without ResumeAfter, else at resumeAt (resumeDue), which a share that is
+// no longer calm cancels.
 func (d *DeviceEvictor) settle(now time.Time) []*devClaim {
 	var flipped []*devDriver
+	after := d.cfg.BlastRadius.ResumeAfter
 	for i, v := range d.dirty {
 		d.dirty[i] = nil
 		v.isDirty = false
-		was := v.state()
-		over := d.over(v)
-		if !over {
-			v.released = false
+		was, wasHeld := v.state(), v.held
+		switch {
+		case v.restored:
+			// Partial counts until the informers have synced: the
+			// first Due judges the hold.
+		case !v.held && !v.released:
+			v.held = d.over(v)
+		case !d.calm(v):
+			v.resuming = false
+		case after == 0:
+			v.held, v.released, v.resuming = false, false, false
+		case !v.resuming:
+			v.resuming, v.resumeAt = true, now.Add(after)
+			if !v.inResuming {
+				v.inResuming = true
+				d.resuming = append(d.resuming, v)
+			}
 		}
-		if held := over && !v.released; held != v.held {
-			v.held = held
+		if v.held != wasHeld {
 			flipped = append(flipped, v)
 		}
 		if v.state() != was {
 			v.since = now
 			d.noteHold(v)
 		}
-		if v.allocated == 0 && v.tainted == 0 && !v.held && !v.released && v.wait.head == nil && d.drivers[v.name] == v {
-			delete(d.drivers, v.name)
-		}
+		d.dropIdle(v)
 	}
 	d.dirty = d.dirty[:0]
 	return d.flipped(now, flipped)
+}
+
+// dropIdle forgets v when nothing of it is left.
+func (d *DeviceEvictor) dropIdle(v *devDriver) {
+	if v.allocated == 0 && v.tainted == 0 && !v.held && !v.released && v.wait.head == nil && d.drivers[v.name] == v {
+		delete(d.drivers, v.name)
+	}
+}
+
+// resumeDue ends the holds whose ResumeAfter has run out by now, and
+// re-evaluates the claims of the drivers that were Holding: their pods
+// are scheduled at their own times (those past are due). Drivers whose
+// wait was cancelled leave the list. O(drivers waiting to resume), and
+// nothing allocated unless a hold ends.
+func (d *DeviceEvictor) resumeDue(now time.Time) {
+	var flipped []*devDriver
+	k := 0
+	for _, v := range d.resuming {
+		switch {
+		case !v.resuming || !v.held && !v.released:
+			v.resuming, v.inResuming = false, false
+		case now.Before(v.resumeAt):
+			d.resuming[k] = v
+			k++
+		default:
+			if v.held {
+				flipped = append(flipped, v)
+			}
+			v.held, v.released, v.resuming, v.inResuming = false, false, false, false
+			v.since = v.resumeAt
+			d.noteHold(v)
+			d.dropIdle(v)
+		}
+	}
+	clear(d.resuming[k:])
+	d.resuming = d.resuming[:k]
+	for _, c := range d.flipped(now, flipped) {
+		d.reclaim(now, c)
+	}
+}
+
+// restoreHolds makes the drivers of holds Holding (the claims known of
+// them held), each marked restored until the first Due (judgeRestored).
+func (d *DeviceEvictor) restoreHolds(now time.Time, holds []DeviceHold) {
+	var flipped []*devDriver
+	for _, h := range holds {
+		v := d.driver(h.Driver)
+		if v.held || v.released {
+			continue
+		}
+		v.held, v.restored, v.since = true, true, h.Since
+		d.restored++
+		d.noteHold(v)
+		flipped = append(flipped, v)
+	}
+	for _, c := range d.flipped(now, flipped) {
+		d.reclaim(now, c)
+	}
+}
+
+// judgeRestored lets the breaker decide the restored holds on the counts
+// the inputs now give, as if they had just changed.
+func (d *DeviceEvictor) judgeRestored(now time.Time) {
+	for _, v := range d.drivers {
+		if v.restored {
+			v.restored = false
+			d.markDirty(v)
+		}
+	}
+	d.restored = 0
+	d.settleAll(now)
+}
+
+// nextResume returns the earliest end of a hold waiting for ResumeAfter.
+func (d *DeviceEvictor) nextResume() (at time.Time, ok bool) {
+	for _, v := range d.resuming {
+		if v.resuming && (v.held || v.released) && (!ok || v.resumeAt.Sub(d.last) < at.Sub(d.last)) {
+			at, ok = v.resumeAt, true
+		}
+	}
+	return at, ok
 }
 
 // flipped asks for the status of every NoExecute rule that may select a
@@ -567,11 +763,16 @@ func (d *DeviceEvictor) nextToken(v *devDriver) time.Time {
 
 // limitOf returns v's state as a value.
 func (d *DeviceEvictor) limitOf(v *devDriver) DeviceDriverLimit {
-	return DeviceDriverLimit{
+	b := &d.cfg.BlastRadius
+	l := DeviceDriverLimit{
 		Driver: v.name, State: v.state(), Since: v.since,
 		AllocatedDevices: v.allocated, TaintedDevices: v.tainted,
-		MaxShare: d.cfg.BlastRadius.MaxShare, MinDevices: d.cfg.BlastRadius.MinDevices,
+		MaxShare: b.MaxShare, MinDevices: b.MinDevices, ResumeShare: b.ResumeShare, ResumeAfter: b.ResumeAfter,
 	}
+	if v.resuming && (v.held || v.released) {
+		l.ResumeAt = v.resumeAt
+	}
+	return l
 }
 
 // DriverLimits appends the blast-radius state of every driver with
@@ -655,12 +856,13 @@ func (d *DeviceEvictor) AppendHoldChanges(dst []DeviceDriverLimit) []DeviceDrive
 }
 
 // ReleaseHold is the operator's override of a breaker: the Holding
-// driver's evictions proceed (at its rate) as if it were armed, until its
-// share falls to MaxShare or below, when the breaker is armed again. The
-// caller wires it to an operator action (a command, an annotation); a
-// release does not survive a restart (the breaker holds again until
-// released again). It reports false, changing nothing, when the driver is
-// not Holding. O(the driver's claims).
+// driver's evictions proceed (at its rate) as if it were armed, until the
+// hold would have ended (its share at ResumeShare or below for
+// ResumeAfter), when the breaker is armed again. The caller wires it to
+// an operator action (a command, an annotation); a release does not
+// survive a restart (the breaker holds again until released again). It
+// reports false, changing nothing, when the driver is not Holding (a hold
+// whose ResumeAfter ran out by now has ended). O(the driver's claims).
 func (d *DeviceEvictor) ReleaseHold(now time.Time, driver string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()

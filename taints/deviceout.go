@@ -172,6 +172,9 @@ func (d *DeviceEvictor) Due(now time.Time) []DeviceEviction {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now = d.advance(now)
+	if d.restored > 0 {
+		d.judgeRestored(now)
+	}
 	due := d.dueScratch[:0]
 	if len(d.waiting) > 0 {
 		due = d.drainThrottled(now, due)
@@ -371,8 +374,10 @@ func (d *DeviceEvictor) handedOut(x DeviceEviction) *devPod {
 
 // NextDeadline returns the earliest time Due or RuleStatuses has work (it
 // may have passed), or false when there is none: with a blast-radius rate,
-// the next token of a driver with evictions waiting counts. Handed-out
-// evictions do not count. O(1), plus O(drivers with evictions waiting).
+// the next token of a driver with evictions waiting counts, and with
+// DeviceBlastRadius.ResumeAfter, the end of a hold waiting for it.
+// Handed-out evictions do not count. O(1), plus O(drivers with evictions
+// waiting or a hold waiting to end).
 func (d *DeviceEvictor) NextDeadline() (time.Time, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -391,6 +396,9 @@ func (d *DeviceEvictor) NextDeadline() (time.Time, bool) {
 		if t := d.nextToken(v); !ok || t.Sub(d.last) < at.Sub(d.last) {
 			at, ok = t, true
 		}
+	}
+	if t, has := d.nextResume(); has && (!ok || t.Sub(d.last) < at.Sub(d.last)) {
+		at, ok = t, true
 	}
 	return at, ok
 }

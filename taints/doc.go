@@ -256,8 +256,8 @@
 //	state       event                                          next state
 //	NotTainted, all of the pod's untolerated taints are on     Held (no Cancellation: the hold
 //	Scheduled   devices of Holding drivers                     is reported once per driver)
-//	Held        a driver's hold ends (the share falls, or      Scheduled or Due at the pod's
-//	            ReleaseHold)                                   own time (TimeAdded + seconds)
+//	Held        a driver's hold ends (its share back at        Scheduled or Due at the pod's
+//	            ResumeShare for ResumeAfter, or ReleaseHold)   own time (TimeAdded + seconds)
 //	Due         Due(now), the driver's bucket is empty         Throttled (waits in fall-due order)
 //	Throttled   Due(now) with a token of the driver's rate     HandedOut
 //	Throttled   slices, rules, claims or the pod change        as Scheduled
@@ -365,16 +365,19 @@
 //     (golang.org/x/time/rate, AllowN with the latest now); an eviction
 //     takes a token of the driver of the device whose taint makes it due
 //     earliest, and waits in the order it fell due when there is none;
-//   - a breaker (MaxShare, MinDevices): a driver is Holding while more
-//     than MaxShare, and more than MinDevices, of its allocated devices are
-//     tainted. Allocated devices are the driver's devices (pool and name)
-//     allocated to at least one allocated ResourceClaim, published or not;
-//     tainted ones are those with an allocated claim that does not tolerate
-//     one of their NoExecute taints (slice or rule) forever, now or after
-//     TolerationSeconds, with or without pods. Both are counted when an
-//     input changes (the decision is taken then, before the evictions it
-//     would cause are scheduled). The taints of a Holding driver's devices
-//     evict no pod; a pod's other drivers' taints still do.
+//   - a breaker (MaxShare, MinDevices) with hysteresis (ResumeShare,
+//     ResumeAfter): a driver trips to Holding when more than MaxShare, and
+//     more than MinDevices, of its allocated devices are tainted, and holds
+//     until its share is back at ResumeShare or below (0: none tainted)
+//     and has stayed there for ResumeAfter. Allocated devices are the
+//     driver's devices (pool and name) allocated to at least one allocated
+//     ResourceClaim, published or not; tainted ones are those with an
+//     allocated claim that does not tolerate one of their NoExecute taints
+//     (slice or rule) forever, now or after TolerationSeconds, with or
+//     without pods. Both are counted when an input changes (the decision
+//     is taken then, before the evictions it would cause are scheduled).
+//     The taints of a Holding driver's devices evict no pod; a pod's other
+//     drivers' taints still do.
 //
 // Per driver, not per pool: a pool is often one node's devices, so a
 // per-pool share would hold every node-wide fault and a per-pool rate
@@ -383,21 +386,45 @@
 // MaxShare of a driver's devices can be evicted before the breaker trips:
 // that is what the share means (a rate bounds how fast).
 //
-// A driver's breaker (DeviceDriverLimit.State):
+// Hysteresis: unlike a breaker that resumes as soon as the share is back
+// at MaxShare, a storm rolled back slice by slice keeps its hold to the
+// end. Resuming half-way would make the pods still on the last tainted
+// devices due at once (their taints' TimeAdded is minutes old), so a
+// controller would delete, between two slice updates, exactly the pods the
+// breaker was protecting; and a share hovering at MaxShare would flip the
+// hold, and re-evaluate every tainted claim, on every input. MinDevices
+// gates the trip only. ResumeShare 0 holds until no device of the driver
+// is tainted (a device that stays tainted, say one truly broken, keeps the
+// hold: ReleaseHold, or a ResumeShare above the share it alone makes, lets
+// its pods go); ResumeShare = MaxShare is the breaker without hysteresis.
+// A driver's breaker (DeviceDriverLimit.State; "calm": the share at
+// ResumeShare or below):
 //
 //	state     event                                             next state
 //	Armed     an input leaves more than MaxShare of its         Holding (hold change: Warning
 //	          allocated devices (and > MinDevices) tainted      DeviceTaintEvictionHeld)
-//	Holding   the share falls to MaxShare or below (taints      Armed (DeviceTaintEvictionResumed;
-//	          or rules removed or narrowed, tolerations         the held pods are evaluated again
-//	          added, tainted claims deallocated)                at their own times)
+//	Holding   an input leaves it calm (taints or rules          without ResumeAfter: Armed
+//	          removed or narrowed, tolerations added,           (DeviceTaintEvictionResumed; the
+//	          tainted claims deallocated)                       held pods are evaluated again at
+//	                                                            their own times: past ones are due);
+//	                                                            with it: Holding, ResumeAt = now +
+//	                                                            ResumeAfter (NextDeadline reports it)
+//	Holding   an input leaves it not calm                       Holding, no ResumeAt
+//	Holding   any call whose now reaches ResumeAt               Armed (Since = ResumeAt), as above
 //	Holding   ReleaseHold(now, driver), an operator action      Released (DeviceTaintEvictionHoldReleased)
-//	Released  the share falls to MaxShare or below              Armed (the next excess holds again)
-//	Released  a restart (a release is not in the Snapshot)      Holding
+//	Released  as Holding: calm (for ResumeAfter)                Armed (the next excess holds again)
+//	Holding,  a restart with Snapshot and Restore (a release    Holding, judged on its counts at
+//	Released  is restored as a hold)                            the first Due (as an input would)
+//	Holding,  a restart without them: the inputs are            Holding if over MaxShare (and
+//	Released  counted afresh                                    MinDevices), else Armed
 //
-// No time ends a hold: waiting would let a bad rule through. A slice or
-// rule replaced under its name by another pool or UID counts as deleted
-// then added, and may end a release. The values: AppendHoldChanges (an
+// Only a calm share ends a hold: a time limit would let a bad rule through.
+// ResumeAfter only makes the share prove itself calm for a while, so that
+// a storm that clears and comes back within it (a flapping health check,
+// a rule deleted and applied again) is held from its first device instead
+// of evicting up to MaxShare again. A slice or rule replaced under its
+// name by another pool or UID counts as deleted then added, and may end a
+// hold or a release. The values: AppendHoldChanges (an
 // Event per driver whose state changed since the last call; a hold that
 // began and ended between two calls reports nothing), DriverLimits (counts
 // for metrics: devices allocated and tainted, pods held, evictions
@@ -406,7 +433,10 @@
 // NoExecute rule's EvictionInProgress condition: True, reason EvictionHeld
 // (the API leaves the reason open), upstream's message followed by "<k>
 // of them held: " and the Holding drivers' messages. DeviceEviction.Taints
-// leave out the taints of Holding drivers' devices.
+// leave out the taints of Holding drivers' devices. Each hold message says
+// where the share stands (more than MaxShare, or no longer) and what ends
+// the hold ("when none is tainted", "when the share falls to 5% or below",
+// "at <time> unless the share rises above 5%").
 //
 // Warnings (DeviceEvictorConfig.KeepWarnings > 0, ours). Unlike
 // upstream, which acts on these hazards silently, AppendWarnings returns
@@ -453,7 +483,8 @@
 // 80 µs and 78). A pod costs about 130 bytes, a claim about 460
 // (TestDeviceMemoryPerPod). With a DeviceBlastRadius and warnings on
 // (device_limits_bench_test.go, load about 5): the steady state still
-// allocates nothing, untainted, held or throttled
+// allocates nothing, untainted, held (over MaxShare, in the
+// hysteresis band, or waiting for ResumeAfter) or throttled
 // (TestDeviceSteadyAllocsLimits); the same pool taint, counted and under
 // the breaker, takes 14 ms of CPU with a token per eviction (16 ms without
 // limits in the same run); held by the breaker, 7 ms (nothing scheduled).

@@ -131,7 +131,8 @@ type holdRec struct {
 func DeviceEvictorConfig(sc *Scenario) taints.DeviceEvictorConfig {
 	p := sc.Policy
 	cfg := taints.DefaultDeviceEvictorConfig()
-	cfg.BlastRadius = taints.DeviceBlastRadius{QPS: p.DeviceEvictionQPS, MaxShare: p.DeviceMaxShare, MinDevices: p.DeviceMinDevices}
+	cfg.BlastRadius = taints.DeviceBlastRadius{QPS: p.DeviceEvictionQPS, MaxShare: p.DeviceMaxShare, MinDevices: p.DeviceMinDevices,
+		ResumeShare: p.DeviceResumeShare, ResumeAfter: p.DeviceResumeAfter.D()}
 	if p.DeviceEvictionQPS > 0 {
 		cfg.BlastRadius.Burst = p.DeviceEvictionBurst
 	}
@@ -307,6 +308,10 @@ func expandDeviceEvents(s *sim, dv *devSim) []devStep {
 		if !isDeviceAction(e.Action) {
 			continue
 		}
+		if e.Action == ActionDeviceUntaint && e.Over > 0 {
+			steps = untaintSteps(s, dv, e, steps)
+			continue
+		}
 		if e.Action != ActionDeviceTaint {
 			steps = append(steps, devStep{at: e.At.D(), ev: e})
 			continue
@@ -348,6 +353,33 @@ func expandDeviceEvents(s *sim, dv *devSim) []devStep {
 		}
 	}
 	slices.SortStableFunc(steps, func(a, b devStep) int { return cmp.Compare(a.at, b.at) })
+	return steps
+}
+
+// untaintSteps appends a spread device-untaint's steps: the scope's nodes
+// with the driver's devices, in node order, evenly over Over (in batches
+// Every apart), each step naming its nodes' device sets (dev -1).
+func untaintSteps(s *sim, dv *devSim, e *Event, steps []devStep) []devStep {
+	var sets []devKey
+	for _, ni := range s.scopeNodes(e) {
+		if si := dv.setOf(s, ni, e.Driver); si >= 0 {
+			sets = append(sets, devKey{node: int32(ni), set: int32(si), dev: -1})
+		}
+	}
+	m := time.Duration(len(sets))
+	over, every := e.Over.D(), e.Every.D()
+	for q, k := range sets {
+		off := over/m*time.Duration(q) + over%m*time.Duration(q)/m
+		if every > 0 {
+			off = off / every * every
+		}
+		at := e.At.D() + off
+		if last := len(steps) - 1; last >= 0 && steps[last].ev == e && steps[last].at == at {
+			steps[last].devs = append(steps[last].devs, k)
+		} else {
+			steps = append(steps, devStep{at: at, ev: e, devs: []devKey{k}})
+		}
+	}
 	return steps
 }
 
@@ -413,7 +445,15 @@ func (s *sim) applyDeviceStep(st *devStep) error {
 	case ActionDeviceUntaint:
 		key := e.taintOf().Key
 		dv.touched = dv.touched[:0]
-		for _, ni := range s.scopeNodes(e) {
+		var nodes []int
+		if st.devs != nil { // a spread untaint's step: its nodes
+			for _, k := range st.devs {
+				nodes = append(nodes, int(k.node))
+			}
+		} else {
+			nodes = s.scopeNodes(e)
+		}
+		for _, ni := range nodes {
 			si := dv.setOf(s, ni, e.Driver)
 			if si < 0 {
 				continue
@@ -574,16 +614,7 @@ func (s *sim) devicePass() error {
 		}
 		s.entries = append(s.entries, en)
 	}
-	dv.holdBuf = d.AppendHoldChanges(dv.holdBuf[:0])
-	for _, h := range dv.holdBuf {
-		dv.holds = append(dv.holds, holdRec{at: s.t, l: h})
-		if h.State == taints.DeviceHoldHolding {
-			dv.holding[h.Driver] = true
-		} else {
-			delete(dv.holding, h.Driver)
-		}
-		s.entries = append(s.entries, Entry{At: s.t, Kind: KindDeviceHold, Driver: h.Driver, State: h.State.String(), Detail: h.Reason() + ": " + h.Message()})
-	}
+	s.deviceHolds()
 	dv.cancBuf = d.AppendCancelled(dv.cancBuf[:0])
 	if err := s.spend(len(dv.cancBuf)); err != nil {
 		return err
@@ -642,7 +673,26 @@ func (s *sim) devicePass() error {
 			return fmt.Errorf("policysim: device eviction of %s: %w", x.Pod, err)
 		}
 	}
+	// A hold whose ResumeAfter ran out ends at the pass's first call
+	// with now (RuleStatuses): its change is reported after the
+	// evictions it let through.
+	s.deviceHolds()
 	return nil
+}
+
+// deviceHolds records the breakers' hold changes since the last call.
+func (s *sim) deviceHolds() {
+	dv := s.dev
+	dv.holdBuf = dv.d.AppendHoldChanges(dv.holdBuf[:0])
+	for _, h := range dv.holdBuf {
+		dv.holds = append(dv.holds, holdRec{at: s.t, l: h})
+		if h.State == taints.DeviceHoldHolding {
+			dv.holding[h.Driver] = true
+		} else {
+			delete(dv.holding, h.Driver)
+		}
+		s.entries = append(s.entries, Entry{At: s.t, Kind: KindDeviceHold, Driver: h.Driver, State: h.State.String(), Detail: h.Reason() + ": " + h.Message()})
+	}
 }
 
 // podEntry fills an entry's node, zone, driver and device for a pod of

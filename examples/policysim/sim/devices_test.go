@@ -86,7 +86,7 @@ func TestXIDStorm(t *testing.T) {
 			res.Summary.Zones[0].DevicePodsEvicted + res.Summary.Zones[1].DevicePodsEvicted}, []int{500, 0, 500}},
 		{"no hold, nothing held, delayed, cancelled or pending", []any{len(d.Holds), d.PeakHeld, d.PodsHeld, d.LongestDelay, d.Cancelled, d.EvictionsPending, res.Pending.Done},
 			[]any{0, 0, 0, time.Duration(0), 0, 0, true}},
-		{"untainted at 6m", instants(find(res, KindDeviceUntaint, "", "")), []time.Duration{6 * time.Minute}},
+		{"untainted node by node from 6m, every 10s", instants(find(res, KindDeviceUntaint, "", "")), step(6*time.Minute, 10*sec, 6)},
 		{"untainted", len(find(res, KindDeviceUntaint, "", "")), 400},
 	})
 	evictedByDevice := 0
@@ -116,29 +116,69 @@ func countPods(res *Result, part string) int {
 
 // TestXIDStormLimits is the same storm against the blast-radius limit: a
 // breaker at 5% holds once the 7th batch (2m30s) takes the driver past
-// 200 of its 4,000 allocated GPUs, after the first 250 pods went; the
-// roll-back at 6m ends the hold and the held pods stay. At 20% it never
-// trips (10% are tainted): upstream's 500. A rate of one pod a second
-// evicts one a second from 2m; the roll-back at 6m cancels the 260 still
-// waiting. An operator's release at 4m lets the 250 held pods go at once.
+// 200 of its 4,000 allocated GPUs, after the first 250 pods went; the hold
+// lasts through the roll-back, node by node from 6m to 6m50s (resume
+// share 0: until none is tainted), and the held pods stay: no deletion
+// and no cancellation. Without hysteresis (deviceResumeShare =
+// deviceMaxShare) the hold ends half-way, at 6m20s when the share is back
+// at 5%, and the 127 pods still on tainted GPUs are deleted there and
+// then, each a batch or more before its own node's untaint. At 20% it
+// never trips (10% are tainted): upstream's 500. A rate of one pod a
+// second evicts one a second from 2m until the roll-back reaches each
+// pod's node; it cancels the rest. An operator's release at 4m lets the
+// 250 held pods go at once.
 func TestXIDStormLimits(t *testing.T) {
 	upstream := deviceTimes(mustRun(t, loadEmbedded(t, "xid-storm"), Options{}))
 
 	res := mustRun(t, xidStorm(t, "deviceMaxShare", "0.05"), Options{})
 	d := driverSummary(t, res)
 	verify(t, []check{
-		{"breaker: holds", d.Holds, []HoldChange{{T: 150 * sec, State: "Holding", TaintedDevices: 234, AllocatedDevices: 4000}, {T: 6 * time.Minute, State: "Armed", TaintedDevices: 0, AllocatedDevices: 4000}}},
+		{"breaker: holds", d.Holds, []HoldChange{{T: 150 * sec, State: "Holding", TaintedDevices: 234, AllocatedDevices: 4000}, {T: 6*time.Minute + 50*sec, State: "Armed", TaintedDevices: 0, AllocatedDevices: 4000}}},
 		{"breaker: evicted, last, most held, held at the end", []any{d.PodsEvicted, *d.LastEviction, d.PeakHeld, d.PodsHeld, d.FinalState}, []any{250, 145 * sec, 250, 0, "Armed"}},
-		// The roll-back arms the breaker half-way: the pods still on
-		// tainted GPUs fall due and the next slices' untaints cancel them
-		// (README, Device taints).
-		{"breaker: cancelled at 6m", []any{d.Cancelled, instants(find(res, KindDeviceEvictionCancelled, "", ""))}, []any{127, []time.Duration{6 * time.Minute}}},
+		{"breaker: nothing deleted or cancelled during the roll-back", []int{res.DeviceEvictedBy("", 8*time.Minute) - res.DeviceEvictedBy("", 6*time.Minute-1), d.Cancelled}, []int{0, 0}},
 		{"breaker: the evictions are upstream's before the hold", deviceTimes(res), upstream[:250]},
 		{"breaker: hold entries", len(find(res, KindDeviceHold, "", "")), 2},
 	})
-	if hold := find(res, KindDeviceHold, "", ""); len(hold) > 0 && hold[0].Detail != "DeviceTaintEvictionHeld: Evictions held: 234 of 4000 allocated devices of driver gpu.nvidia.com (5.9%) have an untolerated NoExecute taint, more than 5%." {
+	if hold := find(res, KindDeviceHold, "", ""); len(hold) > 0 && hold[0].Detail != "DeviceTaintEvictionHeld: Evictions held: 234 of 4000 allocated devices of driver gpu.nvidia.com (5.9%) have an untolerated NoExecute taint, more than 5%; the hold ends when none is tainted." {
 		t.Errorf("hold entry detail = %q", hold[0].Detail)
 	}
+
+	sc, err := xidStorm(t, "deviceMaxShare", "0.05").With("deviceResumeShare", "0.05")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = mustRun(t, sc, Options{})
+	d = driverSummary(t, res)
+	verify(t, []check{
+		{"no hysteresis: holds", d.Holds, []HoldChange{{T: 150 * sec, State: "Holding", TaintedDevices: 234, AllocatedDevices: 4000}, {T: 6*time.Minute + 20*sec, State: "Armed", TaintedDevices: 200, AllocatedDevices: 4000}}},
+		{"no hysteresis: deleted during the roll-back", res.DeviceEvictedBy("", 8*time.Minute) - res.DeviceEvictedBy("", 6*time.Minute-1), 127},
+		{"no hysteresis: eviction instants", instants(find(res, KindDevicePodEvicted, "", "")), append(step(2*time.Minute, 5*sec, 6), 6*time.Minute+20*sec)},
+		{"no hysteresis: evicted, cancelled", []int{d.PodsEvicted, d.Cancelled}, []int{377, 0}},
+	})
+	// Each of them was deleted before the roll-back reached its node.
+	untainted := map[string]time.Duration{}
+	for _, e := range find(res, KindDeviceUntaint, "", "") {
+		untainted[e.Device] = e.At
+	}
+	for _, e := range find(res, KindDevicePodEvicted, "", "") {
+		if at, ok := untainted[e.Device]; e.At > 6*time.Minute && (!ok || at <= e.At) {
+			t.Errorf("no hysteresis: %s evicted at %v, its device %s untainted at %v (%v); want before", e.Pod, e.At, e.Device, at, ok)
+			break
+		}
+	}
+
+	// With deviceResumeAfter the hold ends 30s after the roll-back, at the
+	// DeviceEvictor's deadline, with nothing to evict.
+	sc, err = xidStorm(t, "deviceMaxShare", "0.05").With("deviceResumeAfter", "30s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = mustRun(t, sc, Options{})
+	d = driverSummary(t, res)
+	verify(t, []check{
+		{"resume after: holds", d.Holds, []HoldChange{{T: 150 * sec, State: "Holding", TaintedDevices: 234, AllocatedDevices: 4000}, {T: 7*time.Minute + 20*sec, State: "Armed", TaintedDevices: 0, AllocatedDevices: 4000}}},
+		{"resume after: evicted, cancelled", []int{d.PodsEvicted, d.Cancelled}, []int{250, 0}},
+	})
 
 	res = mustRun(t, xidStorm(t, "deviceMaxShare", "0.2"), Options{})
 	if got := deviceTimes(res); !slices.Equal(got, upstream) {
@@ -148,19 +188,19 @@ func TestXIDStormLimits(t *testing.T) {
 	res = mustRun(t, xidStorm(t, "deviceEvictionQPS", "1"), Options{})
 	d = driverSummary(t, res)
 	verify(t, []check{
-		{"rate: eviction instants", instants(find(res, KindDevicePodEvicted, "", "")), step(2*time.Minute, sec, 240)},
-		{"rate: evicted, cancelled, pending", []int{d.PodsEvicted, d.Cancelled, d.EvictionsPending, d.PodsHeld}, []int{240, 260, 0, 0}},
-		{"rate: cancelled at 6m", instants(find(res, KindDeviceEvictionCancelled, "", "")), []time.Duration{6 * time.Minute}},
-		// The last one evicted, at 5m59s, fell due at 2m25s.
-		{"rate: longest delay", d.LongestDelay, 3*time.Minute + 34*sec},
+		{"rate: eviction instants", instants(find(res, KindDevicePodEvicted, "", "")), step(2*time.Minute, sec, 290)},
+		{"rate: evicted, cancelled, pending", []int{d.PodsEvicted, d.Cancelled, d.EvictionsPending, d.PodsHeld}, []int{290, 210, 0, 0}},
+		{"rate: cancelled as the roll-back goes", instants(find(res, KindDeviceEvictionCancelled, "", "")), step(6*time.Minute, 10*sec, 6)},
+		// The last one evicted, at 6m49s, fell due at 2m40s.
+		{"rate: longest delay", d.LongestDelay, 4*time.Minute + 9*sec},
 	})
 
-	sc := xidStorm(t, "deviceMaxShare", "0.05").On(ReleaseDeviceHold(4*time.Minute, gpuDriver))
+	sc = xidStorm(t, "deviceMaxShare", "0.05").On(ReleaseDeviceHold(4*time.Minute, gpuDriver))
 	res = mustRun(t, sc, Options{})
 	d = driverSummary(t, res)
 	verify(t, []check{
 		{"release: holds", []string{d.Holds[0].State, d.Holds[1].State, d.Holds[2].State}, []string{"Holding", "Released", "Armed"}},
-		{"release: instants", []time.Duration{d.Holds[0].T, d.Holds[1].T, d.Holds[2].T}, []time.Duration{150 * sec, 4 * time.Minute, 6 * time.Minute}},
+		{"release: instants", []time.Duration{d.Holds[0].T, d.Holds[1].T, d.Holds[2].T}, []time.Duration{150 * sec, 4 * time.Minute, 6*time.Minute + 50*sec}},
 		{"release: evicted by 2m25s, at 4m", []int{res.DeviceEvictedBy("", 145*sec), len(find(res, KindDevicePodEvicted, "", "")) - res.DeviceEvictedBy("", 4*time.Minute-1)}, []int{250, 250}},
 		{"release: entry", find(res, KindDeviceHoldRelease, "", "")[0].Detail, "scenario: an operator releases the hold on driver gpu.nvidia.com"},
 	})
@@ -606,6 +646,7 @@ func TestXIDStormBuiltInGo(t *testing.T) {
 	storm := TaintDevices(2*time.Minute, gpuDriver, 0.1, time.Minute)
 	storm.Every, storm.Taint = Duration(5*time.Second), &DeviceTaintSpec{Key: "gpu.nvidia.com/xid", Value: "79", Effect: "NoExecute"}
 	rollBack := UntaintDevices(6*time.Minute, gpuDriver)
+	rollBack.Over, rollBack.Every = Duration(time.Minute), Duration(10*time.Second)
 	rollBack.Taint = &DeviceTaintSpec{Key: "gpu.nvidia.com/xid"}
 	built := NewScenario("xid-storm", 8*time.Minute,
 		NewZone("zone-a", 250, pods()...).WithDevices(NewDevices(gpuDriver, 8)),
@@ -676,7 +717,7 @@ func TestDeviceSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"\nDEVICES\n", "deviceMaxShare  driver          devices tainted  pods evicted",
-		"0.05            gpu.nvidia.com  400              250           +2m0.0s         +2m25.0s       0.0s           +2m30.0s Holding, +6m0.0s Armed  250"} {
+		"0.05            gpu.nvidia.com  400              250           +2m0.0s         +2m25.0s       0.0s           +2m30.0s Holding, +6m50.0s Armed  250"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("sweep table lacks %q:\n%s", want, b.String())
 		}
@@ -715,5 +756,36 @@ func TestDeviceJSON(t *testing.T) {
 	}
 	if strings.Contains(plain.String(), `"devices"`) || strings.Contains(plain.String(), `"driver"`) || strings.Contains(plain.String(), `devicePodsEvicted`) {
 		t.Errorf("a scenario without devices has device fields in its JSON")
+	}
+}
+
+// TestDeviceUntaintSpread: a device-untaint with over and every rolls the
+// scope back node by node, in node order, as device-taint spreads devices:
+// 4 nodes over 1m are at offsets 0, 15s, 30s and 45s, in batches every
+// 20s: a-0 and a-1 at 3m, a-2 at 3m20s, a-3 at 3m40s. Without over, every
+// node at once.
+func TestDeviceUntaintSpread(t *testing.T) {
+	for _, tt := range []struct {
+		untaint string
+		want    map[string]time.Duration
+	}{
+		{"{at: 3m, action: device-untaint, driver: gpu.example.com, over: 1m, every: 20s}",
+			map[string]time.Duration{"a-0": 3 * time.Minute, "a-1": 3 * time.Minute, "a-2": 3*time.Minute + 20*sec, "a-3": 3*time.Minute + 40*sec}},
+		{"{at: 3m, action: device-untaint, driver: gpu.example.com, zone: a}",
+			map[string]time.Duration{"a-0": 3 * time.Minute, "a-1": 3 * time.Minute, "a-2": 3 * time.Minute, "a-3": 3 * time.Minute}},
+	} {
+		res := mustRun(t, load(t, gpuZone+"events:\n  - {at: 1m, action: device-taint, driver: gpu.example.com}\n  - "+tt.untaint+"\n"), Options{})
+		got := map[string]time.Duration{}
+		n := 0
+		for _, e := range find(res, KindDeviceUntaint, "", "") {
+			if at, ok := got[e.Node]; ok && at != e.At {
+				t.Errorf("%s: node %s untainted at %v and %v", tt.untaint, e.Node, at, e.At)
+			}
+			got[e.Node] = e.At
+			n++
+		}
+		if !reflect.DeepEqual(got, tt.want) || n != 32 {
+			t.Errorf("%s: untainted %d devices at %v, want 32 at %v", tt.untaint, n, got, tt.want)
+		}
 	}
 }

@@ -76,7 +76,8 @@ const (
 	// spread over Over in batches Every apart, Taint.
 	ActionDeviceTaint = "device-taint"
 	// ActionDeviceUntaint: the driver removes its taint with Taint's key
-	// from every device of the scope.
+	// from every device of the scope: at once, or node by node (a
+	// roll-back) in node order, spread over Over in batches Every apart.
 	ActionDeviceUntaint = "device-untaint"
 	// ActionDeviceRule: an admin creates (or changes) the DeviceTaintRule
 	// Rule with Selector and Taint.
@@ -193,6 +194,12 @@ func (v *validator) devicePolicy(p *Policy) {
 	}
 	if n := p.DeviceMinDevices; n < 0 || n > MaxDevices {
 		w.failAt("policy.deviceMinDevices", "must be in [0, %d], got %d", MaxDevices, n)
+	}
+	if s := p.DeviceResumeShare; math.IsNaN(s) || s < 0 || s > p.DeviceMaxShare {
+		w.failAt("policy.deviceResumeShare", "must be in [0, deviceMaxShare (%v)], got %v", p.DeviceMaxShare, s)
+	}
+	if d := p.DeviceResumeAfter; d < 0 || d.D() > MaxDuration {
+		w.failAt("policy.deviceResumeAfter", "must be in [0, %v], got %v", MaxDuration, d.D())
 	}
 }
 
@@ -379,7 +386,7 @@ func setFields(e *Event) map[string]bool {
 // deviceActionFields are the fields each device action takes.
 var deviceActionFields = map[string][]string{
 	ActionDeviceTaint:       {"driver", "node", "nodes", "zone", "count", "share", "over", "every", "taint"},
-	ActionDeviceUntaint:     {"driver", "node", "nodes", "zone", "taint"},
+	ActionDeviceUntaint:     {"driver", "node", "nodes", "zone", "over", "every", "taint"},
 	ActionDeviceRule:        {"rule", "selector", "taint"},
 	ActionDeviceRuleDelete:  {"rule"},
 	ActionDeviceReleaseHold: {"driver"},
@@ -610,7 +617,12 @@ func (sc *Scenario) deviceWork() int64 {
 				w = satAdd(w, satMul(int64(e.steps(m)), claimed))
 			}
 		case ActionDeviceUntaint:
-			w = satAdd(w, satMul(int64(sc.scopeDevices(e)), 1+podsPerDevice))
+			m := sc.scopeDevices(e)
+			w = satAdd(w, satMul(int64(m), 1+podsPerDevice))
+			if sc.Policy.DeviceMaxShare > 0 {
+				// At most one step per device (node by node).
+				w = satAdd(w, satMul(int64(e.steps(m)), claimed))
+			}
 		case ActionDeviceRule, ActionDeviceRuleDelete, ActionDeviceReleaseHold:
 			w = satAdd(w, satAdd(devices, claimed))
 		}

@@ -74,6 +74,10 @@ func TestLoadScenarioDeviceErrors(t *testing.T) {
 		{"rate too high", policy("deviceEvictionQPS: 2e6"), `policy.deviceEvictionQPS: at most 1e6 pods per second, got 2e+06`},
 		{"no burst with a rate", policy("deviceEvictionQPS: 1, deviceEvictionBurst: 0"), `policy.deviceEvictionBurst: must be in [1, 1000000] (pods), got 0`},
 		{"negative min devices", policy("deviceMinDevices: -1"), `policy.deviceMinDevices: must be in [0, 1000000], got -1`},
+		{"resume above max", policy("deviceMaxShare: 0.05, deviceResumeShare: 0.1"), `policy.deviceResumeShare: must be in [0, deviceMaxShare (0.05)], got 0.1`},
+		{"resume without a breaker", policy("deviceResumeShare: 0.1"), `policy.deviceResumeShare: must be in [0, deviceMaxShare (0)], got 0.1`},
+		{"negative resume", policy("deviceMaxShare: 0.05, deviceResumeShare: -0.01"), `policy.deviceResumeShare: must be in [0, deviceMaxShare (0.05)], got -0.01`},
+		{"negative resume after", policy("deviceMaxShare: 0.05, deviceResumeAfter: -1s"), `policy.deviceResumeAfter: must be in [0, 168h0m0s], got -1s`},
 		// Device actions.
 		{"taint without driver", event("{at: 1m, action: device-taint}"), `s.yaml:8:5: events[0].driver: required`},
 		{"taint of an unknown driver", event("{at: 1m, action: device-taint, driver: nic.example.com}"), `events[0].driver: no devices of driver "nic.example.com" (drivers: gpu.example.com)`},
@@ -96,7 +100,9 @@ func TestLoadScenarioDeviceErrors(t *testing.T) {
 		{"no devices in the scope", "duration: 10m\nzones:\n  - {name: a, nodes: 1, devices: [{driver: gpu.example.com, perNode: 1}]}\n  - {name: b, nodes: 1}\nevents: [{at: 1m, action: device-taint, driver: gpu.example.com, zone: b}]\n",
 			`events[0].driver: driver "gpu.example.com" has no devices in the event's scope`},
 		{"untaint with a value", event("{at: 1m, action: device-untaint, driver: gpu.example.com, taint: {key: k, value: v}}"), `events[0].taint: device-untaint removes the taint with this key: give the key alone`},
-		{"untaint with a share", event("{at: 1m, action: device-untaint, driver: gpu.example.com, share: 0.5}"), `events[0]: device-untaint takes no share (it takes driver, node, nodes, zone, taint)`},
+		{"untaint with a share", event("{at: 1m, action: device-untaint, driver: gpu.example.com, share: 0.5}"), `events[0]: device-untaint takes no share (it takes driver, node, nodes, zone, over, every, taint)`},
+		{"untaint batches without a window", event("{at: 1m, action: device-untaint, driver: gpu.example.com, every: 5s}"), `events[0].every: needs over (the window its batches spread over)`},
+		{"untaint window past the end", event("{at: 9m, action: device-untaint, driver: gpu.example.com, over: 2m}"), `events[0].over: the window ends at 11m0s, after the end of the run (duration 10m0s)`},
 		{"rule without a name", event("{at: 1m, action: device-rule, taint: {key: k}}"), `events[0].rule: required (the DeviceTaintRule's name)`},
 		{"rule with a bad name", event("{at: 1m, action: device-rule, rule: Drain_1, taint: {key: k}}"), `events[0].rule: "Drain_1" is not a valid DeviceTaintRule name`},
 		{"rule without a taint", event("{at: 1m, action: device-rule, rule: r}"), `events[0].taint: required (key, and value and effect: NoExecute by default)`},
@@ -131,7 +137,7 @@ func TestLoadScenarioDeviceErrors(t *testing.T) {
 // its defaults, and survives Marshal and LoadScenario.
 func TestLoadScenarioDevicesFull(t *testing.T) {
 	src := `duration: 10m
-policy: {deviceEvictionQPS: 2.5, deviceEvictionBurst: 4, deviceMaxShare: 0.05, deviceMinDevices: 3}
+policy: {deviceEvictionQPS: 2.5, deviceEvictionBurst: 4, deviceMaxShare: 0.05, deviceMinDevices: 3, deviceResumeShare: 0.01, deviceResumeAfter: 30s}
 devices: [{driver: fpga.example.com, perNode: 1}]
 zones:
   - name: a
@@ -149,7 +155,7 @@ zones:
       - {name: fpga, perNode: 1, deviceClaim: {driver: fpga.example.com}}
 events:
   - {at: 1m, action: device-taint, driver: gpu.example.com, zone: a, share: 0.25, over: 30s, every: 10s, taint: {key: gpu.example.com/xid, value: "79"}}
-  - {at: 2m, action: device-untaint, driver: gpu.example.com, nodes: [a-0, a-1]}
+  - {at: 2m, action: device-untaint, driver: gpu.example.com, nodes: [a-0, a-1], over: 20s, every: 10s}
   - {at: 3m, action: device-rule, rule: drain, selector: {}, taint: {key: maintenance, effect: None}}
   - {at: 4m, action: device-rule, rule: drain, selector: {driver: fpga.example.com, pool: a-0, device: fpga-0}, taint: {key: maintenance}}
   - {at: 5m, action: device-rule-delete, rule: drain}
@@ -175,10 +181,12 @@ events:
 	if e := (Event{Driver: "gpu.example.com"}); e.taintOf().Key != "gpu.example.com/unhealthy" {
 		t.Errorf("default taint key = %q", e.taintOf().Key)
 	}
-	if p := sc.Policy; p.DeviceEvictionQPS != 2.5 || p.DeviceEvictionBurst != 4 || p.DeviceMaxShare != 0.05 || p.DeviceMinDevices != 3 {
+	if p := sc.Policy; p.DeviceEvictionQPS != 2.5 || p.DeviceEvictionBurst != 4 || p.DeviceMaxShare != 0.05 || p.DeviceMinDevices != 3 ||
+		p.DeviceResumeShare != 0.01 || p.DeviceResumeAfter.D() != 30*time.Second {
 		t.Errorf("policy = %+v", p)
 	}
-	if def := DefaultPolicy(); def.DeviceEvictionQPS != 0 || def.DeviceMaxShare != 0 || def.DeviceEvictionBurst != 1 || def.DeviceMinDevices != 0 {
+	if def := DefaultPolicy(); def.DeviceEvictionQPS != 0 || def.DeviceMaxShare != 0 || def.DeviceEvictionBurst != 1 || def.DeviceMinDevices != 0 ||
+		def.DeviceResumeShare != 0 || def.DeviceResumeAfter != 0 {
 		t.Errorf("DefaultPolicy() device fields = %+v; want no limit (upstream), burst 1", def)
 	}
 	b, err := sc.Marshal()
@@ -225,6 +233,12 @@ func TestWorkCountsDeviceEvents(t *testing.T) {
 	// 16 devices × 2, and 4 instants (1m, 1m20s, 1m40s, 2m) × 8 pods.
 	if got := load(t, breaker).Work().EventSteps; got != 16*2+4*8 {
 		t.Errorf("Work().EventSteps with a breaker = %d, want %d", got, 16*2+4*8)
+	}
+	// A roll-back node by node: 32 devices × 2, and (with the breaker)
+	// 4 instants (3m, 3m20s, 3m40s, 4m) × 8 pods.
+	rollBack := breaker + "  - {at: 3m, action: device-untaint, driver: gpu.example.com, over: 1m, every: 20s}\n"
+	if got := load(t, rollBack).Work().EventSteps; got != 16*2+4*8+32*2+4*8 {
+		t.Errorf("Work().EventSteps with a roll-back = %d, want %d", got, 16*2+4*8+32*2+4*8)
 	}
 }
 

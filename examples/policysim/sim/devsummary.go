@@ -21,10 +21,12 @@ import (
 type DeviceSummary struct {
 	// The blast-radius limit the run had (policy.deviceEvictionQPS, ...);
 	// all zero: none, upstream's behaviour.
-	EvictionQPS   float64 `json:"evictionQPS"`
-	EvictionBurst int     `json:"evictionBurst"`
-	MaxShare      float64 `json:"maxShare"`
-	MinDevices    int     `json:"minDevices"`
+	EvictionQPS   float64       `json:"evictionQPS"`
+	EvictionBurst int           `json:"evictionBurst"`
+	MaxShare      float64       `json:"maxShare"`
+	MinDevices    int           `json:"minDevices"`
+	ResumeShare   float64       `json:"resumeShare"`
+	ResumeAfter   time.Duration `json:"resumeAfter"`
 	// The cluster's devices, those allocated to claims, the claims, and
 	// the pods using them.
 	Devices          int `json:"devices"`
@@ -128,7 +130,8 @@ func (h *HoldChange) UnmarshalJSON(b []byte) error { return unmarshalSeconds(b, 
 func summarizeDevices(res *Result, s *sim) *DeviceSummary {
 	dv := s.dev
 	p := res.Scenario.Policy
-	out := &DeviceSummary{EvictionQPS: p.DeviceEvictionQPS, MaxShare: p.DeviceMaxShare, MinDevices: p.DeviceMinDevices, Rules: []RuleSummary{}}
+	out := &DeviceSummary{EvictionQPS: p.DeviceEvictionQPS, MaxShare: p.DeviceMaxShare, MinDevices: p.DeviceMinDevices,
+		ResumeShare: p.DeviceResumeShare, ResumeAfter: p.DeviceResumeAfter.D(), Rules: []RuleSummary{}}
 	if p.DeviceEvictionQPS > 0 {
 		out.EvictionBurst = p.DeviceEvictionBurst
 	}
@@ -261,6 +264,9 @@ func summarizeDevices(res *Result, s *sim) *DeviceSummary {
 	return out
 }
 
+// pct formats a share as a percentage ("5%").
+func pct(x float64) string { return strconv.FormatFloat(x*100, 'f', -1, 64) + "%" }
+
 func minPtr(a, b *time.Duration) *time.Duration {
 	if a == nil || b != nil && *b < *a {
 		return b
@@ -279,9 +285,18 @@ func devicePolicyText(p Policy) string {
 		parts = append(parts, fmt.Sprintf("evictions at %g pods/s (burst %d)", p.DeviceEvictionQPS, p.DeviceEvictionBurst))
 	}
 	if p.DeviceMaxShare > 0 {
-		b := "evictions held while more than " + strconv.FormatFloat(p.DeviceMaxShare*100, 'f', -1, 64) + "% of its allocated devices are tainted"
+		b := "evictions held once more than " + pct(p.DeviceMaxShare) + " of its allocated devices are tainted"
 		if p.DeviceMinDevices > 0 {
 			b += fmt.Sprintf(" (and more than %d)", p.DeviceMinDevices)
+		}
+		who, is, has := "none", "is", "has"
+		if p.DeviceResumeShare > 0 {
+			who, is, has = pct(p.DeviceResumeShare)+" or fewer", "are", "have"
+		}
+		if p.DeviceResumeAfter > 0 {
+			b += ", until " + who + " " + has + " been for " + Dur(p.DeviceResumeAfter.D())
+		} else {
+			b += ", until " + who + " " + is
 		}
 		parts = append(parts, b)
 	}
@@ -412,7 +427,7 @@ func drawDevices(w io.Writer, res *Result, top float64, x func(time.Duration) fl
 			parts = append(parts, fmt.Sprintf("rate %g pods/s (burst %d)", p.DeviceEvictionQPS, p.DeviceEvictionBurst))
 		}
 		if p.DeviceMaxShare > 0 {
-			parts = append(parts, "breaker over "+strconv.FormatFloat(p.DeviceMaxShare*100, 'f', -1, 64)+"% tainted")
+			parts = append(parts, "breaker over "+pct(p.DeviceMaxShare)+" tainted, resuming at "+pct(p.DeviceResumeShare))
 		}
 		limit = strings.Join(parts, ", ")
 	}

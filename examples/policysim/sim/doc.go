@@ -39,14 +39,16 @@
 // Monitor on the same virtual clock: DRA drivers publish a ResourceSlice
 // per node, pod groups use ResourceClaims allocated those devices
 // (PodGroup.DeviceClaim), and the device actions taint and untaint
-// devices (a driver's taints, spread over a window: device-taint), create
+// devices (a driver's taints, spread over a window: device-taint; a
+// roll-back, node by node over a window: device-untaint), create
 // and delete DeviceTaintRules and release a breaker's hold. The device
 // pass writes the rules' status, deletes the pods due through the same
 // cluster as the node path (a pod either path deletes is gone for the
 // other) and reports holds, cancellations and warnings; Summary.Devices
 // says what it did, per driver. The policy's blast-radius fields
-// (Policy.DeviceEvictionQPS, DeviceMaxShare, ...; taints.DeviceBlastRadius,
-// ours) are off by default: upstream's decisions (TestDeviceParity).
+// (Policy.DeviceEvictionQPS, DeviceMaxShare, DeviceResumeShare, ...;
+// taints.DeviceBlastRadius, ours) are off by default: upstream's decisions
+// (TestDeviceParity).
 //
 // The kubelets renew their Leases, post their status and, when running,
 // put back what the controller wrote over it as the kubelet does
@@ -124,13 +126,15 @@
 //     (10s) after it resumes; pods of a kubelet reporting Ready=False are left
 //     as they are.
 //   - The device actions of one instant reach the DeviceEvictor before its
-//     pass: a driver that republishes many slices at once (device-taint's
-//     batch, device-untaint) is seen as one change. A real controller's
+//     pass: a driver that republishes many slices at once (a device-taint
+//     or device-untaint batch) is seen as one change. A real controller's
 //     workers run while the informer delivers them, so between two slices
-//     it may delete pods the next slice would have spared: for instance
-//     when an untaint ends a breaker's hold half-way and the pods still on
-//     tainted devices fall due at once (their taint's TimeAdded is old);
-//     here they are cancelled in the same instant.
+//     it may delete pods the next slice would have spared: for instance,
+//     without hysteresis (Policy.DeviceResumeShare = DeviceMaxShare), when
+//     an untaint ends a breaker's hold in the middle of a batch and the
+//     pods still on tainted devices fall due at once (their taint's
+//     TimeAdded is old); here they are cancelled in the same instant.
+//     Between batches (over, every) the pass runs, as a real one would.
 //   - A kubelet's node status updates and pod status syncs tick every
 //     nodeStatusUpdateFrequency and podStatusSyncPeriod from its (re)start,
 //     without upstream's 4% jitter of the first; its 5-minute status

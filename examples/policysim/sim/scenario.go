@@ -79,12 +79,21 @@ type Policy struct {
 	// DeviceEvictionBurst its bucket (default 1; used with a rate).
 	DeviceEvictionQPS   float64 `json:"deviceEvictionQPS"`
 	DeviceEvictionBurst int     `json:"deviceEvictionBurst"`
-	// DeviceMaxShare is the breaker: while more than this share of a
+	// DeviceMaxShare is the breaker: once more than this share of a
 	// driver's allocated devices have an untolerated NoExecute taint (and
 	// more than DeviceMinDevices of them), the driver's taints evict no pod
-	// (0: no breaker).
+	// (0: no breaker) until its share is back at DeviceResumeShare or
+	// below and has stayed there for DeviceResumeAfter.
 	DeviceMaxShare   float64 `json:"deviceMaxShare"`
 	DeviceMinDevices int     `json:"deviceMinDevices"`
+	// DeviceResumeShare is the breaker's resume level, in [0,
+	// DeviceMaxShare]: 0 (the default) holds until none of the driver's
+	// devices is tainted; DeviceMaxShare is the breaker without
+	// hysteresis, which resumes half-way through a roll-back.
+	// DeviceResumeAfter is how long the share must stay there first (0:
+	// at once).
+	DeviceResumeShare float64  `json:"deviceResumeShare"`
+	DeviceResumeAfter Duration `json:"deviceResumeAfter"`
 }
 
 // Kubelet is the simulated kubelets' timing. Every live kubelet renews its
@@ -181,8 +190,9 @@ type Event struct {
 	// devices, or Share of them (default: all), of the scope (Node, Nodes
 	// or Zone; none: the whole cluster), spread over Over in batches Every
 	// apart, with Taint (default: <driver>/unhealthy, NoExecute);
-	// device-rule creates or changes the DeviceTaintRule named Rule with
-	// Selector and Taint.
+	// device-untaint removes Taint's key from the scope's devices, node by
+	// node over Over in batches Every apart; device-rule creates or
+	// changes the DeviceTaintRule named Rule with Selector and Taint.
 	Driver   string           `json:"driver"`
 	Share    float64          `json:"share"`
 	Over     Duration         `json:"over"`
@@ -1006,8 +1016,10 @@ const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are 
     nodeControllerLeaseCircuitBreaker: true   # the v1.37 feature gate (false: v1.36)
     deviceEvictionQPS: 0           # device taints, per DRA driver (ours; 0: no limit, upstream): pods/s
     deviceEvictionBurst: 1         #   the rate's burst
-    deviceMaxShare: 0              #   breaker: hold a driver's evictions while more than this share of
-    deviceMinDevices: 0            #   its allocated devices (and more than this many) are tainted
+    deviceMaxShare: 0              #   breaker: hold a driver's evictions once more than this share of
+    deviceMinDevices: 0            #   its allocated devices (and more than this many) are tainted...
+    deviceResumeShare: 0           #   ...until the share is back at this one (0: none tainted)...
+    deviceResumeAfter: 0s          #   ...and has stayed there this long
   kubelet:
     leaseRenewInterval: 10s        # every live kubelet renews its Lease...
     statusUpdateInterval: 5m       # ...and posts its status (a Ready heartbeat), both first at t=0
@@ -1059,7 +1071,7 @@ const SchemaHelp = `Scenario file (YAML; unknown keys are errors; durations are 
       over: 1m                     # spread over a window (default: all at once)...
       every: 5s                    # ...in batches (default: one device at a time)
       taint: {key: gpu.nvidia.com/xid, value: "79", effect: NoExecute}   # default key <driver>/unhealthy
-    - {at: 6m, action: device-untaint, driver: gpu.nvidia.com, taint: {key: gpu.nvidia.com/xid}}
+    - {at: 6m, action: device-untaint, driver: gpu.nvidia.com, taint: {key: gpu.nvidia.com/xid}, over: 1m, every: 5s}   # node by node
     - at: 3m
       action: device-rule          # a DeviceTaintRule (created, or changed)
       rule: drain-c-0

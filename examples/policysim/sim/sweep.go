@@ -25,6 +25,13 @@ import (
 // ("nodeEvictionRate") is looked up under policy, then kubelet. value is
 // YAML ("0.05", "300", "40s").
 func (sc *Scenario) With(field, value string) (*Scenario, error) {
+	return sc.withAll([]string{field}, []string{value})
+}
+
+// withAll is With for several fields at once: every value is set before
+// the scenario is validated, so fields that constrain each other (a resume
+// level at most the max share) can be swept in any order.
+func (sc *Scenario) withAll(fields, values []string) (*Scenario, error) {
 	raw, err := json.Marshal(sc)
 	if err != nil {
 		return nil, fmt.Errorf("policysim: %w", err)
@@ -33,24 +40,32 @@ func (sc *Scenario) With(field, value string) (*Scenario, error) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("policysim: %w", err)
 	}
-	var v any
-	if err := yamlv3.Unmarshal([]byte(value), &v); err != nil || v == nil {
-		return nil, fmt.Errorf("policysim: %s=%q: not a YAML scalar", field, value)
-	}
-	if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
-		// JSON, through which the value reaches the scenario, has no NaN
-		// or infinity; no field takes one anyway.
-		return nil, fmt.Errorf("policysim: -sweep field %s: value %q is not a finite number", field, value)
-	}
-	path := fieldPath(doc, field)
-	if err := setPath(doc, path, v); err != nil {
-		return nil, fmt.Errorf("policysim: -sweep field %s: %w", field, err)
+	name := sc.Name + " with "
+	for i, field := range fields {
+		value := values[i]
+		var v any
+		if err := yamlv3.Unmarshal([]byte(value), &v); err != nil || v == nil {
+			return nil, fmt.Errorf("policysim: %s=%q: not a YAML scalar", field, value)
+		}
+		if f, ok := v.(float64); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			// JSON, through which the value reaches the scenario, has no NaN
+			// or infinity; no field takes one anyway.
+			return nil, fmt.Errorf("policysim: -sweep field %s: value %q is not a finite number", field, value)
+		}
+		path := fieldPath(doc, field)
+		if err := setPath(doc, path, v); err != nil {
+			return nil, fmt.Errorf("policysim: -sweep field %s: %w", field, err)
+		}
+		if i > 0 {
+			name += ","
+		}
+		name += field + "=" + value
 	}
 	out, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("policysim: %w", err)
 	}
-	return LoadScenario(sc.Name+" with "+field+"="+value, out)
+	return LoadScenario(name, out)
 }
 
 // fieldPath returns the YAML path field names in doc (the scenario as
@@ -193,11 +208,13 @@ func SweepGrid(ctx context.Context, sc *Scenario, fields []SweepField, opt Optio
 			vals[f] = fields[f].Values[rest%k]
 			rest /= k
 		}
-		s := sc
-		for f, v := range vals {
-			if s, err = s.With(fields[f].Field, v); err != nil {
-				return nil, err
-			}
+		names := make([]string, len(fields))
+		for f := range fields {
+			names[f] = fields[f].Field
+		}
+		s, err := sc.withAll(names, vals)
+		if err != nil {
+			return nil, err
 		}
 		s.Name = sc.Name
 		scs[i] = s
