@@ -79,7 +79,7 @@ func TestDeviceHoldBreaker(t *testing.T) {
 	created := time.Now()
 
 	// The hold, through the API: the rule's condition.
-	held := "Evictions held: 3 of 3 allocated devices of driver " + devDriver + " (100%) have an untolerated NoExecute taint, more than 50%."
+	held := "Evictions held: 3 of 3 allocated devices of driver " + devDriver + " (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted."
 	var cond metav1.Condition
 	cluster.Eventually(t, 60*time.Second, "the rule's EvictionHeld condition", func(ctx context.Context) (bool, error) {
 		if p.Exited() {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"flag"
 	"io"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubelifecycle/lifecycle/taints"
 )
@@ -31,14 +33,15 @@ func TestDeviceFlags(t *testing.T) {
 
 	fs, o = newFlagSet(io.Discard)
 	if err := fs.Parse([]string{"-device-taint-eviction-rate=2.5", "-device-taint-eviction-burst=5", "-device-taint-eviction-max-share=0.3",
-		"-device-taint-eviction-min-devices=4", "-device-taint-warnings=32"}); err != nil {
+		"-device-taint-eviction-min-devices=4", "-device-taint-eviction-resume-share=0.1", "-device-taint-eviction-resume-after=2m",
+		"-device-taint-warnings=32"}); err != nil {
 		t.Fatal(err)
 	}
 	o.complete(fs)
 	if cfg, err = o.settings(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := cfg.Devices.Evictor.BlastRadius, (taints.DeviceBlastRadius{QPS: 2.5, Burst: 5, MaxShare: 0.3, MinDevices: 4}); !reflect.DeepEqual(got, want) {
+	if got, want := cfg.Devices.Evictor.BlastRadius, (taints.DeviceBlastRadius{QPS: 2.5, Burst: 5, MaxShare: 0.3, MinDevices: 4, ResumeShare: 0.1, ResumeAfter: 2 * time.Minute}); !reflect.DeepEqual(got, want) {
 		t.Errorf("BlastRadius = %+v, want %+v", got, want)
 	}
 	if got := cfg.Devices.Evictor.KeepWarnings; got != 32 {
@@ -50,16 +53,21 @@ func TestDeviceFlags(t *testing.T) {
 // that names the flag and the limit: -1 for every device flag, and the
 // limits that depend on the value.
 func TestDeviceFlagErrors(t *testing.T) {
-	_, o := newFlagSet(io.Discard)
+	fs, o := newFlagSet(io.Discard)
 	var tests [][2]string
 	for _, f := range o.deviceFields {
-		tests = append(tests, [2]string{"-" + f.flag + "=-1", "-" + f.flag + ": "})
+		bad := "-1"
+		if _, ok := fs.Lookup(f.flag).Value.(flag.Getter).Get().(time.Duration); ok {
+			bad = "-1s"
+		}
+		tests = append(tests, [2]string{"-" + f.flag + "=" + bad, "-" + f.flag + ": "})
 	}
 	tests = append(tests,
 		[2]string{"-device-taint-eviction-max-share=1.5", "-device-taint-eviction-max-share: taints: invalid config: BlastRadius.MaxShare 1.5 must be in [0, 1]"},
 		[2]string{"-device-taint-eviction-rate=NaN", "-device-taint-eviction-rate: taints: invalid config: BlastRadius.QPS NaN must be finite and not negative"},
 		[2]string{"-device-taint-eviction-rate=2 -device-taint-eviction-burst=0", "-device-taint-eviction-burst: taints: invalid config: BlastRadius.Burst 0 must be at least 1 with QPS 2"},
 		[2]string{"-device-taint-warnings=2000000", "-device-taint-warnings: taints: invalid config: KeepWarnings 2000000 must be in [0, 1048576]"},
+		[2]string{"-device-taint-eviction-max-share=0.5 -device-taint-eviction-resume-share=0.7", "-device-taint-eviction-resume-share: taints: invalid config: BlastRadius.ResumeShare 0.7 must be in [0, MaxShare 0.5]"},
 	)
 	for _, tt := range tests {
 		fs, o := newFlagSet(io.Discard)

@@ -154,10 +154,14 @@ func newFlagSet(out io.Writer) (*flag.FlagSet, *options) {
 	deviceFlag(o, fs, &br.Burst, "device-taint-eviction-burst", "BlastRadius.Burst",
 		"evictions each DRA driver may start at once under -device-taint-eviction-rate (at least 1)")
 	deviceFlag(o, fs, &br.MaxShare, "device-taint-eviction-max-share", "BlastRadius.MaxShare",
-		"hold every eviction by a DRA driver's device taints while more than this share (0 to 1) of its allocated devices are tainted, until the share falls or an operator releases the hold (annotation "+
+		"hold every eviction by a DRA driver's device taints while more than this share (0 to 1) of its allocated devices are tainted, until the share falls to -device-taint-eviction-resume-share or an operator releases the hold (annotation "+
 			controller.AnnotationReleaseEvictionHold+"=<driver> on a DeviceTaintRule; ours); 0: no breaker (upstream)")
 	deviceFlag(o, fs, &br.MinDevices, "device-taint-eviction-min-devices", "BlastRadius.MinDevices",
-		"the breaker holds a driver only while more than this many of its allocated devices are tainted")
+		"the breaker trips only when more than this many of the driver's allocated devices are tainted")
+	deviceFlag(o, fs, &br.ResumeShare, "device-taint-eviction-resume-share", "BlastRadius.ResumeShare",
+		"a holding driver resumes only when the share of its tainted devices falls to this level (0 to the max share; the max share: no hysteresis); 0: when none is tainted")
+	deviceFlag(o, fs, &br.ResumeAfter, "device-taint-eviction-resume-after", "BlastRadius.ResumeAfter",
+		"how long the share must stay at or below the resume share before a hold ends; 0: at once")
 	deviceFlag(o, fs, &o.cfg.Devices.Evictor.KeepWarnings, "device-taint-warnings", "KeepWarnings",
 		fmt.Sprintf("look for device taint hazards (a taint's timeAdded reset or kept on escalation, a DeviceTaintRule selecting every device) and record each as a Warning Event on its ResourceSlice or DeviceTaintRule (at most %d a pass); the number kept between two passes, 0: none looked for (upstream)", controller.MaxWarningEvents))
 	fs.DurationVar(&m.MonitorPeriod, "node-monitor-period", m.MonitorPeriod, "how often node health is checked")

@@ -47,9 +47,11 @@ import (
 // of driver names. While a rule carries it, every listed driver that the
 // rule's selector may select (the selector names no driver, or that one)
 // has its hold released whenever it holds: its held evictions proceed, at
-// its rate, until the share of its tainted devices falls to the limit.
+// its rate, until the hold would have ended (the share at
+// BlastRadius.ResumeShare or below for ResumeAfter).
 // Setting it again is harmless; removing it does not hold again (the
-// breaker re-arms when the share falls); deleting the rule ends it. For a
+// breaker re-arms when the hold would have ended); deleting the rule ends
+// it. For a
 // hold that comes from a driver's own slice taints, put it on a DeviceTaintRule
 // with effect None selecting the driver (it evicts nothing itself).
 // Reading it needs no permission beyond the rules' list and watch.

@@ -107,7 +107,7 @@ func TestDeviceHoldEventsAndRelease(t *testing.T) {
 	if n := len(f.actions("patch", "pods", "status")) + len(f.actions("delete", "pods", "")); n != 0 {
 		t.Fatalf("%d pod writes while held, want none", n)
 	}
-	held := "Evictions held: 3 of 3 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%."
+	held := "Evictions held: 3 of 3 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted."
 	if got, want := f.eventsWith(taints.DeviceHoldEventHeld), []recordedEvent{{ruleObjRef("drain"), v1.EventTypeWarning, taints.DeviceHoldEventHeld, held}}; !slices.Equal(got, want) {
 		t.Errorf("hold Events %+v, want %+v", got, want)
 	}
@@ -142,7 +142,7 @@ func TestDeviceHoldEventsAndRelease(t *testing.T) {
 			t.Errorf("pod %s: Get() = %v, want NotFound", p, err)
 		}
 	}
-	released := "Hold released: 3 of 3 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%; evictions proceed until the share falls to 50% or below."
+	released := "Hold released: 3 of 3 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%; evictions proceed, and the breaker is armed again when none is tainted."
 	if got, want := f.eventsWith(taints.DeviceHoldEventReleased), []recordedEvent{{ruleObjRef("drain"), v1.EventTypeNormal, taints.DeviceHoldEventReleased, released}}; !slices.Equal(got, want) {
 		t.Errorf("release Events %+v, want %+v", got, want)
 	}
