@@ -1203,19 +1203,24 @@ func (d *DeviceEvictor) link(p *devPod, key types.NamespacedName, checkOwner boo
 	p.nlinks++
 }
 
-// unlinkAll drops every link of p.
+// unlinkAll drops every link of p. A pod may name one claim several times
+// (the API requires only the entries' names to differ), so the pod moved
+// into a freed slot can be p itself: a link already dropped is marked (pos
+// -1) so that only a live link is moved.
 func (d *DeviceEvictor) unlinkAll(p *devPod) {
 	for i := range int(p.nlinks) {
 		l := p.linkAt(i)
 		c := l.claim
 		last := len(c.pods) - 1
-		if int(l.pos) != last {
+		pos := l.pos
+		l.pos = -1
+		if int(pos) != last {
 			moved := c.pods[last]
-			c.pods[l.pos] = moved
+			c.pods[pos] = moved
 			// Fix the moved pod's link to c.
 			for j := range int(moved.nlinks) {
 				if ml := moved.linkAt(j); ml.claim == c && int(ml.pos) == last {
-					ml.pos = l.pos
+					ml.pos = pos
 					break
 				}
 			}
