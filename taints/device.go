@@ -185,6 +185,13 @@ type DeviceEvictor struct {
 	mark      uint32 // epoch for counting distinct pods
 	claimSeq  uint64
 
+	// gone are the handed-out evictions of pods forgotten (DeletePod, or
+	// replaced under their name) before Done or Retry: the pod's
+	// delete event can arrive before the caller's Delete call returns, and
+	// Done still counts such a pod for its rules, as upstream counts every
+	// pod it deleted. One entry per eviction handed out and not reported.
+	gone map[podID]goneEv
+
 	// restoredPods are evicted pods from Restore not seen yet, by UID.
 	restoredPods map[types.UID]struct{}
 	// restoredRules are rule eviction counts from Restore not applied yet.
@@ -321,6 +328,21 @@ type devEv struct {
 	bkt        *devBucket
 	prev, next *devPod // neighbours in the bucket
 	attempts   int32
+}
+
+// podID keys a pod by name and UID, so that pods of two names never
+// share an entry.
+type podID struct {
+	key types.NamespacedName
+	uid types.UID
+}
+
+// goneEv is a handed-out eviction whose pod was forgotten (see
+// DeviceEvictor.gone): what SetPod needs to restore it should the same pod
+// be set again before the eviction is reported.
+type goneEv struct {
+	at, due  time.Time
+	attempts int32
 }
 
 // devRule is one DeviceTaintRule.
@@ -1087,7 +1109,14 @@ func (d *DeviceEvictor) SetPodInGroup(now time.Time, pod *v1.Pod, podGroup strin
 	if p == nil {
 		p = &devPod{key: key}
 		d.setUID(p, pod.UID)
-		if _, ok := d.restoredPods[pod.UID]; ok {
+		if g, ok := d.gone[podID{key, pod.UID}]; ok {
+			// Forgotten while its eviction was handed out, and set
+			// again: the eviction is still the caller's.
+			delete(d.gone, podID{key, pod.UID})
+			p.ev = d.newEv()
+			p.ev.at, p.ev.due, p.ev.attempts = g.at, g.due, g.attempts
+			p.state = stHandedOut
+		} else if _, ok := d.restoredPods[pod.UID]; ok {
 			delete(d.restoredPods, pod.UID)
 			p.state = stEvicted
 		}
@@ -1112,6 +1141,10 @@ func (d *DeviceEvictor) SetPodInGroup(now time.Time, pod *v1.Pod, podGroup strin
 
 // DeletePod records a pod delete: its scheduled eviction is dropped
 // without a cancellation (upstream emits no Event for a pod that is gone).
+// An eviction Due handed out is kept until the caller reports it: the
+// informer may deliver the delete event of a pod the caller is deleting
+// before its Delete call returns, and Done then still counts the pod for
+// its DeviceTaintRules, as upstream does (Retry drops it).
 func (d *DeviceEvictor) DeletePod(key types.NamespacedName) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -1236,6 +1269,12 @@ func (d *DeviceEvictor) unlinkAll(p *devPod) {
 }
 
 func (d *DeviceEvictor) forgetPod(p *devPod) {
+	if p.state == stHandedOut {
+		if d.gone == nil {
+			d.gone = make(map[podID]goneEv)
+		}
+		d.gone[podID{p.key, d.uidOf(p)}] = goneEv{at: p.ev.at, due: p.ev.due, attempts: p.ev.attempts}
+	}
 	if p.ev != nil {
 		d.queue.remove(p)
 	}

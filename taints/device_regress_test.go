@@ -3,10 +3,124 @@ package taints
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
+
+// TestDeviceDoneAfterDeletePod: the informer may deliver the delete event
+// of a pod the caller is deleting before its Delete call returns, so
+// DeletePod can come between Due and Done. Done must still count the pod
+// for its DeviceTaintRules (upstream maybeDeletePod counts every pod it
+// deleted, from the eviction it read before deleting), and the rule's
+// EvictionInProgress condition must say Completed, not NotStarted. A
+// handed-out eviction is kept until it is reported, whatever happens to
+// the pod meanwhile, and reported once.
+func TestDeviceDoneAfterDeletePod(t *testing.T) {
+	const (
+		completed  = "False Completed \"1 pod evicted since starting the controller.\""
+		notStarted = "False NotStarted \"\""
+	)
+	replaced := uPodWithClaimOtherUID
+	for _, tt := range []struct {
+		name string
+		// between runs after Due, before the outcome is reported.
+		between func(h *harness)
+		report  func(h *harness, x DeviceEviction)
+		// want: the rule's condition one status period later and the
+		// pod's state (Explain).
+		want      string
+		wantState DeviceState
+	}{{
+		name:      "DeletePod, then Done",
+		between:   func(h *harness) { h.deletePod(uPodWithClaimName) },
+		report:    func(h *harness, x DeviceEviction) { h.d.Done(h.now, x, DeviceDeleted) },
+		want:      completed,
+		wantState: DeviceNotTracked,
+	}, {
+		name:    "DeletePod, then Done twice: counted once",
+		between: func(h *harness) { h.deletePod(uPodWithClaimName) },
+		report: func(h *harness, x DeviceEviction) {
+			h.d.Done(h.now, x, DeviceDeleted)
+			h.d.Done(h.now, x, DeviceDeleted)
+		},
+		want:      completed,
+		wantState: DeviceNotTracked,
+	}, {
+		name:      "replaced under its name (delete event missed), then Done",
+		between:   func(h *harness) { h.setPod(replaced) },
+		report:    func(h *harness, x DeviceEviction) { h.d.Done(h.now, x, DeviceDeleted) },
+		want:      completed,
+		wantState: DeviceNotTainted, // the new pod, evaluated afresh: the claim is not reserved for it
+	}, {
+		name: "DeletePod, SetPod again (same UID), then Done",
+		between: func(h *harness) {
+			h.deletePod(uPodWithClaimName)
+			h.setPod(uPodWithClaimName)
+			if x := h.d.Explain(h.now, podKey(uPodWithClaimName)); x.State != DeviceHandedOut {
+				h.t.Errorf("Explain after DeletePod and SetPod = %v, want still handed out", x)
+			}
+			if xs := h.d.Due(h.now); len(xs) != 0 {
+				h.t.Errorf("Due = %v, want nothing: the eviction is handed out", xs)
+			}
+		},
+		report:    func(h *harness, x DeviceEviction) { h.d.Done(h.now, x, DeviceDeleted) },
+		want:      completed,
+		wantState: DeviceDone,
+	}, {
+		name:      "DeletePod, then Done(DeviceGone): not counted",
+		between:   func(h *harness) { h.deletePod(uPodWithClaimName) },
+		report:    func(h *harness, x DeviceEviction) { h.d.Done(h.now, x, DeviceGone) },
+		want:      notStarted,
+		wantState: DeviceNotTracked,
+	}, {
+		name:      "DeletePod, then Retry: dropped, no cancellation",
+		between:   func(h *harness) { h.deletePod(uPodWithClaimName) },
+		report:    func(h *harness, x DeviceEviction) { h.d.Retry(h.now, x, time.Second) },
+		want:      notStarted,
+		wantState: DeviceNotTracked,
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, false, uTaintTime)
+			h.setRule(uRuleEvict)
+			h.setClaim(uInUseClaim)
+			h.setPod(uPodWithClaimName)
+			if sts := h.d.RuleStatuses(h.now); len(sts) != 1 {
+				t.Fatalf("first RuleStatuses = %+v, want the new rule's", sts)
+			}
+			xs := h.d.Due(h.now)
+			if len(xs) != 1 {
+				t.Fatalf("Due = %v, want the pod", xs)
+			}
+			tt.between(h)
+			tt.report(h, xs[0])
+			h.now = h.now.Add(DefaultDeviceEvictorConfig().RuleStatusPeriod)
+			sts := h.d.RuleStatuses(h.now)
+			if len(sts) != 1 {
+				t.Fatalf("RuleStatuses(+period) = %+v, want one", sts)
+			}
+			c := sts[0].Condition
+			if got := fmt.Sprintf("%s %s %q", c.Status, c.Reason, c.Message); got != tt.want {
+				t.Errorf("condition = %s, want %s", got, tt.want)
+			}
+			if x := h.d.Explain(h.now, podKey(uPodWithClaimName)); x.State != tt.wantState {
+				t.Errorf("Explain = %v, want %v", x, tt.wantState)
+			}
+			if at, ok := h.d.NextDeadline(); ok {
+				t.Errorf("NextDeadline = %v, want no work left", at)
+			}
+			if cs := h.d.AppendCancelled(nil); len(cs) != 0 {
+				t.Errorf("cancellations %v, want none", cs)
+			}
+			h.d.mu.Lock()
+			defer h.d.mu.Unlock()
+			if n := len(h.d.gone); n != 0 {
+				t.Errorf("%d forgotten handed-out evictions kept after the report, want 0", n)
+			}
+		})
+	}
+}
 
 // TestDeviceSameClaimNamedThrice: a pod may name one ResourceClaim in
 // several spec.resourceClaims entries (the API requires only the entries'

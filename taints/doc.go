@@ -248,6 +248,8 @@
 //	HandedOut   Retry, no longer tainted                       NotTainted (a Cancellation)
 //	Retrying    now reaches At                                 Due -> HandedOut
 //	any         DeletePod                                      NotTracked (no Event, as upstream)
+//	HandedOut   DeletePod (its delete event can come before    NotTracked; Done still counts the
+//	            the caller's Delete call returns)              pod for its rules, Retry drops it
 //	any         SetPod with a new UID                          evaluated afresh
 //
 // With a DeviceBlastRadius (ours, off by default; see "Blast-radius limit"
@@ -296,7 +298,7 @@
 //					err = deletePod(x.Pod, x.UID) // UID precondition
 //				}
 //				switch {
-//				case err == nil:
+//				case err == nil: // its delete event (DeletePod) may have come first
 //					d.Done(now, x, taints.DeviceDeleted)
 //					deletions.Inc(); latency.Observe(now.Sub(x.At).Seconds())
 //				case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
