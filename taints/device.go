@@ -192,10 +192,13 @@ type DeviceEvictor struct {
 	// pod it deleted. One entry per eviction handed out and not reported.
 	gone map[podID]goneEv
 
-	// restoredPods are evicted pods from Restore not seen yet, by UID.
-	restoredPods map[types.UID]struct{}
+	// restoredPods are evicted pods from Restore not seen yet.
+	restoredPods map[podID]struct{}
 	// restoredRules are rule eviction counts from Restore not applied yet.
-	restoredRules map[types.UID]int64
+	restoredRules map[restoredRule]int64
+	// restorePending: a Restore since the last Due, whose entries not
+	// seen by then the next Due drops (dropUnseenRestored).
+	restorePending bool
 
 	// The blast-radius limit (devicelimits.go): off unless
 	// cfg.BlastRadius is set, and then drivers holds every driver with
@@ -330,12 +333,19 @@ type devEv struct {
 	attempts   int32
 }
 
-// podID keys a pod by name and UID, so that pods of two names never
-// share an entry.
-type podID struct {
-	key types.NamespacedName
-	uid types.UID
-}
+// podID and restoredRule key a pod and a rule by name and UID, so that
+// objects of two names never share an entry (a Restore's entry without a
+// name matches by UID alone).
+type (
+	podID struct {
+		key types.NamespacedName
+		uid types.UID
+	}
+	restoredRule struct {
+		name string
+		uid  types.UID
+	}
+)
 
 // goneEv is a handed-out eviction whose pod was forgotten (see
 // DeviceEvictor.gone): what SetPod needs to restore it should the same pod
@@ -1116,8 +1126,7 @@ func (d *DeviceEvictor) SetPodInGroup(now time.Time, pod *v1.Pod, podGroup strin
 			p.ev = d.newEv()
 			p.ev.at, p.ev.due, p.ev.attempts = g.at, g.due, g.attempts
 			p.state = stHandedOut
-		} else if _, ok := d.restoredPods[pod.UID]; ok {
-			delete(d.restoredPods, pod.UID)
+		} else if len(d.restoredPods) > 0 && d.takeRestoredPod(key, pod.UID) {
 			p.state = stEvicted
 		}
 		d.pods.put(p)
@@ -1435,9 +1444,8 @@ func (d *DeviceEvictor) SetRule(now time.Time, rule DeviceTaintRule) {
 	}
 	if isNew {
 		r = &devRule{name: rule.Name, uid: rule.UID, since: now}
-		if n, ok := d.restoredRules[rule.UID]; ok {
-			r.evicted = n
-			delete(d.restoredRules, rule.UID)
+		if len(d.restoredRules) > 0 {
+			r.evicted = d.takeRestoredRule(rule.Name, rule.UID)
 		}
 		d.rules[rule.Name] = r
 	}

@@ -2,6 +2,7 @@ package taints
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,6 +121,100 @@ func TestDeviceDoneAfterDeletePod(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeviceRestoreDropsUnseen: Restore keeps an entry for an object it
+// has not seen until the first Due after it (the caller runs Due once its
+// informers have synced, which is also when restored breaker holds are
+// judged); there an entry whose pod or rule never arrived is of an object
+// deleted while no controller ran, and is dropped. Before, such entries
+// were kept and reported by every Snapshot, so a controller saving and
+// restoring its snapshot carried them forever (up to MaxDeviceSnapshot).
+func TestDeviceRestoreDropsUnseen(t *testing.T) {
+	// A controller evicts a pod for a rule and saves its snapshot.
+	h := newHarness(t, false, uTaintTime)
+	h.setRule(uRuleEvict)
+	h.setClaim(uInUseClaim)
+	h.setPod(uPodWithClaimName)
+	h.process()
+	snap := h.d.Snapshot()
+	if len(snap.Evicted) != 1 || len(snap.Rules) != 1 {
+		t.Fatalf("Snapshot = %+v, want the pod and the rule", snap)
+	}
+	late := uMakePod(uPodN("gone"), uPodUIDOpt("gone-uid"), uClaimRef(uResource, &uClaimName), uOnNode(uNode))
+	gonePod := DeviceEvictedPod{Pod: podKey(late), UID: late.UID}
+	goneRule := DeviceRuleCount{Rule: "gone-rule", UID: "gone-rule-uid", Evicted: 3}
+	snap.Evicted = append(snap.Evicted, gonePod)
+	snap.Rules = append(snap.Rules, goneRule)
+
+	for _, tt := range []struct {
+		name string
+		// restart feeds a new DeviceEvictor its snapshot and inputs.
+		restart func(d *DeviceEvictor, now time.Time)
+	}{
+		{"Restore, then the informers' objects", func(d *DeviceEvictor, now time.Time) {
+			if err := d.Restore(now, snap); err != nil {
+				t.Fatal(err)
+			}
+			d.SetRule(now, uRuleEvict)
+			_ = d.SetClaim(now, uInUseClaim)
+			_ = d.SetPod(now, uPodWithClaimName.Pod)
+		}},
+		{"the informers' objects, then Restore", func(d *DeviceEvictor, now time.Time) {
+			d.SetRule(now, uRuleEvict)
+			_ = d.SetClaim(now, uInUseClaim)
+			_ = d.SetPod(now, uPodWithClaimName.Pod)
+			if err := d.Restore(now, snap); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			now := h.now.Add(time.Minute)
+			d, _ := NewDeviceEvictor(DefaultDeviceEvictorConfig())
+			tt.restart(d, now)
+			// Before the first Due the unseen entries may still arrive:
+			// Snapshot keeps them.
+			if got := snapString(d.Snapshot()); !strings.Contains(got, "gone-uid") || !strings.Contains(got, "gone-rule-uid") {
+				t.Errorf("Snapshot before the first Due = %s, want the unseen entries kept", got)
+			}
+			if xs := d.Due(now); len(xs) != 0 {
+				t.Errorf("Due = %v, want none (the pod was evicted before the restart)", xs)
+			}
+			want := fmt.Sprintf("evicted [%s] rules [%s/%s=1]", podRef(uPodWithClaimName), uRuleEvict.Name, uRuleEvict.UID)
+			if got := snapString(d.Snapshot()); got != want {
+				t.Errorf("Snapshot after the first Due = %s, want %s", got, want)
+			}
+			// An object arriving later is a new one: not marked.
+			_ = d.SetPod(now, late.Pod)
+			if x := d.Explain(now, gonePod.Pod); x.State == DeviceDone {
+				t.Errorf("Explain(a pod arriving after the first Due) = %v, want not marked evicted", x)
+			}
+			if got := snapString(d.Snapshot()); got != want {
+				t.Errorf("Snapshot = %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+func snapString(s DeviceSnapshot) string {
+	var b strings.Builder
+	b.WriteString("evicted [")
+	for i, e := range s.Evicted {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s/%s", e.Pod, e.UID)
+	}
+	b.WriteString("] rules [")
+	for i, r := range s.Rules {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%s/%s=%d", r.Rule, r.UID, r.Evicted)
+	}
+	b.WriteString("]")
+	return b.String()
 }
 
 // TestDeviceSameClaimNamedThrice: a pod may name one ResourceClaim in

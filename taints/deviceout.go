@@ -165,6 +165,10 @@ func (d *DeviceEvictor) CancelledDropped() uint64 {
 // due, which costs O(1) and allocates nothing. k evictions from b fire
 // times cost O(b log B + k) plus their Taints.
 //
+// The first Due after a Restore settles it (the caller runs Due once its
+// informers have synced): the restored entries of pods and rules not seen
+// by then are dropped, and restored breaker holds are judged.
+//
 // With a blast-radius rate (DeviceBlastRadius.QPS), each eviction takes a
 // token of its driver's bucket (the driver of the device whose taint makes
 // it due earliest); one due while the bucket is empty waits (Explain:
@@ -174,6 +178,9 @@ func (d *DeviceEvictor) Due(now time.Time) []DeviceEviction {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now = d.advance(now)
+	if d.restorePending {
+		d.dropUnseenRestored()
+	}
 	if d.restored > 0 {
 		d.judgeRestored(now)
 	}
