@@ -331,6 +331,10 @@ type devEv struct {
 	bkt        *devBucket
 	prev, next *devPod // neighbours in the bucket
 	attempts   int32
+	// backoff: at is a Retry's backoff end (now + after), which an
+	// earlier eviction time does not advance; otherwise at follows the
+	// eviction time.
+	backoff bool
 }
 
 // podID and restoredRule key a pod and a rule by name and UID, so that
@@ -353,6 +357,7 @@ type (
 type goneEv struct {
 	at, due  time.Time
 	attempts int32
+	backoff  bool
 }
 
 // devRule is one DeviceTaintRule.
@@ -1124,7 +1129,7 @@ func (d *DeviceEvictor) SetPodInGroup(now time.Time, pod *v1.Pod, podGroup strin
 			// again: the eviction is still the caller's.
 			delete(d.gone, podID{key, pod.UID})
 			p.ev = d.newEv()
-			p.ev.at, p.ev.due, p.ev.attempts = g.at, g.due, g.attempts
+			p.ev.at, p.ev.due, p.ev.attempts, p.ev.backoff = g.at, g.due, g.attempts, g.backoff
 			p.state = stHandedOut
 		} else if len(d.restoredPods) > 0 && d.takeRestoredPod(key, pod.UID) {
 			p.state = stEvicted
@@ -1282,7 +1287,7 @@ func (d *DeviceEvictor) forgetPod(p *devPod) {
 		if d.gone == nil {
 			d.gone = make(map[podID]goneEv)
 		}
-		d.gone[podID{p.key, d.uidOf(p)}] = goneEv{at: p.ev.at, due: p.ev.due, attempts: p.ev.attempts}
+		d.gone[podID{p.key, d.uidOf(p)}] = goneEv{at: p.ev.at, due: p.ev.due, attempts: p.ev.attempts, backoff: p.ev.backoff}
 	}
 	if p.ev != nil {
 		d.queue.remove(p)
@@ -1368,7 +1373,7 @@ func (d *DeviceEvictor) evaluate(now time.Time, p *devPod) {
 		return
 	}
 	d.touchRules(now, p)
-	if p.state == stScheduled && p.ev.attempts > 0 && p.ev.at.After(at) {
+	if p.state == stScheduled && p.ev.backoff && p.ev.at.After(at) {
 		p.ev.due = at
 		return // backing off after a failed deletion
 	}
@@ -1392,6 +1397,7 @@ func (d *DeviceEvictor) touchRules(now time.Time, p *devPod) {
 func (d *DeviceEvictor) schedule(p *devPod, at time.Time) {
 	if p.state == stScheduled {
 		if sameInstant(p.ev.at, at) {
+			p.ev.due, p.ev.backoff = at, false
 			return
 		}
 		d.queue.remove(p)
@@ -1399,7 +1405,7 @@ func (d *DeviceEvictor) schedule(p *devPod, at time.Time) {
 	if p.ev == nil {
 		p.ev = d.newEv()
 	}
-	p.ev.at, p.ev.due, p.state = at, at, stScheduled
+	p.ev.at, p.ev.due, p.ev.backoff, p.state = at, at, false, stScheduled
 	d.queue.add(p)
 }
 

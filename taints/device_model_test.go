@@ -753,6 +753,9 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 				if x.At.Before(at) {
 					fail("pod %s: %v retries before the eviction time t0+%v", k, x, at.Sub(uTaintTime))
 				}
+				if x.At.After(at) && x.At.After(now) { // the model retries with no backoff
+					fail("pod %s: %v retries after both the eviction time t0+%v and now", k, x, at.Sub(uTaintTime))
+				}
 			default:
 				fail("pod %s: %v, model: eviction at t0+%v", k, x, at.Sub(uTaintTime))
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -253,5 +254,46 @@ func TestDeviceSameClaimNamedThrice(t *testing.T) {
 	h.setClaim(uInUseClaim)
 	if xs := h.d.Due(h.now); len(xs) != 1 || xs[0].Pod != podKey(pod) {
 		t.Errorf("Due = %v, want the pod once", xs)
+	}
+}
+
+// TestDeviceRetryFollowsEarlierEviction: a deletion fails while the pod's
+// eviction time has moved later (its taint changed during the Delete
+// call), so Retry schedules it at that later time; when the eviction time
+// then moves earlier again, the retry follows it, as upstream's AddAfter
+// does. It stayed at the later time, as if that were a backoff. A real
+// backoff (now + after not before the eviction time) still holds.
+func TestDeviceRetryFollowsEarlierEviction(t *testing.T) {
+	at := func(added time.Time) DeviceTaintRule {
+		return uRule("evict", "1234", DeviceTaintSelector{Driver: &uDriver}, resourcev1.DeviceTaintEffectNoExecute, added)
+	}
+	for _, tt := range []struct {
+		name  string
+		after time.Duration // the Retry's backoff
+		want  int           // evictions due one second after the taint is back
+	}{
+		{"eviction time later than the backoff", 5 * time.Millisecond, 1},
+		{"backoff later than the eviction time", 2 * time.Hour, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, false, uTaintTime)
+			h.setRule(at(uTaintTime))
+			h.setClaim(uInUseClaim)
+			h.setPod(uPodWithClaimName)
+			xs := h.d.Due(h.now)
+			if len(xs) != 1 {
+				t.Fatalf("Due = %v, want the pod", xs)
+			}
+			h.setRule(at(uTaintTime.Add(time.Hour))) // during the Delete call
+			h.d.Retry(h.now, xs[0], tt.after)
+			h.setRule(at(uTaintTime))
+			h.now = h.now.Add(time.Second)
+			if got := h.d.Due(h.now); len(got) != tt.want {
+				t.Errorf("Due(+1s) = %v, want %d", got, tt.want)
+			}
+			if x := h.d.Explain(h.now, podKey(uPodWithClaimName)); tt.want == 0 && !x.At.Equal(uTaintTime.Add(tt.after)) {
+				t.Errorf("Explain = %v, want the retry at the backoff's end", x)
+			}
+		})
 	}
 }

@@ -348,12 +348,15 @@ func (d *DeviceEvictor) Done(now time.Time, x DeviceEviction, o DeviceOutcome) {
 // Retry reports that the handed-out eviction x failed. The pod is
 // re-evaluated: when it no longer needs evicting the eviction is dropped
 // and reported as a cancellation; otherwise it is due again at now + after
-// (after < 0 counts as 0), or at its eviction time if that is later.
-// Upstream retries with its work queue's rate limiter; the caller picks
-// after (e.g. client-go's exponential 5ms to 1000s). A pod deleted
-// (DeletePod) or replaced under its name since Due is not retried: the
-// eviction is dropped without a cancellation. A no-op unless x is handed
-// out and not reported yet. O(log n).
+// (after < 0 counts as 0), which an eviction time moved earlier meanwhile
+// does not advance, or, when its eviction time is later than that, at its
+// eviction time, which it then follows as a scheduled eviction does (when
+// it moves earlier too, as upstream's AddAfter). Upstream retries with its
+// work queue's rate limiter; the caller picks after (e.g. client-go's
+// exponential 5ms to 1000s). A pod deleted (DeletePod) or replaced under
+// its name since Due is not retried: the eviction is dropped without a
+// cancellation. A no-op unless x is handed out and not reported yet.
+// O(log n).
 func (d *DeviceEvictor) Retry(now time.Time, x DeviceEviction, after time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -373,11 +376,11 @@ func (d *DeviceEvictor) Retry(now time.Time, x DeviceEviction, after time.Durati
 		p.state = stIdle
 		return
 	}
-	retryAt := now.Add(max(after, 0))
+	retryAt, backoff := now.Add(max(after, 0)), true
 	if at.After(retryAt) {
-		retryAt = at
+		retryAt, backoff = at, false // no backoff left then: it follows the eviction time
 	}
-	p.ev.at, p.ev.due, p.state = retryAt, at, stScheduled
+	p.ev.at, p.ev.due, p.ev.backoff, p.state = retryAt, at, backoff, stScheduled
 	d.queue.add(p)
 }
 
