@@ -999,9 +999,10 @@ func TestDeviceModelDense(t *testing.T) {
 // breaker holding (half the allocated devices of a driver, at most one or
 // two devices over MinDevices), with and without hysteresis (ResumeShare
 // below MaxShare, ResumeAfter over the model's clock steps of up to 89s),
-// and ReleaseHold among the operations: the counts, the holds, the
-// releases, the holds' ends and every pod's state must match the model's
-// recomputation after every step.
+// and ReleaseHold among the operations, half the seeds dense (see
+// TestDeviceModelDense): the counts, the holds, the releases, the holds'
+// ends and every pod's state must match the model's recomputation after
+// every step.
 func TestDeviceModelBreaker(t *testing.T) {
 	seeds := 300
 	if testing.Short() {
@@ -1015,7 +1016,7 @@ func TestDeviceModelBreaker(t *testing.T) {
 		t.Run(fmt.Sprintf("%+v", b), func(t *testing.T) {
 			for seed := range seeds {
 				r := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
-				runDeviceModel(t, r, 200)
+				runDeviceModelGen(t, r, 200, seed%2 == 1) // half of them dense
 			}
 		})
 	}
@@ -1025,10 +1026,11 @@ func FuzzDeviceModel(f *testing.F) {
 	for _, s := range []uint64{1, 2, 3, 42} {
 		f.Add(binary.LittleEndian.AppendUint64(nil, s))
 	}
+	f.Add(append(make([]byte, 16), 1)) // dense
 	f.Fuzz(func(t *testing.T, seed []byte) {
-		var b [16]byte
+		var b [17]byte // the PCG seed, then dense in the low bit
 		copy(b[:], seed)
-		r := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])))
-		runDeviceModel(t, r, 100)
+		r := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:16])))
+		runDeviceModelGen(t, r, 100, b[16]&1 == 1)
 	})
 }
