@@ -185,10 +185,20 @@ type DeviceEvictor struct {
 	mark      uint32 // epoch for counting distinct pods
 	claimSeq  uint64
 
-	// restoredPods are evicted pods from Restore not seen yet, by UID.
-	restoredPods map[types.UID]struct{}
+	// gone are the handed-out evictions of pods forgotten (DeletePod, or
+	// replaced under their name) before Done or Retry: the pod's
+	// delete event can arrive before the caller's Delete call returns, and
+	// Done still counts such a pod for its rules, as upstream counts every
+	// pod it deleted. One entry per eviction handed out and not reported.
+	gone map[podID]goneEv
+
+	// restoredPods are evicted pods from Restore not seen yet.
+	restoredPods map[podID]struct{}
 	// restoredRules are rule eviction counts from Restore not applied yet.
-	restoredRules map[types.UID]int64
+	restoredRules map[restoredRule]int64
+	// restorePending: a Restore since the last Due, whose entries not
+	// seen by then the next Due drops (dropUnseenRestored).
+	restorePending bool
 
 	// The blast-radius limit (devicelimits.go): off unless
 	// cfg.BlastRadius is set, and then drivers holds every driver with
@@ -321,6 +331,33 @@ type devEv struct {
 	bkt        *devBucket
 	prev, next *devPod // neighbours in the bucket
 	attempts   int32
+	// backoff: at is a Retry's backoff end (now + after), which an
+	// earlier eviction time does not advance; otherwise at follows the
+	// eviction time.
+	backoff bool
+}
+
+// podID and restoredRule key a pod and a rule by name and UID, so that
+// objects of two names never share an entry (a Restore's entry without a
+// name matches by UID alone).
+type (
+	podID struct {
+		key types.NamespacedName
+		uid types.UID
+	}
+	restoredRule struct {
+		name string
+		uid  types.UID
+	}
+)
+
+// goneEv is a handed-out eviction whose pod was forgotten (see
+// DeviceEvictor.gone): what SetPod needs to restore it should the same pod
+// be set again before the eviction is reported.
+type goneEv struct {
+	at, due  time.Time
+	attempts int32
+	backoff  bool
 }
 
 // devRule is one DeviceTaintRule.
@@ -1087,8 +1124,14 @@ func (d *DeviceEvictor) SetPodInGroup(now time.Time, pod *v1.Pod, podGroup strin
 	if p == nil {
 		p = &devPod{key: key}
 		d.setUID(p, pod.UID)
-		if _, ok := d.restoredPods[pod.UID]; ok {
-			delete(d.restoredPods, pod.UID)
+		if g, ok := d.gone[podID{key, pod.UID}]; ok {
+			// Forgotten while its eviction was handed out, and set
+			// again: the eviction is still the caller's.
+			delete(d.gone, podID{key, pod.UID})
+			p.ev = d.newEv()
+			p.ev.at, p.ev.due, p.ev.attempts, p.ev.backoff = g.at, g.due, g.attempts, g.backoff
+			p.state = stHandedOut
+		} else if len(d.restoredPods) > 0 && d.takeRestoredPod(key, pod.UID) {
 			p.state = stEvicted
 		}
 		d.pods.put(p)
@@ -1112,6 +1155,10 @@ func (d *DeviceEvictor) SetPodInGroup(now time.Time, pod *v1.Pod, podGroup strin
 
 // DeletePod records a pod delete: its scheduled eviction is dropped
 // without a cancellation (upstream emits no Event for a pod that is gone).
+// An eviction Due handed out is kept until the caller reports it: the
+// informer may deliver the delete event of a pod the caller is deleting
+// before its Delete call returns, and Done then still counts the pod for
+// its DeviceTaintRules, as upstream does (Retry drops it).
 func (d *DeviceEvictor) DeletePod(key types.NamespacedName) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -1203,19 +1250,24 @@ func (d *DeviceEvictor) link(p *devPod, key types.NamespacedName, checkOwner boo
 	p.nlinks++
 }
 
-// unlinkAll drops every link of p.
+// unlinkAll drops every link of p. A pod may name one claim several times
+// (the API requires only the entries' names to differ), so the pod moved
+// into a freed slot can be p itself: a link already dropped is marked (pos
+// -1) so that only a live link is moved.
 func (d *DeviceEvictor) unlinkAll(p *devPod) {
 	for i := range int(p.nlinks) {
 		l := p.linkAt(i)
 		c := l.claim
 		last := len(c.pods) - 1
-		if int(l.pos) != last {
+		pos := l.pos
+		l.pos = -1
+		if int(pos) != last {
 			moved := c.pods[last]
-			c.pods[l.pos] = moved
+			c.pods[pos] = moved
 			// Fix the moved pod's link to c.
 			for j := range int(moved.nlinks) {
 				if ml := moved.linkAt(j); ml.claim == c && int(ml.pos) == last {
-					ml.pos = l.pos
+					ml.pos = pos
 					break
 				}
 			}
@@ -1231,6 +1283,12 @@ func (d *DeviceEvictor) unlinkAll(p *devPod) {
 }
 
 func (d *DeviceEvictor) forgetPod(p *devPod) {
+	if p.state == stHandedOut {
+		if d.gone == nil {
+			d.gone = make(map[podID]goneEv)
+		}
+		d.gone[podID{p.key, d.uidOf(p)}] = goneEv{at: p.ev.at, due: p.ev.due, attempts: p.ev.attempts, backoff: p.ev.backoff}
+	}
 	if p.ev != nil {
 		d.queue.remove(p)
 	}
@@ -1315,7 +1373,7 @@ func (d *DeviceEvictor) evaluate(now time.Time, p *devPod) {
 		return
 	}
 	d.touchRules(now, p)
-	if p.state == stScheduled && p.ev.attempts > 0 && p.ev.at.After(at) {
+	if p.state == stScheduled && p.ev.backoff && p.ev.at.After(at) {
 		p.ev.due = at
 		return // backing off after a failed deletion
 	}
@@ -1339,6 +1397,7 @@ func (d *DeviceEvictor) touchRules(now time.Time, p *devPod) {
 func (d *DeviceEvictor) schedule(p *devPod, at time.Time) {
 	if p.state == stScheduled {
 		if sameInstant(p.ev.at, at) {
+			p.ev.due, p.ev.backoff = at, false
 			return
 		}
 		d.queue.remove(p)
@@ -1346,7 +1405,7 @@ func (d *DeviceEvictor) schedule(p *devPod, at time.Time) {
 	if p.ev == nil {
 		p.ev = d.newEv()
 	}
-	p.ev.at, p.ev.due, p.state = at, at, stScheduled
+	p.ev.at, p.ev.due, p.ev.backoff, p.state = at, at, false, stScheduled
 	d.queue.add(p)
 }
 
@@ -1391,9 +1450,8 @@ func (d *DeviceEvictor) SetRule(now time.Time, rule DeviceTaintRule) {
 	}
 	if isNew {
 		r = &devRule{name: rule.Name, uid: rule.UID, since: now}
-		if n, ok := d.restoredRules[rule.UID]; ok {
-			r.evicted = n
-			delete(d.restoredRules, rule.UID)
+		if len(d.restoredRules) > 0 {
+			r.evicted = d.takeRestoredRule(rule.Name, rule.UID)
 		}
 		d.rules[rule.Name] = r
 	}

@@ -19,14 +19,19 @@ import (
 )
 
 // The DeviceEvictor against a reference model (STYLE.md: model-based
-// tests): random sequences of slices, rules, claims, pods, time steps and
-// worker passes, hostile input included (over-limit objects, unknown pools
-// and devices, duplicate taints and devices, nil allocations, negative and
-// huge TolerationSeconds, TimeAdded in the past and the future). The model
+// tests): random sequences of slices, rules, claims, pods, time steps,
+// worker passes (evictions reported at once, later, or after the pod's
+// delete event) and restarts (Snapshot, objects deleted while down,
+// Restore before or after the informers' lists), hostile input included
+// (over-limit objects, unknown pools and devices, duplicate taints,
+// devices and claim names, nil allocations, negative and huge
+// TolerationSeconds, TimeAdded in the past and the future). The model
 // keeps the objects as given and recomputes every pod's eviction from
 // scratch with upstream's algorithm (claimEvictionTime, podEvictionTime)
-// written as plainly as possible; the DeviceEvictor must agree after every
-// step, never panic, and keep no record the model does not explain.
+// written as plainly as possible, and each rule's evicted count from the
+// reasons it computes at Due (evictionReason); the DeviceEvictor must
+// agree after every step (Explain, the counts, Snapshot), never panic,
+// and keep no record the model does not explain.
 
 type devModel struct {
 	slices map[string]*resourcev1.ResourceSlice
@@ -41,12 +46,27 @@ type devModel struct {
 	blast          *DeviceBlastRadius
 	held, released map[string]bool
 	resumeAt       map[string]time.Time
+	// handed are the evictions handed out and not reported yet (by
+	// evictedKey, whether or not the pod is still there), each with the
+	// rules among its reasons (name to UID) as they were at Due; counts
+	// are the rules' evicted pods (by ruleKey).
+	handed map[string]map[string]types.UID
+	counts map[string]int64
+	// A restart's Restore not settled yet (no Due since): the evicted
+	// pods and the rule counts of the snapshot whose object was not set
+	// since.
+	restorePending bool
+	restoredPods   map[string]bool
+	restoredCounts map[string]int64
 }
 
 func newDevModel() *devModel {
 	return &devModel{slices: map[string]*resourcev1.ResourceSlice{}, rules: map[string]DeviceTaintRule{},
-		claims: map[types.NamespacedName]*resourcev1.ResourceClaim{}, pods: map[types.NamespacedName]*v1.Pod{}, evicted: map[string]bool{}}
+		claims: map[types.NamespacedName]*resourcev1.ResourceClaim{}, pods: map[types.NamespacedName]*v1.Pod{}, evicted: map[string]bool{},
+		handed: map[string]map[string]types.UID{}, counts: map[string]int64{}, restoredPods: map[string]bool{}, restoredCounts: map[string]int64{}}
 }
+
+func ruleKey(name string, uid types.UID) string { return name + "/" + string(uid) }
 
 // device finds a published device: the highest generation of its pool,
 // the first slice by name, the first device of that name.
@@ -212,11 +232,22 @@ func (m *devModel) podEviction(p *v1.Pod) (time.Time, bool) {
 }
 
 func (m *devModel) podEvictionHolds(p *v1.Pod, ignoreHolds bool) (time.Time, bool) {
-	if p.Spec.NodeName == "" {
-		return time.Time{}, false
-	}
 	var at time.Time
 	ok := false
+	m.eachUsedClaim(p, func(c *resourcev1.ResourceClaim) {
+		if w, has := m.claimEvictionHolds(c, ignoreHolds); has && (!ok || w.Before(at)) {
+			at, ok = w, true
+		}
+	})
+	return at, ok
+}
+
+// eachUsedClaim calls fn for each allocated claim a bound pod uses: its
+// own (when checked) and reserved for it.
+func (m *devModel) eachUsedClaim(p *v1.Pod, fn func(c *resourcev1.ResourceClaim)) {
+	if p.Spec.NodeName == "" {
+		return
+	}
 	eachPodClaim(p, func(name string, checkOwner bool) {
 		c := m.claims[types.NamespacedName{Namespace: p.Namespace, Name: name}]
 		if c == nil || c.Status.Allocation == nil {
@@ -225,28 +256,63 @@ func (m *devModel) podEvictionHolds(p *v1.Pod, ignoreHolds bool) (time.Time, boo
 		if checkOwner && !metav1.IsControlledBy(c, p) {
 			return
 		}
-		reserved := false
 		for _, r := range c.Status.ReservedFor {
 			if r.UID == p.UID {
-				reserved = true
+				fn(c)
+				return
 			}
 		}
-		if !reserved {
+	})
+}
+
+// reasonRules returns the NoExecute rules among the reasons of p's
+// eviction (upstream evictionReason): those selecting a device, not of a
+// held driver, of a claim p uses that has an eviction, whose taint the
+// claim does not tolerate forever.
+func (m *devModel) reasonRules(p *v1.Pod) map[string]types.UID {
+	out := map[string]types.UID{}
+	m.eachUsedClaim(p, func(c *resourcev1.ResourceClaim) {
+		if _, has := m.claimEvictionHolds(c, false); !has {
 			return
 		}
-		if w, has := m.claimEvictionHolds(c, ignoreHolds); has && (!ok || w.Before(at)) {
-			at, ok = w, true
+		for _, r := range c.Status.Allocation.Devices.Results {
+			if m.held[r.Driver] {
+				continue
+			}
+		rules:
+			for _, rule := range m.rules {
+				if rule.Taint.Effect != resourcev1.DeviceTaintEffectNoExecute || !rule.Selector.Selects(r.Driver, r.Pool, r.Device) {
+					continue
+				}
+				for _, tol := range r.Tolerations {
+					if tol.Effect == resourcev1.DeviceTaintEffectNoExecute && tol.TolerationSeconds == nil && DeviceToleratesTaint(tol, rule.Taint) {
+						continue rules
+					}
+				}
+				out[rule.Name] = rule.UID
+			}
 		}
 	})
-	return at, ok
+	return out
+}
+
+// dropRuleCounts forgets the count of the rule name (deleted, or replaced
+// by another UID).
+func (m *devModel) dropRuleCounts(name string) {
+	if old, ok := m.rules[name]; ok {
+		delete(m.counts, ruleKey(name, old.UID))
+	}
 }
 
 func evictedKey(p *v1.Pod) string { return p.Namespace + "/" + p.Name + "/" + string(p.UID) }
 
 // gen draws hostile objects from a small universe so that names collide.
+// dense makes every pod bound and every claim reserved for both pod UIDs,
+// so that evictions (and what follows them) are frequent.
 type gen struct {
-	r  *rand.Rand
-	t0 time.Time
+	r     *rand.Rand
+	t0    time.Time
+	dense bool
 }
 
 func (g gen) pick(xs ...string) string { return xs[g.r.IntN(len(xs))] }
@@ -329,6 +395,9 @@ func (g gen) claim() *resourcev1.ResourceClaim {
 	for range g.r.IntN(3) {
 		c.Status.ReservedFor = append(c.Status.ReservedFor, resourcev1.ResourceClaimConsumerReference{Resource: "pods", Name: "x", UID: types.UID(g.pick("U1", "U2"))})
 	}
+	if g.dense {
+		c.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "x", UID: "U1"}, {Resource: "pods", Name: "x", UID: "U2"}}
+	}
 	if g.r.IntN(5) == 0 {
 		return c // not allocated
 	}
@@ -344,6 +413,12 @@ func (g gen) claim() *resourcev1.ResourceClaim {
 				Key: g.pick("", "k1", "k2"), Operator: resourcev1.DeviceTolerationOperator(g.pick("", "Equal", "Exists", "bogus")),
 				Value: g.pick("", "v"), Effect: resourcev1.DeviceTaintEffect(g.pick("", "NoExecute", "NoExecute", "None")), TolerationSeconds: g.seconds(),
 			})
+		}
+		if g.dense {
+			res.Pool, res.Device = g.pick("p1", "p2"), g.pick("a", "b", "c")
+			if g.r.IntN(2) == 0 {
+				res.Tolerations = nil
+			}
 		}
 		c.Status.Allocation.Devices.Results = append(c.Status.Allocation.Devices.Results, res)
 	}
@@ -378,6 +453,12 @@ func (g gen) pod() *v1.Pod {
 			p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, v1.PodResourceClaim{Name: fmt.Sprintf("x%d", i), ResourceClaimName: uPtr("c1")})
 		}
 	}
+	if g.dense {
+		p.Spec.NodeName, p.DeletionTimestamp = "n", nil
+		if countPodClaims(p) == 0 {
+			p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "rc", ResourceClaimName: uPtr(g.pick("c1", "c2", "c3"))}}
+		}
+	}
 	return p
 }
 
@@ -386,6 +467,11 @@ func overLimit(err error) bool { return errors.Is(err, ErrDeviceLimit) }
 // runDeviceModel runs steps random operations from r and checks the
 // DeviceEvictor against the model after each.
 func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
+	t.Helper()
+	runDeviceModelGen(t, r, steps, false)
+}
+
+func runDeviceModelGen(t *testing.T, r *rand.Rand, steps int, dense bool) {
 	t.Helper()
 	cfg := testDeviceConfig()
 	d, err := NewDeviceEvictor(cfg)
@@ -396,15 +482,55 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 	if b := cfg.BlastRadius; b.MaxShare > 0 && b.MaxShare < 1 && b.MinDevices < 4 {
 		m.blast, m.held, m.released, m.resumeAt = &b, map[string]bool{}, map[string]bool{}, map[string]time.Time{}
 	}
-	g := gen{r: r, t0: uTaintTime}
+	g := gen{r: r, t0: uTaintTime, dense: dense}
 	now := uTaintTime
 	var trace []string
 	fail := func(format string, args ...any) {
 		t.Helper()
 		t.Fatalf("after %s:\n"+format, append([]any{strings.Join(trace, "\n  ")}, args...)...)
 	}
+	// out are the evictions handed out and not reported yet: the pod's
+	// delete event, or another pod of its name, may come first.
+	var out []DeviceEviction
+	report := func(x DeviceEviction) {
+		k := x.Pod.String() + "/" + string(x.UID)
+		reasons, ok := m.handed[k]
+		if !ok {
+			fail("%s reported but not handed out in the model", k)
+		}
+		delete(m.handed, k)
+		p := m.pods[x.Pod]
+		there := p != nil && p.UID == x.UID
+		switch r.IntN(8) {
+		case 0, 1:
+			trace = append(trace, "Retry "+x.Pod.Name)
+			d.Retry(now, x, 0)
+		case 2:
+			trace = append(trace, "Done gone "+x.Pod.Name)
+			d.Done(now, x, DeviceGone)
+			if there {
+				m.evicted[k] = true
+			}
+		default:
+			trace = append(trace, "Done "+x.Pod.Name)
+			d.Done(now, x, DeviceDeleted)
+			if there {
+				m.evicted[k] = true
+			}
+			for name, uid := range reasons {
+				if rule, ok := m.rules[name]; ok && rule.UID == uid {
+					m.counts[ruleKey(name, uid)]++
+				}
+			}
+		}
+	}
+	defer func() {
+		if e := recover(); e != nil {
+			t.Fatalf("panic %v after:\n  %s", e, strings.Join(trace, "\n  "))
+		}
+	}()
 	for range steps {
-		switch op := r.IntN(14); op {
+		switch op := r.IntN(16); op {
 		case 0, 1:
 			s := g.slice()
 			trace = append(trace, fmt.Sprintf("SetSlice %s %s/%s gen %d, %d devices", s.Name, s.Spec.Driver, s.Spec.Pool.Name, s.Spec.Pool.Generation, len(s.Spec.Devices)))
@@ -432,9 +558,17 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 			trace = append(trace, fmt.Sprintf("SetRule %s %s %+v", rule.Name, rule.Taint.Effect, rule.Selector))
 			d.SetRule(now, rule)
 			m.expire(now)
-			if old, ok := m.rules[rule.Name]; ok && old.UID != rule.UID {
+			old, known := m.rules[rule.Name]
+			if known && old.UID != rule.UID {
+				m.dropRuleCounts(rule.Name)
 				delete(m.rules, rule.Name) // a new UID: deleted, then added
 				m.settle(now)
+			}
+			if rk := ruleKey(rule.Name, rule.UID); !known || old.UID != rule.UID {
+				if n, ok := m.restoredCounts[rk]; ok {
+					m.counts[rk] = n
+					delete(m.restoredCounts, rk)
+				}
 			}
 			m.rules[rule.Name] = rule
 		case 4:
@@ -442,6 +576,7 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 			trace = append(trace, "DeleteRule "+name)
 			d.DeleteRule(now, name)
 			m.expire(now)
+			m.dropRuleCounts(name)
 			delete(m.rules, name)
 		case 5, 6:
 			c := g.claim()
@@ -481,6 +616,10 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 					}
 					delete(m.pods, k)
 				} else {
+					if old := m.pods[k]; (old == nil || old.UID != p.UID) && m.restoredPods[evictedKey(p)] {
+						delete(m.restoredPods, evictedKey(p))
+						m.evicted[evictedKey(p)] = true // evicted before the restart
+					}
 					m.pods[k] = p
 				}
 			}
@@ -513,17 +652,38 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 					m.held[drv], m.released[drv] = false, true
 				}
 			}
+		case 14:
+			// A late report of an eviction handed out earlier.
+			if len(out) == 0 {
+				continue
+			}
+			i := r.IntN(len(out))
+			x := out[i]
+			out = slices.Delete(out, i, i+1)
+			m.expire(now)
+			report(x)
+		case 15:
+			if m.blast != nil || r.IntN(4) > 0 {
+				continue // restored holds: TestDeviceBreakerRestart
+			}
+			trace = append(trace, "restart")
+			d = restartDevice(t, r, d, m, now, &trace)
+			out = nil
 		default:
-			// A worker pass: Due, then Done or an immediate Retry.
+			// A worker pass: Due, then Done, an immediate Retry, or a
+			// report left for later.
 			d.RuleStatuses(now)
 			m.expire(now)
+			if m.restorePending { // the first Due settles the Restore
+				m.restorePending, m.restoredPods, m.restoredCounts = false, map[string]bool{}, map[string]int64{}
+			}
 			got := d.Due(now)
 			var gotKeys, wantKeys []string
 			for _, x := range got {
 				gotKeys = append(gotKeys, x.Pod.String()+"/"+string(x.UID))
 			}
 			for _, p := range m.pods {
-				if at, ok := m.podEviction(p); ok && !at.After(now) && !m.evicted[evictedKey(p)] {
+				if at, ok := m.podEviction(p); ok && !at.After(now) && !m.evicted[evictedKey(p)] && m.handed[evictedKey(p)] == nil {
 					wantKeys = append(wantKeys, evictedKey(p))
 				}
 			}
@@ -533,14 +693,24 @@ func runDeviceModel(t *testing.T, r *rand.Rand, steps int) {
 				fail("Due(t0+%v) = %v, model %v", now.Sub(uTaintTime), gotKeys, wantKeys)
 			}
 			for _, x := range got {
-				if r.IntN(4) == 0 {
-					trace = append(trace, "Retry "+x.Pod.Name)
-					d.Retry(now, x, 0)
-					continue
+				m.handed[x.Pod.String()+"/"+string(x.UID)] = m.reasonRules(m.pods[x.Pod])
+			}
+			for _, x := range got {
+				switch r.IntN(8) {
+				case 0:
+					trace = append(trace, "handed out "+x.Pod.Name)
+					out = append(out, x)
+				case 1: // the pod's delete event comes before Delete returns
+					trace = append(trace, "DeletePod "+x.Pod.Name)
+					d.DeletePod(x.Pod)
+					if p := m.pods[x.Pod]; p != nil {
+						delete(m.evicted, evictedKey(p))
+					}
+					delete(m.pods, x.Pod)
+					report(x)
+				default:
+					report(x)
 				}
-				trace = append(trace, "Done "+x.Pod.Name)
-				d.Done(now, x, DeviceDeleted)
-				m.evicted[x.Pod.String()+"/"+string(x.UID)] = true
 			}
 			d.AppendCancelled(nil)
 		}
@@ -555,6 +725,10 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 		x := d.Explain(now, k)
 		at, ok := m.podEviction(p)
 		switch {
+		case m.handed[evictedKey(p)] != nil:
+			if x.State != DeviceHandedOut {
+				fail("pod %s: %v, model: handed out", k, x)
+			}
 		case m.evicted[evictedKey(p)]:
 			if x.State != DeviceDone {
 				fail("pod %s: %v, model: evicted", k, x)
@@ -578,6 +752,9 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 			case DeviceRetrying:
 				if x.At.Before(at) {
 					fail("pod %s: %v retries before the eviction time t0+%v", k, x, at.Sub(uTaintTime))
+				}
+				if x.At.After(at) && x.At.After(now) { // the model retries with no backoff
+					fail("pod %s: %v retries after both the eviction time t0+%v and now", k, x, at.Sub(uTaintTime))
 				}
 			default:
 				fail("pod %s: %v, model: eviction at t0+%v", k, x, at.Sub(uTaintTime))
@@ -612,11 +789,51 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 			}
 		}
 	}
+	// The restart state: evicted pods and rule counts, and until the
+	// first Due after a Restore its entries not seen yet.
+	var wantSnap, gotSnap []string
+	for k := range m.evicted {
+		wantSnap = append(wantSnap, "pod "+k)
+	}
+	for k := range m.restoredPods {
+		wantSnap = append(wantSnap, "pod "+k)
+	}
+	for k, n := range m.counts {
+		wantSnap = append(wantSnap, fmt.Sprintf("rule %s %d", k, n))
+	}
+	for k, n := range m.restoredCounts {
+		wantSnap = append(wantSnap, fmt.Sprintf("rule %s %d", k, n))
+	}
+	snap := d.Snapshot()
+	for _, e := range snap.Evicted {
+		gotSnap = append(gotSnap, "pod "+e.Pod.String()+"/"+string(e.UID))
+	}
+	for _, c := range snap.Rules {
+		gotSnap = append(gotSnap, fmt.Sprintf("rule %s %d", ruleKey(c.Rule, c.UID), c.Evicted))
+	}
+	sort.Strings(wantSnap)
+	sort.Strings(gotSnap)
+	if !slices.Equal(gotSnap, wantSnap) {
+		fail("Snapshot = %v, model %v", gotSnap, wantSnap)
+	}
 	// Nothing kept that the model does not explain.
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.pods.len() != len(m.pods) {
 		fail("%d pod records, model %d pods", d.pods.len(), len(m.pods))
+	}
+	gone := len(m.handed) // those whose pod is not there (deleted, or replaced)
+	for _, p := range m.pods {
+		if m.handed[evictedKey(p)] != nil {
+			gone--
+		}
+	}
+	if len(d.gone) != gone {
+		fail("%d forgotten handed-out evictions, model %d", len(d.gone), gone)
+	}
+	if d.restorePending != m.restorePending || len(d.restoredPods) != len(m.restoredPods) || len(d.restoredRules) != len(m.restoredCounts) {
+		fail("restore pending %v with %d pods and %d rules, model %v, %d, %d", d.restorePending, len(d.restoredPods), len(d.restoredRules),
+			m.restorePending, len(m.restoredPods), len(m.restoredCounts))
 	}
 	if len(d.slices) != len(m.slices) || len(d.rules) != len(m.rules) {
 		fail("%d slices, %d rules; model %d, %d", len(d.slices), len(d.rules), len(m.slices), len(m.rules))
@@ -637,6 +854,14 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 			}
 		}
 	}
+	d.pods.each(func(p *devPod) {
+		for j := range int(p.nlinks) {
+			l := p.linkAt(j)
+			if int(l.pos) >= len(l.claim.pods) || l.claim.pods[l.pos] != p || d.claims[l.claim.key] != l.claim {
+				fail("pod %s: link %d to claim %s (pos %d of %d) broken", p.key, j, l.claim.key, l.pos, len(l.claim.pods))
+			}
+		}
+	})
 	for k, p := range d.pools {
 		if len(p.slices) == 0 && len(p.users) == 0 {
 			fail("pool %v with neither slices nor users", k)
@@ -645,6 +870,102 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 	if n := d.queue.len(); n > d.pods.len() {
 		fail("%d queued, %d pods", n, d.pods.len())
 	}
+}
+
+// restartDevice restarts the controller: d's Snapshot, objects deleted
+// while no controller ran (a quarter of the pods and rules), evictions
+// handed out lost, then a new DeviceEvictor fed the Snapshot (Restore)
+// before or after the informers' lists (every object the model keeps).
+// Evicted pods and rule counts survive with their objects; the entries
+// of the others are pending until the first Due.
+func restartDevice(t *testing.T, r *rand.Rand, d *DeviceEvictor, m *devModel, now time.Time, trace *[]string) *DeviceEvictor {
+	t.Helper()
+	snap := d.Snapshot()
+	allPods, allCounts := m.restoredPods, m.restoredCounts
+	for k := range m.evicted {
+		allPods[k] = true
+	}
+	for k, n := range m.counts {
+		allCounts[k] = n
+	}
+	for _, k := range sortedKeys(m.pods) {
+		if r.IntN(4) == 0 {
+			*trace = append(*trace, "  deleted while down: pod "+k.Name)
+			delete(m.pods, k)
+		}
+	}
+	for _, name := range sortedKeys(m.rules) {
+		if r.IntN(4) == 0 {
+			*trace = append(*trace, "  deleted while down: rule "+name)
+			delete(m.rules, name)
+		}
+	}
+	m.evicted, m.restoredPods, m.counts, m.restoredCounts = map[string]bool{}, map[string]bool{}, map[string]int64{}, map[string]int64{}
+	for k := range allPods {
+		m.restoredPods[k] = true
+	}
+	for _, p := range m.pods {
+		if k := evictedKey(p); allPods[k] {
+			m.evicted[k] = true
+			delete(m.restoredPods, k)
+		}
+	}
+	for k, n := range allCounts {
+		m.restoredCounts[k] = n
+	}
+	for _, rule := range m.rules {
+		if k := ruleKey(rule.Name, rule.UID); allCounts[k] > 0 {
+			m.counts[k] = allCounts[k]
+			delete(m.restoredCounts, k)
+		}
+	}
+	m.handed, m.restorePending = map[string]map[string]types.UID{}, true
+
+	d, err := NewDeviceEvictor(d.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	early := r.IntN(2) == 0
+	restore := func() {
+		*trace = append(*trace, fmt.Sprintf("  Restore: %d pods, %d rules", len(snap.Evicted), len(snap.Rules)))
+		if err := d.Restore(now, snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if early {
+		restore()
+	}
+	for _, k := range sortedKeys(m.slices) {
+		if err := d.SetSlice(now, m.slices[k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range sortedKeys(m.rules) {
+		d.SetRule(now, m.rules[k])
+	}
+	for _, k := range sortedKeys(m.claims) {
+		if err := d.SetClaim(now, m.claims[k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range sortedKeys(m.pods) {
+		if err := d.SetPod(now, m.pods[k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !early {
+		restore()
+	}
+	return d
+}
+
+func sortedKeys[K interface{ comparable }, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b K) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+	return keys
 }
 
 func TestDeviceModel(t *testing.T) {
@@ -658,13 +979,30 @@ func TestDeviceModel(t *testing.T) {
 	}
 }
 
+// TestDeviceModelDense: the model-based test with every pod bound and
+// every claim reserved for both pod UIDs and allocated devices that are
+// published, so that evictions, and what follows them (late reports,
+// delete events before the report, rule counts, restarts with evicted
+// pods), are frequent.
+func TestDeviceModelDense(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 30
+	}
+	for seed := range seeds {
+		r := rand.New(rand.NewPCG(uint64(seed), 0xde115e))
+		runDeviceModelGen(t, r, 200, true)
+	}
+}
+
 // TestDeviceModelBreaker: the model-based test with the blast-radius
 // breaker holding (half the allocated devices of a driver, at most one or
 // two devices over MinDevices), with and without hysteresis (ResumeShare
 // below MaxShare, ResumeAfter over the model's clock steps of up to 89s),
-// and ReleaseHold among the operations: the counts, the holds, the
-// releases, the holds' ends and every pod's state must match the model's
-// recomputation after every step.
+// and ReleaseHold among the operations, half the seeds dense (see
+// TestDeviceModelDense): the counts, the holds, the releases, the holds'
+// ends and every pod's state must match the model's recomputation after
+// every step.
 func TestDeviceModelBreaker(t *testing.T) {
 	seeds := 300
 	if testing.Short() {
@@ -678,7 +1016,7 @@ func TestDeviceModelBreaker(t *testing.T) {
 		t.Run(fmt.Sprintf("%+v", b), func(t *testing.T) {
 			for seed := range seeds {
 				r := rand.New(rand.NewPCG(uint64(seed), uint64(i)))
-				runDeviceModel(t, r, 200)
+				runDeviceModelGen(t, r, 200, seed%2 == 1) // half of them dense
 			}
 		})
 	}
@@ -688,10 +1026,11 @@ func FuzzDeviceModel(f *testing.F) {
 	for _, s := range []uint64{1, 2, 3, 42} {
 		f.Add(binary.LittleEndian.AppendUint64(nil, s))
 	}
+	f.Add(append(make([]byte, 16), 1)) // dense
 	f.Fuzz(func(t *testing.T, seed []byte) {
-		var b [16]byte
+		var b [17]byte // the PCG seed, then dense in the low bit
 		copy(b[:], seed)
-		r := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])))
-		runDeviceModel(t, r, 100)
+		r := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:16])))
+		runDeviceModelGen(t, r, 100, b[16]&1 == 1)
 	})
 }

@@ -1,6 +1,7 @@
 package taints
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -299,7 +300,9 @@ type DeviceRuleCount struct {
 // MaxDeviceSnapshot bounds the entries Restore accepts.
 const MaxDeviceSnapshot = 1 << 20
 
-// Snapshot returns the DeviceEvictor's restart state, sorted. O(n log n).
+// Snapshot returns the DeviceEvictor's restart state, sorted. Between a
+// Restore and the next Due it also reports the restored entries of pods
+// and rules not seen yet, which that Due drops. O(n log n).
 func (d *DeviceEvictor) Snapshot() DeviceSnapshot {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -309,40 +312,46 @@ func (d *DeviceEvictor) Snapshot() DeviceSnapshot {
 			s.Evicted = append(s.Evicted, DeviceEvictedPod{Pod: p.key, UID: d.uidOf(p)})
 		}
 	})
-	for id := range d.restoredPods {
-		s.Evicted = append(s.Evicted, DeviceEvictedPod{UID: id})
+	for k := range d.restoredPods {
+		s.Evicted = append(s.Evicted, DeviceEvictedPod{Pod: k.key, UID: k.uid})
 	}
 	for _, r := range d.rules {
 		if r.evicted > 0 {
 			s.Rules = append(s.Rules, DeviceRuleCount{Rule: r.name, UID: r.uid, Evicted: r.evicted})
 		}
 	}
-	for id, n := range d.restoredRules {
-		s.Rules = append(s.Rules, DeviceRuleCount{UID: id, Evicted: n})
+	for k, n := range d.restoredRules {
+		s.Rules = append(s.Rules, DeviceRuleCount{Rule: k.name, UID: k.uid, Evicted: n})
 	}
 	for _, v := range d.drivers {
 		if v.held || v.released {
 			s.Holds = append(s.Holds, DeviceHold{Driver: v.name, Since: v.since})
 		}
 	}
-	slices.SortFunc(s.Evicted, func(a, b DeviceEvictedPod) int { return strings.Compare(string(a.UID), string(b.UID)) })
-	slices.SortFunc(s.Rules, func(a, b DeviceRuleCount) int { return strings.Compare(string(a.UID), string(b.UID)) })
+	slices.SortFunc(s.Evicted, func(a, b DeviceEvictedPod) int {
+		return cmp.Or(strings.Compare(string(a.UID), string(b.UID)), strings.Compare(a.Pod.Namespace, b.Pod.Namespace), strings.Compare(a.Pod.Name, b.Pod.Name))
+	})
+	slices.SortFunc(s.Rules, func(a, b DeviceRuleCount) int {
+		return cmp.Or(strings.Compare(string(a.UID), string(b.UID)), strings.Compare(a.Rule, b.Rule))
+	})
 	slices.SortFunc(s.Holds, func(a, b DeviceHold) int { return strings.Compare(a.Driver, b.Driver) })
 	return s
 }
 
-// Restore applies a Snapshot, typically to a new DeviceEvictor before its
-// inputs arrive: a listed pod (by UID) is marked evicted when it is, or
-// when it is first, set; a listed rule (by UID) gets its count; with a
-// breaker (DeviceBlastRadius.MaxShare), a listed hold makes its driver
-// Holding (Since kept), and, since the counts are partial until the
-// informers have synced, only the first Due after it judges whether the
-// share is calm enough to end the hold (or start ResumeAfter): a caller
-// runs Due once its informers have synced, as for every decision. It
-// returns an error wrapping ErrDeviceLimit, and changes nothing, when s's
-// entries and those still pending from earlier Restores exceed
-// MaxDeviceSnapshot. Entries for pods and rules that have not arrived yet
-// are kept, and Snapshot reports them again (without names).
+// Restore applies a Snapshot to a DeviceEvictor before its first Due:
+// before its inputs arrive, or once its informers have synced. A listed
+// pod (by name and UID; an entry without a name by UID) is marked evicted
+// when it is, or when it is first, set; a listed rule (the same) gets its
+// count; with a breaker (DeviceBlastRadius.MaxShare), a listed hold makes
+// its driver Holding (Since kept). The inputs are complete only once the
+// informers have synced, and a caller runs Due only then, as for every
+// decision, so the next Due settles the Restore: the entries of pods and
+// rules not set by then are of objects deleted while no controller ran,
+// and are dropped (until then Snapshot reports them again); each restored
+// hold is judged on the counts, as if its inputs had just changed (a calm
+// share ends it, or starts ResumeAfter). It returns an error wrapping
+// ErrDeviceLimit, and changes nothing, when s's entries and those still
+// pending from earlier Restores exceed MaxDeviceSnapshot.
 func (d *DeviceEvictor) Restore(now time.Time, s DeviceSnapshot) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -359,9 +368,9 @@ func (d *DeviceEvictor) Restore(now time.Time, s DeviceSnapshot) error {
 			continue
 		}
 		if d.restoredPods == nil {
-			d.restoredPods = make(map[types.UID]struct{})
+			d.restoredPods = make(map[podID]struct{})
 		}
-		d.restoredPods[e.UID] = struct{}{}
+		d.restoredPods[podID{e.Pod, e.UID}] = struct{}{}
 	}
 	for _, c := range s.Rules {
 		if r := d.rules[c.Rule]; r != nil && r.uid == c.UID {
@@ -369,12 +378,44 @@ func (d *DeviceEvictor) Restore(now time.Time, s DeviceSnapshot) error {
 			continue
 		}
 		if d.restoredRules == nil {
-			d.restoredRules = make(map[types.UID]int64)
+			d.restoredRules = make(map[restoredRule]int64)
 		}
-		d.restoredRules[c.UID] = c.Evicted
+		d.restoredRules[restoredRule{c.Rule, c.UID}] = c.Evicted
 	}
+	d.restorePending = true
 	if d.breakerOn {
 		d.restoreHolds(now, s.Holds)
 	}
 	return nil
+}
+
+// takeRestoredPod reports whether the pod key with UID id is a restored
+// evicted pod not seen yet, and forgets the entry.
+func (d *DeviceEvictor) takeRestoredPod(key types.NamespacedName, id types.UID) bool {
+	for _, k := range [2]podID{{key, id}, {uid: id}} {
+		if _, ok := d.restoredPods[k]; ok {
+			delete(d.restoredPods, k)
+			return true
+		}
+	}
+	return false
+}
+
+// takeRestoredRule returns the restored count of the rule name with UID
+// id not seen yet, if any, and forgets the entry.
+func (d *DeviceEvictor) takeRestoredRule(name string, id types.UID) int64 {
+	for _, k := range [2]restoredRule{{name, id}, {uid: id}} {
+		if n, ok := d.restoredRules[k]; ok {
+			delete(d.restoredRules, k)
+			return n
+		}
+	}
+	return 0
+}
+
+// dropUnseenRestored drops the entries of the last Restores whose pod or
+// rule was not set since: at the first Due after them, the informers have
+// synced, so those objects are gone.
+func (d *DeviceEvictor) dropUnseenRestored() {
+	d.restoredPods, d.restoredRules, d.restorePending = nil, nil, false
 }

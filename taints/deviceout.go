@@ -159,9 +159,15 @@ func (d *DeviceEvictor) CancelledDropped() uint64 {
 }
 
 // Due hands out every eviction due at now, earliest first (ties in the
-// order they were scheduled), each once until Done or Retry. It returns nil
-// when nothing is due, which costs O(1) and allocates nothing. k evictions
-// from b fire times cost O(b log B + k) plus their Taints.
+// order they were scheduled), each once until Done or Retry. Report each
+// with Done or Retry, even when its pod was deleted meanwhile (DeletePod):
+// the DeviceEvictor keeps it until then. It returns nil when nothing is
+// due, which costs O(1) and allocates nothing. k evictions from b fire
+// times cost O(b log B + k) plus their Taints.
+//
+// The first Due after a Restore settles it (the caller runs Due once its
+// informers have synced): the restored entries of pods and rules not seen
+// by then are dropped, and restored breaker holds are judged.
 //
 // With a blast-radius rate (DeviceBlastRadius.QPS), each eviction takes a
 // token of its driver's bucket (the driver of the device whose taint makes
@@ -172,6 +178,9 @@ func (d *DeviceEvictor) Due(now time.Time) []DeviceEviction {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now = d.advance(now)
+	if d.restorePending {
+		d.dropUnseenRestored()
+	}
 	if d.restored > 0 {
 		d.judgeRestored(now)
 	}
@@ -305,17 +314,22 @@ func (o DeviceOutcome) String() string {
 // pod is not evicted again while it keeps its UID. DeviceDeleted counts the
 // pod for each DeviceTaintRule in x.Taints (still present with that UID)
 // and asks for that rule's status check one RuleStatusPeriod from now, as
-// upstream does after a deletion. A no-op unless x.Pod's eviction is
-// handed out and the pod still has x.UID. O(taints).
+// upstream does after a deletion. The pod may have been deleted (DeletePod)
+// or replaced under its name since Due: the eviction is still counted
+// (the pod is then forgotten). A no-op unless x is handed out and not
+// reported yet: each eviction counts once. O(taints).
 func (d *DeviceEvictor) Done(now time.Time, x DeviceEviction, o DeviceOutcome) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now = d.advance(now)
 	p := d.handedOut(x)
 	if p == nil {
-		return
+		if !d.takeGone(x) {
+			return
+		}
+	} else {
+		p.state = stEvicted
 	}
-	p.state = stEvicted
 	if o != DeviceDeleted {
 		return
 	}
@@ -334,16 +348,22 @@ func (d *DeviceEvictor) Done(now time.Time, x DeviceEviction, o DeviceOutcome) {
 // Retry reports that the handed-out eviction x failed. The pod is
 // re-evaluated: when it no longer needs evicting the eviction is dropped
 // and reported as a cancellation; otherwise it is due again at now + after
-// (after < 0 counts as 0), or at its eviction time if that is later.
-// Upstream retries with its work queue's rate limiter; the caller picks
-// after (e.g. client-go's exponential 5ms to 1000s). A no-op unless x.Pod's
-// eviction is handed out and the pod still has x.UID. O(log n).
+// (after < 0 counts as 0), which an eviction time moved earlier meanwhile
+// does not advance, or, when its eviction time is later than that, at its
+// eviction time, which it then follows as a scheduled eviction does (when
+// it moves earlier too, as upstream's AddAfter). Upstream retries with its
+// work queue's rate limiter; the caller picks after (e.g. client-go's
+// exponential 5ms to 1000s). A pod deleted (DeletePod) or replaced under
+// its name since Due is not retried: the eviction is dropped without a
+// cancellation. A no-op unless x is handed out and not reported yet.
+// O(log n).
 func (d *DeviceEvictor) Retry(now time.Time, x DeviceEviction, after time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now = d.advance(now)
 	p := d.handedOut(x)
 	if p == nil {
+		d.takeGone(x)
 		return
 	}
 	p.ev.attempts++
@@ -356,12 +376,23 @@ func (d *DeviceEvictor) Retry(now time.Time, x DeviceEviction, after time.Durati
 		p.state = stIdle
 		return
 	}
-	retryAt := now.Add(max(after, 0))
+	retryAt, backoff := now.Add(max(after, 0)), true
 	if at.After(retryAt) {
-		retryAt = at
+		retryAt, backoff = at, false // no backoff left then: it follows the eviction time
 	}
-	p.ev.at, p.ev.due, p.state = retryAt, at, stScheduled
+	p.ev.at, p.ev.due, p.ev.backoff, p.state = retryAt, at, backoff, stScheduled
 	d.queue.add(p)
+}
+
+// takeGone drops x's entry among the handed-out evictions of forgotten
+// pods and reports whether there was one.
+func (d *DeviceEvictor) takeGone(x DeviceEviction) bool {
+	k := podID{x.Pod, x.UID}
+	if _, ok := d.gone[k]; !ok {
+		return false
+	}
+	delete(d.gone, k)
+	return true
 }
 
 func (d *DeviceEvictor) handedOut(x DeviceEviction) *devPod {

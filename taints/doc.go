@@ -248,6 +248,8 @@
 //	HandedOut   Retry, no longer tainted                       NotTainted (a Cancellation)
 //	Retrying    now reaches At                                 Due -> HandedOut
 //	any         DeletePod                                      NotTracked (no Event, as upstream)
+//	HandedOut   DeletePod (its delete event can come before    NotTracked; Done still counts the
+//	            the caller's Delete call returns)              pod for its rules, Retry drops it
 //	any         SetPod with a new UID                          evaluated afresh
 //
 // With a DeviceBlastRadius (ours, off by default; see "Blast-radius limit"
@@ -265,6 +267,7 @@
 // The caller loop (feed the informers' objects; k8s.io/api v0.37 shown):
 //
 //	d, _ := taints.NewDeviceEvictor(taints.DefaultDeviceEvictorConfig())
+//	d.Restore(clock.Now(), load()) // optional: the last d.Snapshot() saved, before the first Due
 //	// informer handlers (any goroutine); errors name an object over DeviceLimits:
 //	//   ResourceSlice: d.SetSlice(clock.Now(), s) / d.DeleteSlice(clock.Now(), s.Name)
 //	//   ResourceClaim: d.SetClaim(clock.Now(), c) / d.DeleteClaim(clock.Now(), key)
@@ -272,7 +275,10 @@
 //	//   DeviceTaintRule r: d.SetRule(clock.Now(), taints.DeviceTaintRule{Name: r.Name,
 //	//       UID: r.UID, Generation: r.Generation, Selector: selector(r.Spec.DeviceSelector),
 //	//       Taint: r.Spec.Taint, Conditions: r.Status.Conditions}) / d.DeleteRule(clock.Now(), r.Name)
-//	// one worker:
+//	// one worker, once the informers have synced (WaitForCacheSync); its
+//	// first Due settles the Restore: entries whose pod or rule was not
+//	// set by then are dropped (deleted while no controller ran), and
+//	// restored breaker holds are judged on the synced counts:
 //	for {
 //		now := clock.Now()
 //		for _, s := range d.RuleStatuses(now) { // before Due: a rule's first status precedes its evictions
@@ -296,7 +302,7 @@
 //					err = deletePod(x.Pod, x.UID) // UID precondition
 //				}
 //				switch {
-//				case err == nil:
+//				case err == nil: // its delete event (DeletePod) may have come first
 //					d.Done(now, x, taints.DeviceDeleted)
 //					deletions.Inc(); latency.Observe(now.Sub(x.At).Seconds())
 //				case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
@@ -316,6 +322,7 @@
 //		for _, w := range d.AppendWarnings(nil) {
 //			warning(w.Slice, w.Rule, w.Kind.Reason(), w.Message()) // on the slice or rule
 //		}
+//		save(d.Snapshot()) // optional, now and then: evicted pods, rule counts, holds
 //		if at, ok := d.NextDeadline(); ok {
 //			sleepUntil(at) // or until an informer event arrives
 //		}
