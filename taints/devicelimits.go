@@ -284,9 +284,15 @@ type devDriver struct {
 	resumeAt   time.Time
 	// restored: a hold from Restore (maybe released since), not judged
 	// until the first Due.
-	restored  bool
+	restored bool
+	// calmRun: the share has been at or below ResumeShare at the end of
+	// every input that changed the counters since calmFrom (countsChanged);
+	// a ResumeAfter wait the next pass starts counts from there.
+	calmRun   bool
+	calmFrom  time.Time
+	fresh     bool            // counters changed in the current input
 	reported  DeviceHoldState // as last returned by AppendHoldChanges
-	isDirty   bool            // in DeviceEvictor.dirty
+	isDirty   bool            // in DeviceEvictor.dirty: judged at the next pass
 	inChanged bool            // in DeviceEvictor.holdDirty
 	inWaiting bool            // in DeviceEvictor.waiting
 	lim       *rate.Limiter   // nil without a rate
@@ -319,7 +325,10 @@ func (d *DeviceEvictor) driver(name string) *devDriver {
 	return v
 }
 
+// markDirty notes that v's counters changed: countsChanged tracks its
+// calm run at the end of the input, and the next pass judges it.
 func (d *DeviceEvictor) markDirty(v *devDriver) {
+	v.fresh, d.fresh = true, true
 	if !v.isDirty {
 		v.isDirty = true
 		d.dirty = append(d.dirty, v)
@@ -422,59 +431,140 @@ func (d *DeviceEvictor) updateHits(c *devClaim) {
 }
 
 // reclaimMany re-evaluates the claims cs (in creation order). With the
-// blast-radius limit on, their hits are counted first and the breakers
-// decided, so that a claim's eviction is never scheduled by a change that
-// also makes its driver hold; the claims of every driver whose hold
-// changed are re-evaluated too.
+// blast-radius limit on, their hits are counted first (countsChanged);
+// the breakers are not decided here but at the next pass (judge), on the
+// view the inputs give by then.
 func (d *DeviceEvictor) reclaimMany(now time.Time, cs []*devClaim) {
 	if d.limitsOn {
 		for _, c := range cs {
 			d.updateHits(c)
 		}
-		if more := d.settle(now); len(more) > 0 {
-			d.mark++
-			for _, c := range cs {
-				c.mark = d.mark
-			}
-			for _, c := range more {
-				if c.mark != d.mark {
-					c.mark = d.mark
-					cs = append(cs, c)
-				}
-			}
-			bySeq(cs)
-		}
+		d.countsChanged(now)
 	}
 	for _, c := range cs {
 		d.reclaim(now, c)
 	}
 }
 
-// settle decides the breaker of every driver whose counters changed and
-// returns the allocated claims of the drivers whose hold changed. An Armed
-// driver trips when its counts are over; a Holding or Released one ends
-// its hold when its share is calm (at or below ResumeShare), at once
-// without ResumeAfter, else at resumeAt (resumeDue), which a share that is
-// no longer calm cancels.
+// countsChanged ends an input that changed drivers' counters: each
+// changed driver's calm run (the share at or below ResumeShare since
+// calmFrom, the start of a ResumeAfter wait) is kept, started at now or
+// broken, and a driver with nothing left is forgotten. The counters are
+// the input's final ones (an object replaced under its name, deleted then
+// added, is calmer in between, under the same now: no calmFrom differs).
+// O(drivers changed since the last pass) when a counter changed, else
+// O(1).
+func (d *DeviceEvictor) countsChanged(now time.Time) {
+	if !d.fresh {
+		return
+	}
+	d.fresh = false
+	for _, v := range d.dirty {
+		if !v.fresh {
+			continue
+		}
+		v.fresh = false
+		switch calm := d.calm(v); {
+		case !calm:
+			v.calmRun = false
+		case !v.calmRun:
+			v.calmRun, v.calmFrom = true, now
+		}
+		d.dropIdle(v)
+	}
+}
+
+// judge decides the breakers at now, on the counts the inputs give: the
+// pass's first step (RuleStatuses, Due). The drivers whose counters
+// changed since the last pass are judged (settle), then the holds whose
+// ResumeAfter has run out end (resumeDue); the claims of every driver
+// whose hold changed are re-evaluated. O(1) with nothing to judge.
+func (d *DeviceEvictor) judge(now time.Time) {
+	if !d.limitsOn {
+		return
+	}
+	if len(d.dirty) > 0 {
+		for _, c := range d.settle(now) {
+			d.reclaim(now, c)
+		}
+	}
+	if len(d.resuming) > 0 {
+		d.resumeDue(now)
+	}
+}
+
+// holdVerdict is what the breaker rule makes of a driver's counts (verdictOf): an Armed driver
+// trips when they are over; a Holding or Released one ends its hold when
+// its share is calm (at or below ResumeShare), at once without
+// ResumeAfter, else ResumeAfter after its calm run began (resumeDue), and
+// a share that is no longer calm cancels that wait.
+type holdVerdict uint8
+
+const (
+	verdictKeep      holdVerdict = iota // nothing changes
+	verdictTrip                         // Armed to Holding
+	verdictResume                       // the hold ends now
+	verdictWait                         // the hold ends ResumeAfter after calmFrom
+	verdictStopWait                     // the share is no longer calm: no ResumeAt
+	verdictNotJudged                    // a restored hold before the first Due
+)
+
+func (d *DeviceEvictor) verdictOf(v *devDriver) holdVerdict {
+	switch {
+	case v.restored:
+		return verdictNotJudged
+	case !v.held && !v.released:
+		if d.over(v) {
+			return verdictTrip
+		}
+		return verdictKeep
+	case !d.calm(v):
+		if v.resuming {
+			return verdictStopWait
+		}
+		return verdictKeep
+	case d.cfg.BlastRadius.ResumeAfter == 0:
+		return verdictResume
+	case !v.resuming:
+		return verdictWait
+	}
+	return verdictKeep
+}
+
+// pendingVerdict reports whether the next pass would change a driver's
+// breaker (its state or ResumeAt): NextDeadline then reports that Due has
+// work now. O(drivers changed since the last pass).
+func (d *DeviceEvictor) pendingVerdict() bool {
+	for _, v := range d.dirty {
+		if vd := d.verdictOf(v); vd != verdictKeep && vd != verdictNotJudged {
+			return true
+		}
+	}
+	return false
+}
+
+// settle judges every driver whose counters changed since the last pass
+// (verdictOf) and returns the allocated claims of the drivers whose hold
+// changed.
 func (d *DeviceEvictor) settle(now time.Time) []*devClaim {
 	var flipped []*devDriver
-	after := d.cfg.BlastRadius.ResumeAfter
 	for i, v := range d.dirty {
 		d.dirty[i] = nil
 		v.isDirty = false
 		was, wasHeld := v.state(), v.held
-		switch {
-		case v.restored:
-			// Partial counts until the informers have synced: the
-			// first Due judges the hold.
-		case !v.held && !v.released:
-			v.held = d.over(v)
-		case !d.calm(v):
-			v.resuming = false
-		case after == 0:
+		switch d.verdictOf(v) {
+		case verdictTrip:
+			v.held = true
+		case verdictResume:
 			v.held, v.released, v.resuming = false, false, false
-		case !v.resuming:
-			v.resuming, v.resumeAt = true, now.Add(after)
+		case verdictStopWait:
+			v.resuming = false
+		case verdictWait:
+			from := now
+			if v.calmRun {
+				from = v.calmFrom // calm at every input since
+			}
+			v.resuming, v.resumeAt = true, from.Add(d.cfg.BlastRadius.ResumeAfter)
 			if !v.inResuming {
 				v.inResuming = true
 				d.resuming = append(d.resuming, v)
@@ -551,17 +641,18 @@ func (d *DeviceEvictor) restoreHolds(now time.Time, holds []DeviceHold) {
 	}
 }
 
-// judgeRestored lets the breaker decide the restored holds on the counts
-// the inputs now give, as if they had just changed.
-func (d *DeviceEvictor) judgeRestored(now time.Time) {
+// judgeRestored lets the pass's judge decide the restored holds on the
+// counts the inputs now give, as if they had just changed; a calm share's
+// ResumeAfter starts now (the counts before were those of caches still
+// syncing).
+func (d *DeviceEvictor) judgeRestored() {
 	for _, v := range d.drivers {
 		if v.restored {
-			v.restored = false
+			v.restored, v.calmRun = false, false
 			d.markDirty(v)
 		}
 	}
 	d.restored = 0
-	d.settleAll(now)
 }
 
 // nextResume returns the earliest end of a hold waiting for ResumeAfter.

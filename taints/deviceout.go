@@ -182,8 +182,9 @@ func (d *DeviceEvictor) Due(now time.Time) []DeviceEviction {
 		d.dropUnseenRestored()
 	}
 	if d.restored > 0 {
-		d.judgeRestored(now)
+		d.judgeRestored()
 	}
+	d.judge(now)
 	due := d.dueScratch[:0]
 	if len(d.waiting) > 0 {
 		due = d.drainThrottled(now, due)
@@ -430,6 +431,9 @@ func (d *DeviceEvictor) NextDeadline() (time.Time, bool) {
 	}
 	if t, has := d.nextResume(); has && (!ok || t.Sub(d.last) < at.Sub(d.last)) {
 		at, ok = t, true
+	}
+	if len(d.dirty) > 0 && (!ok || at.Sub(d.last) > 0) && d.pendingVerdict() {
+		at, ok = d.last, true // the next pass changes a breaker
 	}
 	return at, ok
 }

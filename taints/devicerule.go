@@ -131,6 +131,7 @@ func (d *DeviceEvictor) RuleStatuses(now time.Time) []DeviceRuleStatus {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now = d.advance(now)
+	d.judge(now)
 	var out []DeviceRuleStatus
 	for {
 		r := d.peekStatus()
