@@ -206,10 +206,11 @@ func TestDeviceBreakerMinDevicesTripOnly(t *testing.T) {
 // TestDeviceBreakerResumeAfter: the share must stay at or below
 // ResumeShare for ResumeAfter. A flap back above it restarts the wait;
 // the clock going back delays nothing and ends nothing early;
-// NextDeadline reports the end, and the first call at it ends the hold,
-// whatever the call: the pods of the devices still tainted (at or below
+// NextDeadline reports the end, and the first pass at it ends the hold
+// (an input does not): the pods of the devices still tainted (at or below
 // ResumeShare) are then due at once. ReleaseHold during the wait releases;
-// after it, it finds the hold ended.
+// after a pass ended it, it finds the hold ended; before, it releases it
+// (the holds are the last pass's) and the pass arms the breaker.
 func TestDeviceBreakerResumeAfter(t *testing.T) {
 	storm := noExecute(limT0.Add(10 * time.Second))
 	b := DeviceBlastRadius{MaxShare: 0.2, ResumeShare: 0.1, ResumeAfter: 30 * time.Second}

@@ -20,6 +20,13 @@ import (
 // them all while the driver's taints reach more than a share of its
 // allocated devices. The zero value limits nothing: upstream's decisions.
 //
+// The breaker is judged at a pass (RuleStatuses, Due), on the counts of
+// every input fed so far, not at each input: informers deliver objects in
+// no particular order (a DeviceTaintRule before the claims whose devices
+// it taints makes 1 of 1 allocated device tainted), and a caller runs its
+// passes once they have synced. DeviceDriverLimit says what counts and
+// what the reports show between two passes.
+//
 // Per driver rather than per pool: a pool is often one node's devices, so a
 // per-pool share would hold every node-wide fault (a whole pool tainted is
 // 100% of it), and a per-pool rate would bound nothing cluster-wide (n pools
@@ -55,8 +62,8 @@ type DeviceBlastRadius struct {
 	// storm rolled back slice by slice thus keeps its hold until the
 	// roll-back is done, instead of letting the pods still on its last
 	// tainted devices go at once (their taints' TimeAdded is long past),
-	// and a share hovering at MaxShare does not flip the hold on every
-	// input. 0 (literal): the hold lasts until none of the driver's
+	// and a share hovering at MaxShare does not flip the hold at every
+	// pass. 0 (literal): the hold lasts until none of the driver's
 	// allocated devices is tainted, or ReleaseHold; a device that stays
 	// tainted keeps it, so its pods need ReleaseHold or a ResumeShare
 	// above the share it alone makes. MaxShare gives the breaker without
@@ -66,10 +73,12 @@ type DeviceBlastRadius struct {
 	// before the hold ends: a storm that clears and comes back within it
 	// (a flapping health check, a rule deleted and re-applied) is still
 	// held from its first device, and a roll-back that pauses keeps it.
-	// The hold ends at the instant ResumeAfter after the share fell there,
-	// at the first call whose now reaches it (NextDeadline reports it); a
-	// share back above ResumeShare in between restarts the wait. 0
-	// (literal): the hold ends at the input that brings the share to
+	// The wait counts from the input after which the share has been at or
+	// below ResumeShare at every input (the pass that first sees it there
+	// starts it); the hold ends at the instant ResumeAfter later, at the
+	// first pass whose now reaches it (NextDeadline reports it); a pass
+	// that finds the share back above ResumeShare cancels the wait. 0
+	// (literal): the hold ends at the first pass that finds the share at
 	// ResumeShare or below. Must not be negative; ignored without MaxShare.
 	ResumeAfter time.Duration
 }
@@ -144,8 +153,8 @@ const (
 // (AppendHoldChanges), metrics and status (DriverLimits).
 //
 // The share the breaker judges is TaintedDevices / AllocatedDevices, both
-// counted when an input changes (the decision is taken then, before any
-// eviction it would cause is scheduled):
+// counted when an input changes; the breaker judges them at a pass
+// (RuleStatuses, Due), before the pass hands out any eviction:
 //
 //   - AllocatedDevices: the driver's devices (pool and name) allocated to
 //     at least one allocated ResourceClaim the DeviceEvictor knows,
@@ -155,12 +164,19 @@ const (
 //     highest-generation ResourceSlices or a DeviceTaintRule), whether the
 //     taint evicts now or after TolerationSeconds, and whether or not a pod
 //     uses the claim yet.
+//
+// Between two passes the counts are the inputs' so far, and State, Since
+// and ResumeAt (and every hold a DeviceEvictor reports or acts on:
+// Explain, RuleStatuses, AppendHoldChanges, Snapshot, ReleaseHold) are as
+// the last pass judged them; the next pass settles them, and NextDeadline
+// reports it due at once when it would change a driver's state or
+// ResumeAt.
 type DeviceDriverLimit struct {
 	Driver string
 	State  DeviceHoldState
-	// Since is when State began (the now of the call that changed it; for
-	// a hold ended by ResumeAfter, the instant it ended); zero for a
-	// driver Armed since it was first seen.
+	// Since is when State began (the now of the pass, or of the
+	// ReleaseHold, that changed it; for a hold ended by ResumeAfter, the
+	// instant it ended); zero for a driver Armed since it was first seen.
 	Since            time.Time
 	AllocatedDevices int
 	TaintedDevices   int
@@ -170,9 +186,10 @@ type DeviceDriverLimit struct {
 	MinDevices  int
 	ResumeShare float64
 	ResumeAfter time.Duration
-	// ResumeAt is, for a Holding or Released driver whose share is at or
-	// below ResumeShare, when its hold ends unless the share rises above
-	// ResumeShare first (ResumeAfter after it fell there); zero otherwise.
+	// ResumeAt is, for a Holding or Released driver whose share the last
+	// pass found at or below ResumeShare, when its hold ends unless a pass
+	// finds the share above ResumeShare first (ResumeAfter after it fell
+	// there); zero otherwise.
 	ResumeAt time.Time
 	// HeldPods are the pods whose eviction is held and that use a tainted
 	// device of the driver (DriverLimits only; 0 in AppendHoldChanges).
@@ -871,8 +888,10 @@ func (d *DeviceEvictor) limitOf(v *devDriver) DeviceDriverLimit {
 // driver, and returns the extended slice: the values behind a metric (for
 // example lifecycle_device_taint_eviction_held{driver} from State,
 // ..._tainted_devices and ..._allocated_devices from the counts,
-// ..._held_pods and ..._throttled_evictions). Nothing without
-// DeviceBlastRadius. O(drivers + the claims and pods of Holding drivers).
+// ..._held_pods and ..._throttled_evictions): the counts as of the last
+// input, the states as of the last pass (see DeviceDriverLimit). Nothing
+// without DeviceBlastRadius. O(drivers + the claims and pods of Holding
+// drivers).
 func (d *DeviceEvictor) DriverLimits(dst []DeviceDriverLimit) []DeviceDriverLimit {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -923,9 +942,10 @@ func (d *DeviceEvictor) heldPods(v *devDriver) int {
 // AppendHoldChanges appends the drivers whose DeviceHoldState changed
 // since the last call (and differs from the one it reported then) to dst,
 // sorted by driver, and returns the extended slice: the Events to record
-// (Reason, Message; a Warning for DeviceHoldHolding). A hold that started
-// and ended between two calls reports nothing. O(changed drivers); with
-// nothing changed it allocates nothing.
+// (Reason, Message; a Warning for DeviceHoldHolding). States change at a
+// pass (and ReleaseHold), so call it after the pass's Due. A hold that
+// started and ended between two calls reports nothing. O(changed
+// drivers); with nothing changed it allocates nothing.
 func (d *DeviceEvictor) AppendHoldChanges(dst []DeviceDriverLimit) []DeviceDriverLimit {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -952,8 +972,10 @@ func (d *DeviceEvictor) AppendHoldChanges(dst []DeviceDriverLimit) []DeviceDrive
 // ResumeAfter), when the breaker is armed again. The caller wires it to
 // an operator action (a command, an annotation); a release does not
 // survive a restart (the breaker holds again until released again). It
-// reports false, changing nothing, when the driver is not Holding (a hold
-// whose ResumeAfter ran out by now has ended). O(the driver's claims).
+// acts on the holds as the last pass judged them (a hold whose ResumeAfter
+// ran out is released, and armed by the next pass), and reports false,
+// changing nothing, when the driver is not Holding (a trip not judged yet
+// is not a hold). O(the driver's claims).
 func (d *DeviceEvictor) ReleaseHold(now time.Time, driver string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
