@@ -205,7 +205,8 @@ type DeviceEvictor struct {
 	// allocated devices.
 	limitsOn, breakerOn, rateOn bool
 	drivers                     map[string]*devDriver
-	dirty                       []*devDriver // counters changed since the last settle
+	dirty                       []*devDriver // counters changed since the last pass (judge)
+	fresh                       bool         // a counter changed in the current input
 	holdDirty                   []*devDriver // state changed since the last AppendHoldChanges
 	waiting                     []*devDriver // drivers with throttled evictions
 	resuming                    []*devDriver // holds waiting for ResumeAfter (some maybe cancelled)
@@ -410,17 +411,13 @@ func NewDeviceEvictor(cfg DeviceEvictorConfig) (*DeviceEvictor, error) {
 	return d, nil
 }
 
-// advance returns now, or the latest now seen if now is earlier, and
-// first ends the breaker holds whose ResumeAfter has run out by then: every
-// call that takes now decides as of now.
+// advance returns now, or the latest now seen if now is earlier. The
+// breakers are not decided here: a pass decides them (judge).
 func (d *DeviceEvictor) advance(now time.Time) time.Time {
 	if now.Before(d.last) {
 		now = d.last
 	} else {
 		d.last = now
-	}
-	if len(d.resuming) > 0 {
-		d.resumeDue(now)
 	}
 	return now
 }
@@ -783,7 +780,7 @@ func (d *DeviceEvictor) SetClaim(now time.Time, claim *resourcev1.ResourceClaim)
 		if c != nil {
 			d.dropClaimIfEmpty(c)
 		}
-		d.settleAll(now)
+		d.countsChanged(now)
 		return nil
 	}
 	if c == nil {
@@ -813,7 +810,7 @@ func (d *DeviceEvictor) DeleteClaim(now time.Time, key types.NamespacedName) {
 		d.repods(now, c)
 	}
 	d.dropClaimIfEmpty(c)
-	d.settleAll(now)
+	d.countsChanged(now)
 }
 
 // sameClaim reports whether in (allocated) equals c's allocation, owner and
@@ -977,15 +974,6 @@ func (d *DeviceEvictor) newClaim(key types.NamespacedName) *devClaim {
 // bySeq sorts claims into the order they were first seen.
 func bySeq(cs []*devClaim) {
 	slices.SortFunc(cs, func(a, b *devClaim) int { return cmp.Compare(a.seq, b.seq) })
-}
-
-// settleAll decides the breakers after counts changed outside
-// reclaimMany (a claim unallocated) and re-evaluates the claims of the
-// drivers whose hold changed.
-func (d *DeviceEvictor) settleAll(now time.Time) {
-	if d.limitsOn && len(d.dirty) > 0 {
-		d.reclaimMany(now, nil)
-	}
 }
 
 func (d *DeviceEvictor) dropClaimIfEmpty(c *devClaim) {

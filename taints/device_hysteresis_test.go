@@ -72,10 +72,11 @@ func TestDeviceBreakerRollBack(t *testing.T) {
 		end  string    // Due after the roll-back
 	}{
 		{"no hysteresis", DeviceBlastRadius{MaxShare: 0.2, ResumeShare: 0.2}, []limStep{
-			{90 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 4 of 20 allocated devices of driver gpu (20%) have an untolerated NoExecute taint."},
 			{90 * time.Second, "Due", (*lim).due, evicted(4, 5)},
+			{90 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 4 of 20 allocated devices of driver gpu (20%) have an untolerated NoExecute taint."},
 		}, "-"},
 		{"ResumeShare 0", DeviceBlastRadius{MaxShare: 0.2}, []limStep{
+			{90 * time.Second, "Due", (*lim).due, "-"},
 			{90 * time.Second, "changes", (*lim).changes, "-"},
 			{90 * time.Second, "limits", (*lim).limits, "gpu Holding 4/20 held 4 throttled 0"},
 			{90 * time.Second, "message", (*lim).message, "Evictions held: 4 of 20 allocated devices of driver gpu (20%) have an untolerated NoExecute taint, no longer more than 20%; the hold ends when none is tainted."},
@@ -96,9 +97,9 @@ func TestDeviceBreakerRollBack(t *testing.T) {
 			l := newFleet(t, tt.b)
 			steps := []limStep{
 				{10 * time.Second, "storm: taint p0..p5", taintPools(storm, 0, 1, 2, 3, 4, 5), ""},
+				{10 * time.Second, "Due", (*lim).due, "-"},
 				{10 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionHeld: Evictions held: 12 of 20 allocated devices of driver gpu (60%) have an untolerated NoExecute taint, more than 20%; the hold ends " +
 					map[bool]string{true: "when the share falls to 20% or below.", false: "when none is tainted."}[tt.b.ResumeShare > 0]},
-				{10 * time.Second, "Due", (*lim).due, "-"},
 				{60 * time.Second, "roll back p0", taintPools(nil, 0), ""},
 				{70 * time.Second, "roll back p1", taintPools(nil, 1), ""},
 				{80 * time.Second, "roll back p2", taintPools(nil, 2), ""},
@@ -121,23 +122,30 @@ func TestDeviceBreakerRollBack(t *testing.T) {
 
 // TestDeviceBreakerHovering: a share that hovers at MaxShare (a flapping
 // device taking the driver from 4 to 5 tainted of 20 and back) flips the
-// hold on every input without hysteresis; with ResumeShare 10% it holds
+// hold at every pass without hysteresis; with ResumeShare 10% it holds
 // once and keeps holding until the share falls to 10%, and then the pods
 // on the devices still tainted go at their own times (the resume level is
 // the operator's choice: what is left below it evicts). The claims
 // tolerate the taint for 300s, so nothing is due while it flaps.
 func TestDeviceBreakerHovering(t *testing.T) {
 	tol := resourcev1.DeviceToleration{Key: "gpu.example.com/unhealthy", Operator: resourcev1.DeviceTolerationOpExists, Effect: resourcev1.DeviceTaintEffectNoExecute, TolerationSeconds: uPtr(int64(300))}
-	// Each flap: the device tainted (Events collected), then untainted
-	// (Events collected).
+	// Each flap: the device tainted, a pass (Events collected), then
+	// untainted, a pass (Events collected). A pass that hands out or
+	// cancels anything says so.
 	flap := func(l *lim) string {
 		var out []string
+		pass := func() string {
+			if s := l.due(); s != "-" {
+				return "pass: " + s + ", "
+			}
+			return ""
+		}
 		for range 2 {
 			l.now = l.now.Add(time.Second)
 			l.taint("p2", 1, noExecute(limT0.Add(10*time.Second)))
-			up := l.changes()
+			up := pass() + l.changes()
 			l.taint("p2", 0, nil)
-			out = append(out, up+" / "+l.changes())
+			out = append(out, up+" / "+pass()+l.changes())
 		}
 		return strings.Join(out, " | ")
 	}
@@ -162,8 +170,8 @@ func TestDeviceBreakerHovering(t *testing.T) {
 					limStep{13 * time.Second, "limits", (*lim).limits, "gpu Holding 4/20 held 4 throttled 0"},
 					limStep{400 * time.Second, "Due, past the tolerations", (*lim).due, "-"},
 					limStep{400 * time.Second, "untaint p1", taintPools(nil, 1), ""},
-					limStep{400 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 2 of 20 allocated devices of driver gpu (10%) have an untolerated NoExecute taint."},
 					limStep{400 * time.Second, "Due", (*lim).due, evicted(0)},
+					limStep{400 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 2 of 20 allocated devices of driver gpu (10%) have an untolerated NoExecute taint."},
 				)
 			} else {
 				steps = append(steps,
@@ -184,11 +192,13 @@ func TestDeviceBreakerMinDevicesTripOnly(t *testing.T) {
 	l := newFleet(t, DeviceBlastRadius{MaxShare: 0.1, MinDevices: 3})
 	runLim(t, l, []limStep{
 		{0, "taint p0, p1", taintPools(noExecute(limT0), 0, 1), ""},
+		{0, "Due", (*lim).due, "-"},
 		{0, "limits", (*lim).limits, "gpu Holding 4/20 held 4 throttled 0"},
 		{10 * time.Second, "untaint p1", taintPools(nil, 1), ""},
 		{10 * time.Second, "Due", (*lim).due, "-"},
 		{10 * time.Second, "limits", (*lim).limits, "gpu Holding 2/20 held 2 throttled 0"},
 		{20 * time.Second, "untaint p0", taintPools(nil, 0), ""},
+		{20 * time.Second, "Due", (*lim).due, "-"},
 		{20 * time.Second, "limits", (*lim).limits, "gpu Armed 0/20 held 0 throttled 0"},
 	})
 }
@@ -196,10 +206,11 @@ func TestDeviceBreakerMinDevicesTripOnly(t *testing.T) {
 // TestDeviceBreakerResumeAfter: the share must stay at or below
 // ResumeShare for ResumeAfter. A flap back above it restarts the wait;
 // the clock going back delays nothing and ends nothing early;
-// NextDeadline reports the end, and the first call at it ends the hold,
-// whatever the call: the pods of the devices still tainted (at or below
+// NextDeadline reports the end, and the first pass at it ends the hold
+// (an input does not): the pods of the devices still tainted (at or below
 // ResumeShare) are then due at once. ReleaseHold during the wait releases;
-// after it, it finds the hold ended.
+// after a pass ended it, it finds the hold ended; before, it releases it
+// (the holds are the last pass's) and the pass arms the breaker.
 func TestDeviceBreakerResumeAfter(t *testing.T) {
 	storm := noExecute(limT0.Add(10 * time.Second))
 	b := DeviceBlastRadius{MaxShare: 0.2, ResumeShare: 0.1, ResumeAfter: 30 * time.Second}
@@ -214,15 +225,22 @@ func TestDeviceBreakerResumeAfter(t *testing.T) {
 		l := newFleet(t, b)
 		runLim(t, l, append(start, []limStep{
 			{70 * time.Second, "roll back p1", taintPools(nil, 1), ""},
+			{70 * time.Second, "limits before the pass", (*lim).limits, "gpu Holding 2/20 held 2 throttled 0"},
+			{70 * time.Second, "NextDeadline before the pass", (*lim).next, "+1m10s"},
+			{70 * time.Second, "Due", (*lim).due, "-"},
 			{70 * time.Second, "limits", (*lim).limits, "gpu Holding 2/20 held 2 throttled 0 resumes +1m40s"},
 			{70 * time.Second, "message", (*lim).message, "Evictions held: 2 of 20 allocated devices of driver gpu (10%) have an untolerated NoExecute taint; the hold ends at 2026-01-01T00:01:40Z unless the share rises above 10%."},
 			{70 * time.Second, "NextDeadline", (*lim).next, "+1m40s"},
 			{70 * time.Second, "Explain p-p0-0", func(l *lim) string { return l.explain("p-p0-0") }, "Held held by gpu until +1m40s"},
 			// p1 flaps back: 20%, above ResumeShare: the wait is off.
 			{80 * time.Second, "p1 tainted again", taintPools(storm, 1), ""},
+			{80 * time.Second, "NextDeadline before the pass", (*lim).next, "+1m20s"},
+			{80 * time.Second, "Due", (*lim).due, "-"},
 			{80 * time.Second, "limits", (*lim).limits, "gpu Holding 4/20 held 4 throttled 0"},
 			{80 * time.Second, "NextDeadline", (*lim).next, "none"},
 			{90 * time.Second, "roll back p1 again", taintPools(nil, 1), ""},
+			{90 * time.Second, "NextDeadline before the pass", (*lim).next, "+1m30s"},
+			{90 * time.Second, "Due", (*lim).due, "-"},
 			{90 * time.Second, "NextDeadline", (*lim).next, "+2m0s"},
 			// Back in time: counts as +90s.
 			{-time.Hour, "Due", (*lim).due, "-"},
@@ -230,11 +248,13 @@ func TestDeviceBreakerResumeAfter(t *testing.T) {
 			{-time.Hour, "limits", (*lim).limits, "gpu Holding 2/20 held 2 throttled 0 resumes +2m0s"},
 			{119 * time.Second, "Due", (*lim).due, "-"},
 			{119 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionHeld: Evictions held: 2 of 20 allocated devices of driver gpu (10%) have an untolerated NoExecute taint; the hold ends at 2026-01-01T00:02:00Z unless the share rises above 10%."},
-			// Any call at +2m ends the hold: here an unchanged slice.
+			// The first pass at +2m ends the hold, not an input.
 			{120 * time.Second, "untaint p9 (no change)", taintPools(nil, 9), ""},
-			{120 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 2 of 20 allocated devices of driver gpu (10%) have an untolerated NoExecute taint."},
-			{120 * time.Second, "Since", func(l *lim) string { return l.d.DriverLimits(nil)[0].Since.Sub(limT0).String() }, "2m0s"},
+			{120 * time.Second, "changes", (*lim).changes, "-"},
+			{120 * time.Second, "NextDeadline", (*lim).next, "+2m0s"},
 			{125 * time.Second, "Due", (*lim).due, evicted(0)},
+			{125 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 2 of 20 allocated devices of driver gpu (10%) have an untolerated NoExecute taint."},
+			{125 * time.Second, "Since", func(l *lim) string { return l.d.DriverLimits(nil)[0].Since.Sub(limT0).String() }, "2m0s"},
 			{125 * time.Second, "NextDeadline", (*lim).next, "none"},
 			{125 * time.Second, "limits", (*lim).limits, "gpu Armed 2/20 held 0 throttled 0"},
 		}...))
@@ -250,6 +270,7 @@ func TestDeviceBreakerResumeAfter(t *testing.T) {
 		l := newFleet(t, b)
 		runLim(t, l, append(start, []limStep{
 			{70 * time.Second, "roll back p1", taintPools(nil, 1), ""},
+			{70 * time.Second, "Due", (*lim).due, "-"},
 			{70 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionHeld: Evictions held: 2 of 20 allocated devices of driver gpu (10%) have an untolerated NoExecute taint; the hold ends at 2026-01-01T00:01:40Z unless the share rises above 10%."},
 			{80 * time.Second, "ReleaseHold", (*lim).release, "true"},
 			{80 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionHoldReleased: Hold released: 2 of 20 allocated devices of driver gpu (10%) have an untolerated NoExecute taint; evictions proceed, and the breaker is armed again at 2026-01-01T00:01:40Z unless the share rises above 10%."},
@@ -263,17 +284,33 @@ func TestDeviceBreakerResumeAfter(t *testing.T) {
 		l := newFleet(t, b)
 		runLim(t, l, append(start, []limStep{
 			{70 * time.Second, "roll back p1", taintPools(nil, 1), ""},
+			{70 * time.Second, "Due", (*lim).due, "-"},
 			{70 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionHeld: Evictions held: 2 of 20 allocated devices of driver gpu (10%) have an untolerated NoExecute taint; the hold ends at 2026-01-01T00:01:40Z unless the share rises above 10%."},
+			{100 * time.Second, "Due", (*lim).due, evicted(0)},
 			{100 * time.Second, "ReleaseHold", (*lim).release, "false"},
 			{100 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 2 of 20 allocated devices of driver gpu (10%) have an untolerated NoExecute taint."},
+		}...))
+	})
+	t.Run("released after the wait, before the pass", func(t *testing.T) {
+		// ReleaseHold acts on the holds as the last pass judged them: the
+		// hold is released, and the next pass arms the breaker.
+		l := newFleet(t, b)
+		runLim(t, l, append(start, []limStep{
+			{70 * time.Second, "roll back p1", taintPools(nil, 1), ""},
+			{70 * time.Second, "Due", (*lim).due, "-"},
+			{70 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionHeld: Evictions held: 2 of 20 allocated devices of driver gpu (10%) have an untolerated NoExecute taint; the hold ends at 2026-01-01T00:01:40Z unless the share rises above 10%."},
+			{100 * time.Second, "ReleaseHold", (*lim).release, "true"},
 			{100 * time.Second, "Due", (*lim).due, evicted(0)},
+			{100 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 2 of 20 allocated devices of driver gpu (10%) have an untolerated NoExecute taint."},
 		}...))
 	})
 	t.Run("held from the first device of a storm back within the wait", func(t *testing.T) {
 		l := newFleet(t, DeviceBlastRadius{MaxShare: 0.2, ResumeAfter: time.Minute})
 		runLim(t, l, []limStep{
 			{10 * time.Second, "storm", taintPools(storm, 0, 1, 2, 3), ""},
+			{10 * time.Second, "Due", (*lim).due, "-"},
 			{20 * time.Second, "roll back", taintPools(nil, 0, 1, 2, 3), ""},
+			{20 * time.Second, "Due", (*lim).due, "-"},
 			{20 * time.Second, "limits", (*lim).limits, "gpu Holding 0/20 held 0 throttled 0 resumes +1m20s"},
 			// It comes back one pool at a time: held from the first
 			// (an armed breaker would let 20% go before tripping).
@@ -301,7 +338,9 @@ func TestDeviceBreakerRestart(t *testing.T) {
 	l := newFleet(t, b)
 	runLim(t, l, []limStep{
 		{10 * time.Second, "storm: taint p0..p5", taintPools(storm, 0, 1, 2, 3, 4, 5), ""},
+		{10 * time.Second, "Due", (*lim).due, "-"},
 		{90 * time.Second, "roll back p0..p3", taintPools(nil, 0, 1, 2, 3), ""},
+		{90 * time.Second, "Due", (*lim).due, "-"},
 		{90 * time.Second, "limits", (*lim).limits, "gpu Holding 4/20 held 4 throttled 0"},
 	})
 	snap := l.d.Snapshot()

@@ -66,6 +66,7 @@ func TestDeviceSteadyAllocsLimits(t *testing.T) {
 					}
 				}
 			}
+			d.Due(now) // the pass that trips
 			if state.rollBack {
 				for _, s := range c.slices[1] {
 					if err := d.SetSlice(now, s); err != nil {

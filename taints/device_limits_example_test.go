@@ -16,8 +16,9 @@ import (
 // cluster (kubernetes/kubernetes#141422): upstream deletes every pod that
 // uses one. With a blast-radius breaker at 50% the DeviceEvictor holds
 // the driver's evictions instead, warns about the selector, and says why
-// in a hold change (an Event), the rule's status and Explain; deleting the
-// rule ends the hold with nothing evicted.
+// in the rule's status, Explain and a hold change (an Event); deleting the
+// rule ends the hold with nothing evicted. The breaker is judged at the
+// pass (RuleStatuses, Due), on every input fed so far.
 func ExampleDeviceBlastRadius() {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cfg := taints.DefaultDeviceEvictorConfig()
@@ -48,28 +49,29 @@ func ExampleDeviceBlastRadius() {
 	for _, w := range d.AppendWarnings(nil) {
 		fmt.Println("Warning", w.Kind.Reason()+":", w.Message())
 	}
-	for _, h := range d.AppendHoldChanges(nil) {
-		fmt.Println("Warning", h.Reason()+":", h.Message())
-	}
+	// A pass.
 	for _, s := range d.RuleStatuses(t0) {
 		fmt.Println("rule", s.Rule, s.Condition.Status, s.Condition.Reason+":", s.Condition.Message)
 	}
 	fmt.Println(len(d.Due(t0)), "evicted;", d.Explain(t0, types.NamespacedName{Namespace: "ml", Name: "trainer-0"}))
+	for _, h := range d.AppendHoldChanges(nil) {
+		fmt.Println("Warning", h.Reason()+":", h.Message())
+	}
 
 	// The operator deletes the rule (or, if it was meant, calls
 	// ReleaseHold("gpu.example.com") to let the evictions proceed).
 	d.DeleteRule(t0.Add(time.Minute), "drain")
+	fmt.Println(len(d.Due(t0.Add(time.Minute))), "evicted,", len(d.AppendCancelled(nil)), "cancelled")
 	for _, h := range d.AppendHoldChanges(nil) {
 		fmt.Println("Normal", h.Reason()+":", h.Message())
 	}
-	fmt.Println(len(d.Due(t0.Add(time.Minute))), "evicted,", len(d.AppendCancelled(nil)), "cancelled")
 	// Output:
 	// Warning DeviceTaintRuleSelectsAll: DeviceTaintRule drain: empty device selector selects every device in the cluster (taint maintenance:NoExecute).
-	// Warning DeviceTaintEvictionHeld: Evictions held: 4 of 4 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted.
 	// rule drain True EvictionHeld: 4 pods need to be evicted in 1 namespace. 4 of them held: Evictions held: 4 of 4 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted.
 	// 0 evicted; pod ml/trainer-0: not evicted: held by the blast-radius limit of driver(s) gpu.example.com; claim gpu-0 Held
-	// Normal DeviceTaintEvictionResumed: Evictions not held: 0 of 4 allocated devices of driver gpu.example.com (0%) have an untolerated NoExecute taint.
+	// Warning DeviceTaintEvictionHeld: Evictions held: 4 of 4 allocated devices of driver gpu.example.com (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted.
 	// 0 evicted, 0 cancelled
+	// Normal DeviceTaintEvictionResumed: Evictions not held: 0 of 4 allocated devices of driver gpu.example.com (0%) have an untolerated NoExecute taint.
 }
 
 // A driver's storm taints 6 of its 10 GPUs (one node each) and trips a
@@ -113,6 +115,7 @@ func ExampleDeviceBlastRadius_resumeShare() {
 	for i := range 6 {
 		_ = d.SetSlice(t0, slice(fmt.Sprintf("node-%d", i), true))
 	}
+	d.Due(t0) // a pass: the breaker trips, nothing is evicted
 	for _, h := range d.AppendHoldChanges(nil) {
 		fmt.Println(h.Reason()+":", h.Message())
 	}
@@ -121,8 +124,9 @@ func ExampleDeviceBlastRadius_resumeShare() {
 	for i := range 6 {
 		now = now.Add(time.Minute)
 		_ = d.SetSlice(now, slice(fmt.Sprintf("node-%d", i), false))
+		evicted := len(d.Due(now))
 		l := d.DriverLimits(nil)[0]
-		fmt.Printf("%v: %d of %d tainted, %s, %d evicted\n", now.Sub(t0), l.TaintedDevices, l.AllocatedDevices, l.State, len(d.Due(now)))
+		fmt.Printf("%v: %d of %d tainted, %s, %d evicted\n", now.Sub(t0), l.TaintedDevices, l.AllocatedDevices, l.State, evicted)
 	}
 	for _, h := range d.AppendHoldChanges(nil) {
 		fmt.Println(h.Reason()+":", h.Message())

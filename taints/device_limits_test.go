@@ -127,6 +127,19 @@ func (l *lim) due() string {
 	return strings.Join(out, "; ")
 }
 
+// statuses runs RuleStatuses, which judges the breakers as a pass does
+// (Due would too, but hands out evictions), and renders what it returns.
+func (l *lim) statuses() string {
+	var out []string
+	for _, s := range l.d.RuleStatuses(l.now) {
+		out = append(out, fmt.Sprintf("status %s %s %s: %s", s.Rule, s.Condition.Status, s.Condition.Reason, s.Condition.Message))
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, "; ")
+}
+
 func (l *lim) next() string {
 	at, ok := l.d.NextDeadline()
 	if !ok {
@@ -211,8 +224,9 @@ func TestDeviceBreakerPoolTaint(t *testing.T) {
 	}{
 		{"untainted", []limStep{
 			{50 * time.Second, "untaint pool a", do(func(l *lim) { l.taint("a", 4, nil) }), ""},
-			{50 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 1 of 8 allocated devices of driver gpu (12.5%) have an untolerated NoExecute taint."},
+			{50 * time.Second, "changes before the pass", (*lim).changes, "-"},
 			{50 * time.Second, "Due", (*lim).due, "p-b-0 (ResourceSlice gpu-b gpu/b/dev-0 taint #0)"},
+			{50 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 1 of 8 allocated devices of driver gpu (12.5%) have an untolerated NoExecute taint."},
 			{50 * time.Second, "Explain p-a-0", func(l *lim) string { return l.explain("p-a-0") }, "NotTainted"},
 		}},
 		{"released", []limStep{
@@ -228,8 +242,11 @@ func TestDeviceBreakerPoolTaint(t *testing.T) {
 			// The share falls to 40% or below: armed again, and the
 			// next pool-wide taint is held.
 			{70 * time.Second, "untaint pool a and b", do(func(l *lim) { l.taint("a", 4, nil); l.taint("b", 4, nil) }), ""},
+			{70 * time.Second, "Due", (*lim).due, "-"},
 			{70 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionResumed: Evictions not held: 0 of 8 allocated devices of driver gpu (0%) have an untolerated NoExecute taint."},
 			{80 * time.Second, "taint pool b", do(func(l *lim) { l.taint("b", 4, noExecute(limT0.Add(80*time.Second))) }), ""},
+			{80 * time.Second, "limits before the pass", (*lim).limits, "gpu Armed 4/8 held 0 throttled 0"},
+			{80 * time.Second, "Due", (*lim).due, "-"},
 			{80 * time.Second, "limits", (*lim).limits, "gpu Holding 4/8 held 2 throttled 0"}, // p-b-0 and p-b-1 are gone
 		}},
 	} {
@@ -239,6 +256,8 @@ func TestDeviceBreakerPoolTaint(t *testing.T) {
 			steps := []limStep{
 				{0, "limits", (*lim).limits, "gpu Armed 0/8 held 0 throttled 0"},
 				{10 * time.Second, "taint pool a", do(func(l *lim) { l.taint("a", 4, noExecute(limT0.Add(10*time.Second))) }), ""},
+				{10 * time.Second, "NextDeadline before the pass", (*lim).next, "+10s"},
+				{10 * time.Second, "Due", (*lim).due, "-"},
 				{10 * time.Second, "limits", (*lim).limits, "gpu Holding 4/8 held 4 throttled 0"},
 				{10 * time.Second, "changes", (*lim).changes, "DeviceTaintEvictionHeld: Evictions held: 4 of 8 allocated devices of driver gpu (50%) have an untolerated NoExecute taint, more than 40%; the hold ends when the share falls to 40% or below."},
 				{10 * time.Second, "changes again", (*lim).changes, "-"},
@@ -270,11 +289,13 @@ func TestDeviceBreakerScheduledThenHeld(t *testing.T) {
 		{0, "taint dev-0", do(func(l *lim) { l.taint("a", 1, noExecute(limT0)) }), ""},
 		{0, "Explain p-a-0", func(l *lim) string { return l.explain("p-a-0") }, "Scheduled +1m0s"},
 		{10 * time.Second, "taint dev-0..2", do(func(l *lim) { l.taint("a", 3, noExecute(limT0)) }), ""},
+		{10 * time.Second, "RuleStatuses", (*lim).statuses, "-"},
 		{10 * time.Second, "Explain p-a-0", func(l *lim) string { return l.explain("p-a-0") }, "Held held by gpu"},
 		{10 * time.Second, "Due", (*lim).due, "-"},
 		{10 * time.Second, "NextDeadline", (*lim).next, "none"},
 		{70 * time.Second, "Due", (*lim).due, "-"},
 		{80 * time.Second, "untaint dev-1..2", do(func(l *lim) { l.taint("a", 1, noExecute(limT0)) }), ""},
+		{80 * time.Second, "RuleStatuses", (*lim).statuses, "-"},
 		{80 * time.Second, "Explain p-a-0", func(l *lim) string { return l.explain("p-a-0") }, "Due +1m0s"},
 		{80 * time.Second, "Due", (*lim).due, "p-a-0 (ResourceSlice gpu-a gpu/a/dev-0 taint #0)"},
 		{80 * time.Second, "cancellations", func(l *lim) string { return fmt.Sprint(l.cancel) }, "[]"},
@@ -323,6 +344,7 @@ func TestDeviceBreakerOtherDriver(t *testing.T) {
 	}
 	runLim(t, l, []limStep{
 		{0, "taint a's device", do(func(l *lim) { l.taint("pa", 1, noExecute(limT0)) }), ""},
+		{0, "RuleStatuses", (*lim).statuses, "-"},
 		{0, "Explain", func(l *lim) string { return l.explain("p-x-0") }, "Held held by a"},
 		{0, "limits", (*lim).limits, "a Holding 1/1 held 1 throttled 0; b Armed 0/2 held 0 throttled 0"},
 		{10 * time.Second, "taint one of b's", do(func(l *lim) { l.taint("pb", 1, noExecute(limT0.Add(5*time.Second))) }), ""},
@@ -342,11 +364,11 @@ func TestDeviceBreakerEmptySelectorRule(t *testing.T) {
 		Taint: resourcev1.DeviceTaint{Key: "maintenance", Effect: resourcev1.DeviceTaintEffectNoExecute, TimeAdded: &metav1.Time{Time: limT0}}}
 	runLim(t, l, []limStep{
 		{0, "SetRule", do(func(l *lim) { l.d.SetRule(l.now, rule) }), ""},
-		{0, "changes", (*lim).changes, "DeviceTaintEvictionHeld: Evictions held: 3 of 3 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted.; " +
-			"DeviceTaintEvictionHeld: Evictions held: 2 of 2 allocated devices of driver nic (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted."},
 		{0, "Due", (*lim).due, "status oops True EvictionHeld: 5 pods need to be evicted in 2 different namespaces. 5 of them held: " +
 			"Evictions held: 3 of 3 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted. " +
 			"Evictions held: 2 of 2 allocated devices of driver nic (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted."},
+		{0, "changes", (*lim).changes, "DeviceTaintEvictionHeld: Evictions held: 3 of 3 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted.; " +
+			"DeviceTaintEvictionHeld: Evictions held: 2 of 2 allocated devices of driver nic (100%) have an untolerated NoExecute taint, more than 50%; the hold ends when none is tainted."},
 		{time.Minute, "DeleteRule", do(func(l *lim) { l.d.DeleteRule(l.now, "oops") }), ""},
 		{time.Minute, "Due", (*lim).due, "-"},
 		{time.Minute, "limits", (*lim).limits, "gpu Armed 0/3 held 0 throttled 0; nic Armed 0/2 held 0 throttled 0"},
@@ -491,15 +513,22 @@ func TestDeviceBlastRadiusConfig(t *testing.T) {
 }
 
 func TestDeviceHoldChangesCoalesce(t *testing.T) {
-	// A hold that starts and ends between two AppendHoldChanges reports
-	// nothing; one that starts and is released reports Released.
+	// A hold that starts and ends between two AppendHoldChanges (each at
+	// a pass) reports nothing; one that starts and is released reports
+	// Released.
 	l := newLim(t, limConfig(DeviceBlastRadius{MaxShare: 0.5}))
 	l.pool("gpu", "a", 2, 2)
 	runLim(t, l, []limStep{
-		{0, "taint and untaint", do(func(l *lim) { l.taint("a", 2, noExecute(limT0)); l.taint("a", 0, nil) }), ""},
-		{0, "changes", (*lim).changes, "-"},
-		{0, "taint, release", func(l *lim) string {
+		{0, "taint, pass, untaint, pass", func(l *lim) string {
 			l.taint("a", 2, noExecute(limT0))
+			held := l.statuses() + " " + l.limits()
+			l.taint("a", 0, nil)
+			return held + "; " + l.statuses() + " " + l.limits()
+		}, "- gpu Holding 2/2 held 2 throttled 0; - gpu Armed 0/2 held 0 throttled 0"},
+		{0, "changes", (*lim).changes, "-"},
+		{0, "taint, pass, release", func(l *lim) string {
+			l.taint("a", 2, noExecute(limT0))
+			l.statuses()
 			return fmt.Sprint(l.d.ReleaseHold(l.now, "gpu"))
 		}, "true"},
 		{0, "changes", (*lim).changes, "DeviceTaintEvictionHoldReleased: Hold released: 2 of 2 allocated devices of driver gpu (100%) have an untolerated NoExecute taint, more than 50%; evictions proceed, and the breaker is armed again when none is tainted."},

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -41,11 +42,14 @@ type devModel struct {
 	// evicted pods (name and UID).
 	evicted map[string]bool
 	// blast is the blast-radius breaker under test (nil: none), held and
-	// released the drivers' breakers (TestDeviceModelBreaker), resumeAt
-	// when a hold whose share is calm ends (ResumeAfter).
+	// released the drivers' breakers (TestDeviceModelBreaker) as the last
+	// pass judged them, resumeAt when a hold whose share is calm ends
+	// (ResumeAfter), calmFrom since when the share has been calm at the
+	// end of every step (the start of that wait).
 	blast          *DeviceBlastRadius
 	held, released map[string]bool
 	resumeAt       map[string]time.Time
+	calmFrom       map[string]time.Time
 	// handed are the evictions handed out and not reported yet (by
 	// evictedKey, whether or not the pod is still there), each with the
 	// rules among its reasons (name to UID) as they were at Due; counts
@@ -182,13 +186,35 @@ func (m *devModel) breakerCounts() map[string][2]int {
 	return out
 }
 
-// settle applies the breaker rule to every driver at now: an Armed one
-// trips to Holding when more than MaxShare (and more than MinDevices) of
-// its allocated devices are tainted; a Holding or Released one (a hold
-// released) is armed again once its share is at or below ResumeShare,
-// at once without ResumeAfter, else ResumeAfter after the share fell
-// there (expire), unless the share rises above it first.
-func (m *devModel) settle(now time.Time) {
+// track ends a step: each driver's calm run (its share at or below
+// ResumeShare at the end of every step since calmFrom) goes on, starts at
+// now or is broken. Inputs only count; the breaker is judged at a pass.
+func (m *devModel) track(now time.Time) {
+	if m.blast == nil {
+		return
+	}
+	counts := m.breakerCounts()
+	for _, drv := range []string{"d1", "d2"} {
+		n := counts[drv]
+		_, running := m.calmFrom[drv]
+		switch calm := float64(n[1]) <= m.blast.ResumeShare*float64(n[0]); {
+		case !calm:
+			delete(m.calmFrom, drv)
+		case !running:
+			m.calmFrom[drv] = now
+		}
+	}
+}
+
+// judge is a pass's first step (RuleStatuses, Due): the breaker rule
+// applied to every driver at now on the counts of all the inputs so far.
+// An Armed driver trips to Holding when more than MaxShare (and more than
+// MinDevices) of its allocated devices are tainted; a Holding or Released
+// one (a hold released) is armed again once its share is at or below
+// ResumeShare, at once without ResumeAfter, else ResumeAfter after its
+// calm run began, unless the share rises above it before a pass sees the
+// wait run out.
+func (m *devModel) judge(now time.Time) {
 	if m.blast == nil {
 		return
 	}
@@ -206,16 +232,8 @@ func (m *devModel) settle(now time.Time) {
 		case m.blast.ResumeAfter == 0:
 			m.held[drv], m.released[drv] = false, false
 		case !waiting:
-			m.resumeAt[drv] = now.Add(m.blast.ResumeAfter)
+			m.resumeAt[drv] = m.calmFrom[drv].Add(m.blast.ResumeAfter)
 		}
-	}
-}
-
-// expire ends the holds whose ResumeAfter ran out by now: what every
-// DeviceEvictor call that takes now does first.
-func (m *devModel) expire(now time.Time) {
-	if m.blast == nil {
-		return
 	}
 	for drv, at := range m.resumeAt {
 		if !now.Before(at) {
@@ -480,7 +498,7 @@ func runDeviceModelGen(t *testing.T, r *rand.Rand, steps int, dense bool) {
 	}
 	m := newDevModel()
 	if b := cfg.BlastRadius; b.MaxShare > 0 && b.MaxShare < 1 && b.MinDevices < 4 {
-		m.blast, m.held, m.released, m.resumeAt = &b, map[string]bool{}, map[string]bool{}, map[string]time.Time{}
+		m.blast, m.held, m.released, m.resumeAt, m.calmFrom = &b, map[string]bool{}, map[string]bool{}, map[string]time.Time{}, map[string]time.Time{}
 	}
 	g := gen{r: r, t0: uTaintTime, dense: dense}
 	now := uTaintTime
@@ -540,29 +558,20 @@ func runDeviceModelGen(t *testing.T, r *rand.Rand, steps int, dense bool) {
 				fail("SetSlice error %v, over limit %v", err, tooBig)
 			}
 			if !tooBig {
-				m.expire(now)
-				if old := m.slices[s.Name]; old != nil && (old.Spec.Driver != s.Spec.Driver || old.Spec.Pool.Name != s.Spec.Pool.Name) {
-					delete(m.slices, s.Name) // moved to another pool: deleted, then added
-					m.settle(now)
-				}
-				m.slices[s.Name] = s
+				m.slices[s.Name] = s // moved to another pool: deleted then added, calmer in between
 			}
 		case 2:
 			name := g.pick("s1", "s2", "s3", "s4")
 			trace = append(trace, "DeleteSlice "+name)
 			d.DeleteSlice(now, name)
-			m.expire(now)
 			delete(m.slices, name)
 		case 3:
 			rule := g.rule()
 			trace = append(trace, fmt.Sprintf("SetRule %s %s %+v", rule.Name, rule.Taint.Effect, rule.Selector))
 			d.SetRule(now, rule)
-			m.expire(now)
 			old, known := m.rules[rule.Name]
 			if known && old.UID != rule.UID {
-				m.dropRuleCounts(rule.Name)
-				delete(m.rules, rule.Name) // a new UID: deleted, then added
-				m.settle(now)
+				m.dropRuleCounts(rule.Name) // a new UID: deleted, then added
 			}
 			if rk := ruleKey(rule.Name, rule.UID); !known || old.UID != rule.UID {
 				if n, ok := m.restoredCounts[rk]; ok {
@@ -575,7 +584,6 @@ func runDeviceModelGen(t *testing.T, r *rand.Rand, steps int, dense bool) {
 			name := g.pick("r1", "r2")
 			trace = append(trace, "DeleteRule "+name)
 			d.DeleteRule(now, name)
-			m.expire(now)
 			m.dropRuleCounts(name)
 			delete(m.rules, name)
 		case 5, 6:
@@ -587,14 +595,12 @@ func runDeviceModelGen(t *testing.T, r *rand.Rand, steps int, dense bool) {
 				fail("SetClaim error %v, over limit %v", err, tooBig)
 			}
 			if !tooBig {
-				m.expire(now)
 				m.claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
 			}
 		case 7:
 			k := types.NamespacedName{Namespace: "ns", Name: g.pick("c1", "c2", "c3")}
 			trace = append(trace, "DeleteClaim "+k.Name)
 			d.DeleteClaim(now, k)
-			m.expire(now)
 			delete(m.claims, k)
 		case 8, 9:
 			p := g.pod()
@@ -605,7 +611,6 @@ func runDeviceModelGen(t *testing.T, r *rand.Rand, steps int, dense bool) {
 				fail("SetPod error %v, over limit %v", err, tooBig)
 			}
 			if !tooBig {
-				m.expire(now)
 				k := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 				if old := m.pods[k]; old != nil && old.UID != p.UID {
 					delete(m.evicted, evictedKey(old))
@@ -643,8 +648,7 @@ func runDeviceModelGen(t *testing.T, r *rand.Rand, steps int, dense bool) {
 			trace = append(trace, fmt.Sprintf("now = t0+%v", now.Sub(uTaintTime)))
 			if m.blast != nil && r.IntN(3) == 0 {
 				drv := g.pick("d1", "d2")
-				trace = append(trace, "ReleaseHold "+drv)
-				m.expire(now)
+				trace = append(trace, "ReleaseHold "+drv) // the holds as the last pass judged them
 				if got := d.ReleaseHold(now, drv); got != m.held[drv] {
 					fail("ReleaseHold(%s) = %v, model held %v", drv, got, m.held[drv])
 				}
@@ -660,7 +664,6 @@ func runDeviceModelGen(t *testing.T, r *rand.Rand, steps int, dense bool) {
 			i := r.IntN(len(out))
 			x := out[i]
 			out = slices.Delete(out, i, i+1)
-			m.expire(now)
 			report(x)
 		case 15:
 			if m.blast != nil || r.IntN(4) > 0 {
@@ -672,8 +675,8 @@ func runDeviceModelGen(t *testing.T, r *rand.Rand, steps int, dense bool) {
 		default:
 			// A worker pass: Due, then Done, an immediate Retry, or a
 			// report left for later.
-			d.RuleStatuses(now)
-			m.expire(now)
+			d.RuleStatuses(now) // judges the breakers, as Due would
+			m.judge(now)
 			if m.restorePending { // the first Due settles the Restore
 				m.restorePending, m.restoredPods, m.restoredCounts = false, map[string]bool{}, map[string]int64{}
 			}
@@ -714,9 +717,24 @@ func runDeviceModelGen(t *testing.T, r *rand.Rand, steps int, dense bool) {
 			}
 			d.AppendCancelled(nil)
 		}
-		m.settle(now)
+		m.track(now)
 		checkDeviceModel(t, d, m, now, fail)
 	}
+}
+
+// sameSet reports whether a and b hold the same true keys.
+func sameSet(a, b map[string]bool) bool {
+	for k, v := range a {
+		if v != b[k] {
+			return false
+		}
+	}
+	for k, v := range b {
+		if v != a[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time, fail func(string, ...any)) {
@@ -762,6 +780,16 @@ func checkDeviceModel(t *testing.T, d *DeviceEvictor, m *devModel, now time.Time
 		}
 	}
 	if m.blast != nil {
+		// A pass now would change a breaker: NextDeadline says so.
+		next := &devModel{blast: m.blast, held: maps.Clone(m.held), released: maps.Clone(m.released), resumeAt: maps.Clone(m.resumeAt),
+			calmFrom: m.calmFrom, slices: m.slices, rules: m.rules, claims: m.claims}
+		next.judge(now)
+		if !sameSet(next.held, m.held) || !sameSet(next.released, m.released) || !maps.Equal(next.resumeAt, m.resumeAt) {
+			if at, ok := d.NextDeadline(); !ok || at.After(now) {
+				fail("NextDeadline = %v, %v; the next pass changes a breaker: held %v released %v resumeAt %v, model now %v %v %v",
+					at, ok, next.held, next.released, next.resumeAt, m.held, m.released, m.resumeAt)
+			}
+		}
 		counts := m.breakerCounts()
 		for drv := range m.held {
 			if _, ok := counts[drv]; !ok && (m.held[drv] || m.released[drv]) {

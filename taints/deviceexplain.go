@@ -142,7 +142,9 @@ type DeviceExplanation struct {
 }
 
 // Explain reports what the DeviceEvictor will do with the pod key and why,
-// as of now. It changes nothing and allocates the result.
+// as of now, with the breakers' holds as the last pass judged them (a pod
+// that the next pass will hold is Scheduled or Due until then). It changes
+// nothing and allocates the result.
 func (d *DeviceEvictor) Explain(now time.Time, key types.NamespacedName) DeviceExplanation {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -349,7 +351,8 @@ func (d *DeviceEvictor) Snapshot() DeviceSnapshot {
 // rules not set by then are of objects deleted while no controller ran,
 // and are dropped (until then Snapshot reports them again); each restored
 // hold is judged on the counts, as if its inputs had just changed (a calm
-// share ends it, or starts ResumeAfter). It returns an error wrapping
+// share ends it, or starts ResumeAfter then). Until that Due, RuleStatuses
+// judges every other driver but not a restored hold. It returns an error wrapping
 // ErrDeviceLimit, and changes nothing, when s's entries and those still
 // pending from earlier Restores exceed MaxDeviceSnapshot.
 func (d *DeviceEvictor) Restore(now time.Time, s DeviceSnapshot) error {

@@ -20,6 +20,13 @@ import (
 // them all while the driver's taints reach more than a share of its
 // allocated devices. The zero value limits nothing: upstream's decisions.
 //
+// The breaker is judged at a pass (RuleStatuses, Due), on the counts of
+// every input fed so far, not at each input: informers deliver objects in
+// no particular order (a DeviceTaintRule before the claims whose devices
+// it taints makes 1 of 1 allocated device tainted), and a caller runs its
+// passes once they have synced. DeviceDriverLimit says what counts and
+// what the reports show between two passes.
+//
 // Per driver rather than per pool: a pool is often one node's devices, so a
 // per-pool share would hold every node-wide fault (a whole pool tainted is
 // 100% of it), and a per-pool rate would bound nothing cluster-wide (n pools
@@ -55,8 +62,8 @@ type DeviceBlastRadius struct {
 	// storm rolled back slice by slice thus keeps its hold until the
 	// roll-back is done, instead of letting the pods still on its last
 	// tainted devices go at once (their taints' TimeAdded is long past),
-	// and a share hovering at MaxShare does not flip the hold on every
-	// input. 0 (literal): the hold lasts until none of the driver's
+	// and a share hovering at MaxShare does not flip the hold at every
+	// pass. 0 (literal): the hold lasts until none of the driver's
 	// allocated devices is tainted, or ReleaseHold; a device that stays
 	// tainted keeps it, so its pods need ReleaseHold or a ResumeShare
 	// above the share it alone makes. MaxShare gives the breaker without
@@ -66,10 +73,12 @@ type DeviceBlastRadius struct {
 	// before the hold ends: a storm that clears and comes back within it
 	// (a flapping health check, a rule deleted and re-applied) is still
 	// held from its first device, and a roll-back that pauses keeps it.
-	// The hold ends at the instant ResumeAfter after the share fell there,
-	// at the first call whose now reaches it (NextDeadline reports it); a
-	// share back above ResumeShare in between restarts the wait. 0
-	// (literal): the hold ends at the input that brings the share to
+	// The wait counts from the input after which the share has been at or
+	// below ResumeShare at every input (the pass that first sees it there
+	// starts it); the hold ends at the instant ResumeAfter later, at the
+	// first pass whose now reaches it (NextDeadline reports it); a pass
+	// that finds the share back above ResumeShare cancels the wait. 0
+	// (literal): the hold ends at the first pass that finds the share at
 	// ResumeShare or below. Must not be negative; ignored without MaxShare.
 	ResumeAfter time.Duration
 }
@@ -144,8 +153,8 @@ const (
 // (AppendHoldChanges), metrics and status (DriverLimits).
 //
 // The share the breaker judges is TaintedDevices / AllocatedDevices, both
-// counted when an input changes (the decision is taken then, before any
-// eviction it would cause is scheduled):
+// counted when an input changes; the breaker judges them at a pass
+// (RuleStatuses, Due), before the pass hands out any eviction:
 //
 //   - AllocatedDevices: the driver's devices (pool and name) allocated to
 //     at least one allocated ResourceClaim the DeviceEvictor knows,
@@ -155,12 +164,19 @@ const (
 //     highest-generation ResourceSlices or a DeviceTaintRule), whether the
 //     taint evicts now or after TolerationSeconds, and whether or not a pod
 //     uses the claim yet.
+//
+// Between two passes the counts are the inputs' so far, and State, Since
+// and ResumeAt (and every hold a DeviceEvictor reports or acts on:
+// Explain, RuleStatuses, AppendHoldChanges, Snapshot, ReleaseHold) are as
+// the last pass judged them; the next pass settles them, and NextDeadline
+// reports it due at once when it would change a driver's state or
+// ResumeAt.
 type DeviceDriverLimit struct {
 	Driver string
 	State  DeviceHoldState
-	// Since is when State began (the now of the call that changed it; for
-	// a hold ended by ResumeAfter, the instant it ended); zero for a
-	// driver Armed since it was first seen.
+	// Since is when State began (the now of the pass, or of the
+	// ReleaseHold, that changed it; for a hold ended by ResumeAfter, the
+	// instant it ended); zero for a driver Armed since it was first seen.
 	Since            time.Time
 	AllocatedDevices int
 	TaintedDevices   int
@@ -170,9 +186,10 @@ type DeviceDriverLimit struct {
 	MinDevices  int
 	ResumeShare float64
 	ResumeAfter time.Duration
-	// ResumeAt is, for a Holding or Released driver whose share is at or
-	// below ResumeShare, when its hold ends unless the share rises above
-	// ResumeShare first (ResumeAfter after it fell there); zero otherwise.
+	// ResumeAt is, for a Holding or Released driver whose share the last
+	// pass found at or below ResumeShare, when its hold ends unless a pass
+	// finds the share above ResumeShare first (ResumeAfter after it fell
+	// there); zero otherwise.
 	ResumeAt time.Time
 	// HeldPods are the pods whose eviction is held and that use a tainted
 	// device of the driver (DriverLimits only; 0 in AppendHoldChanges).
@@ -284,9 +301,15 @@ type devDriver struct {
 	resumeAt   time.Time
 	// restored: a hold from Restore (maybe released since), not judged
 	// until the first Due.
-	restored  bool
+	restored bool
+	// calmRun: the share has been at or below ResumeShare at the end of
+	// every input that changed the counters since calmFrom (countsChanged);
+	// a ResumeAfter wait the next pass starts counts from there.
+	calmRun   bool
+	calmFrom  time.Time
+	fresh     bool            // counters changed in the current input
 	reported  DeviceHoldState // as last returned by AppendHoldChanges
-	isDirty   bool            // in DeviceEvictor.dirty
+	isDirty   bool            // in DeviceEvictor.dirty: judged at the next pass
 	inChanged bool            // in DeviceEvictor.holdDirty
 	inWaiting bool            // in DeviceEvictor.waiting
 	lim       *rate.Limiter   // nil without a rate
@@ -319,7 +342,10 @@ func (d *DeviceEvictor) driver(name string) *devDriver {
 	return v
 }
 
+// markDirty notes that v's counters changed: countsChanged tracks its
+// calm run at the end of the input, and the next pass judges it.
 func (d *DeviceEvictor) markDirty(v *devDriver) {
+	v.fresh, d.fresh = true, true
 	if !v.isDirty {
 		v.isDirty = true
 		d.dirty = append(d.dirty, v)
@@ -422,59 +448,140 @@ func (d *DeviceEvictor) updateHits(c *devClaim) {
 }
 
 // reclaimMany re-evaluates the claims cs (in creation order). With the
-// blast-radius limit on, their hits are counted first and the breakers
-// decided, so that a claim's eviction is never scheduled by a change that
-// also makes its driver hold; the claims of every driver whose hold
-// changed are re-evaluated too.
+// blast-radius limit on, their hits are counted first (countsChanged);
+// the breakers are not decided here but at the next pass (judge), on the
+// view the inputs give by then.
 func (d *DeviceEvictor) reclaimMany(now time.Time, cs []*devClaim) {
 	if d.limitsOn {
 		for _, c := range cs {
 			d.updateHits(c)
 		}
-		if more := d.settle(now); len(more) > 0 {
-			d.mark++
-			for _, c := range cs {
-				c.mark = d.mark
-			}
-			for _, c := range more {
-				if c.mark != d.mark {
-					c.mark = d.mark
-					cs = append(cs, c)
-				}
-			}
-			bySeq(cs)
-		}
+		d.countsChanged(now)
 	}
 	for _, c := range cs {
 		d.reclaim(now, c)
 	}
 }
 
-// settle decides the breaker of every driver whose counters changed and
-// returns the allocated claims of the drivers whose hold changed. An Armed
-// driver trips when its counts are over; a Holding or Released one ends
-// its hold when its share is calm (at or below ResumeShare), at once
-// without ResumeAfter, else at resumeAt (resumeDue), which a share that is
-// no longer calm cancels.
+// countsChanged ends an input that changed drivers' counters: each
+// changed driver's calm run (the share at or below ResumeShare since
+// calmFrom, the start of a ResumeAfter wait) is kept, started at now or
+// broken, and a driver with nothing left is forgotten. The counters are
+// the input's final ones (an object replaced under its name, deleted then
+// added, is calmer in between, under the same now: no calmFrom differs).
+// O(drivers changed since the last pass) when a counter changed, else
+// O(1).
+func (d *DeviceEvictor) countsChanged(now time.Time) {
+	if !d.fresh {
+		return
+	}
+	d.fresh = false
+	for _, v := range d.dirty {
+		if !v.fresh {
+			continue
+		}
+		v.fresh = false
+		switch calm := d.calm(v); {
+		case !calm:
+			v.calmRun = false
+		case !v.calmRun:
+			v.calmRun, v.calmFrom = true, now
+		}
+		d.dropIdle(v)
+	}
+}
+
+// judge decides the breakers at now, on the counts the inputs give: the
+// pass's first step (RuleStatuses, Due). The drivers whose counters
+// changed since the last pass are judged (settle), then the holds whose
+// ResumeAfter has run out end (resumeDue); the claims of every driver
+// whose hold changed are re-evaluated. O(1) with nothing to judge.
+func (d *DeviceEvictor) judge(now time.Time) {
+	if !d.limitsOn {
+		return
+	}
+	if len(d.dirty) > 0 {
+		for _, c := range d.settle(now) {
+			d.reclaim(now, c)
+		}
+	}
+	if len(d.resuming) > 0 {
+		d.resumeDue(now)
+	}
+}
+
+// holdVerdict is what the breaker rule makes of a driver's counts (verdictOf): an Armed driver
+// trips when they are over; a Holding or Released one ends its hold when
+// its share is calm (at or below ResumeShare), at once without
+// ResumeAfter, else ResumeAfter after its calm run began (resumeDue), and
+// a share that is no longer calm cancels that wait.
+type holdVerdict uint8
+
+const (
+	verdictKeep      holdVerdict = iota // nothing changes
+	verdictTrip                         // Armed to Holding
+	verdictResume                       // the hold ends now
+	verdictWait                         // the hold ends ResumeAfter after calmFrom
+	verdictStopWait                     // the share is no longer calm: no ResumeAt
+	verdictNotJudged                    // a restored hold before the first Due
+)
+
+func (d *DeviceEvictor) verdictOf(v *devDriver) holdVerdict {
+	switch {
+	case v.restored:
+		return verdictNotJudged
+	case !v.held && !v.released:
+		if d.over(v) {
+			return verdictTrip
+		}
+		return verdictKeep
+	case !d.calm(v):
+		if v.resuming {
+			return verdictStopWait
+		}
+		return verdictKeep
+	case d.cfg.BlastRadius.ResumeAfter == 0:
+		return verdictResume
+	case !v.resuming:
+		return verdictWait
+	}
+	return verdictKeep
+}
+
+// pendingVerdict reports whether the next pass would change a driver's
+// breaker (its state or ResumeAt): NextDeadline then reports that Due has
+// work now. O(drivers changed since the last pass).
+func (d *DeviceEvictor) pendingVerdict() bool {
+	for _, v := range d.dirty {
+		if vd := d.verdictOf(v); vd != verdictKeep && vd != verdictNotJudged {
+			return true
+		}
+	}
+	return false
+}
+
+// settle judges every driver whose counters changed since the last pass
+// (verdictOf) and returns the allocated claims of the drivers whose hold
+// changed.
 func (d *DeviceEvictor) settle(now time.Time) []*devClaim {
 	var flipped []*devDriver
-	after := d.cfg.BlastRadius.ResumeAfter
 	for i, v := range d.dirty {
 		d.dirty[i] = nil
 		v.isDirty = false
 		was, wasHeld := v.state(), v.held
-		switch {
-		case v.restored:
-			// Partial counts until the informers have synced: the
-			// first Due judges the hold.
-		case !v.held && !v.released:
-			v.held = d.over(v)
-		case !d.calm(v):
-			v.resuming = false
-		case after == 0:
+		switch d.verdictOf(v) {
+		case verdictTrip:
+			v.held = true
+		case verdictResume:
 			v.held, v.released, v.resuming = false, false, false
-		case !v.resuming:
-			v.resuming, v.resumeAt = true, now.Add(after)
+		case verdictStopWait:
+			v.resuming = false
+		case verdictWait:
+			from := now
+			if v.calmRun {
+				from = v.calmFrom // calm at every input since
+			}
+			v.resuming, v.resumeAt = true, from.Add(d.cfg.BlastRadius.ResumeAfter)
 			if !v.inResuming {
 				v.inResuming = true
 				d.resuming = append(d.resuming, v)
@@ -551,17 +658,18 @@ func (d *DeviceEvictor) restoreHolds(now time.Time, holds []DeviceHold) {
 	}
 }
 
-// judgeRestored lets the breaker decide the restored holds on the counts
-// the inputs now give, as if they had just changed.
-func (d *DeviceEvictor) judgeRestored(now time.Time) {
+// judgeRestored lets the pass's judge decide the restored holds on the
+// counts the inputs now give, as if they had just changed; a calm share's
+// ResumeAfter starts now (the counts before were those of caches still
+// syncing).
+func (d *DeviceEvictor) judgeRestored() {
 	for _, v := range d.drivers {
 		if v.restored {
-			v.restored = false
+			v.restored, v.calmRun = false, false
 			d.markDirty(v)
 		}
 	}
 	d.restored = 0
-	d.settleAll(now)
 }
 
 // nextResume returns the earliest end of a hold waiting for ResumeAfter.
@@ -780,8 +888,10 @@ func (d *DeviceEvictor) limitOf(v *devDriver) DeviceDriverLimit {
 // driver, and returns the extended slice: the values behind a metric (for
 // example lifecycle_device_taint_eviction_held{driver} from State,
 // ..._tainted_devices and ..._allocated_devices from the counts,
-// ..._held_pods and ..._throttled_evictions). Nothing without
-// DeviceBlastRadius. O(drivers + the claims and pods of Holding drivers).
+// ..._held_pods and ..._throttled_evictions): the counts as of the last
+// input, the states as of the last pass (see DeviceDriverLimit). Nothing
+// without DeviceBlastRadius. O(drivers + the claims and pods of Holding
+// drivers).
 func (d *DeviceEvictor) DriverLimits(dst []DeviceDriverLimit) []DeviceDriverLimit {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -832,9 +942,10 @@ func (d *DeviceEvictor) heldPods(v *devDriver) int {
 // AppendHoldChanges appends the drivers whose DeviceHoldState changed
 // since the last call (and differs from the one it reported then) to dst,
 // sorted by driver, and returns the extended slice: the Events to record
-// (Reason, Message; a Warning for DeviceHoldHolding). A hold that started
-// and ended between two calls reports nothing. O(changed drivers); with
-// nothing changed it allocates nothing.
+// (Reason, Message; a Warning for DeviceHoldHolding). States change at a
+// pass (and ReleaseHold), so call it after the pass's Due. A hold that
+// started and ended between two calls reports nothing. O(changed
+// drivers); with nothing changed it allocates nothing.
 func (d *DeviceEvictor) AppendHoldChanges(dst []DeviceDriverLimit) []DeviceDriverLimit {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -861,8 +972,10 @@ func (d *DeviceEvictor) AppendHoldChanges(dst []DeviceDriverLimit) []DeviceDrive
 // ResumeAfter), when the breaker is armed again. The caller wires it to
 // an operator action (a command, an annotation); a release does not
 // survive a restart (the breaker holds again until released again). It
-// reports false, changing nothing, when the driver is not Holding (a hold
-// whose ResumeAfter ran out by now has ended). O(the driver's claims).
+// acts on the holds as the last pass judged them (a hold whose ResumeAfter
+// ran out is released, and armed by the next pass), and reports false,
+// changing nothing, when the driver is not Holding (a trip not judged yet
+// is not a hold). O(the driver's claims).
 func (d *DeviceEvictor) ReleaseHold(now time.Time, driver string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()

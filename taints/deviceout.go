@@ -169,6 +169,13 @@ func (d *DeviceEvictor) CancelledDropped() uint64 {
 // informers have synced): the restored entries of pods and rules not seen
 // by then are dropped, and restored breaker holds are judged.
 //
+// With a blast-radius breaker (DeviceBlastRadius.MaxShare), Due first
+// judges the breakers on the counts of every input so far, as
+// RuleStatuses does (the inputs only count): a driver trips, or its hold
+// ends, before any eviction is handed out, so no eviction passes a trip
+// that the inputs fed by then call for, and no trip is decided on the
+// partial view of an input that came before related ones.
+//
 // With a blast-radius rate (DeviceBlastRadius.QPS), each eviction takes a
 // token of its driver's bucket (the driver of the device whose taint makes
 // it due earliest); one due while the bucket is empty waits (Explain:
@@ -182,8 +189,9 @@ func (d *DeviceEvictor) Due(now time.Time) []DeviceEviction {
 		d.dropUnseenRestored()
 	}
 	if d.restored > 0 {
-		d.judgeRestored(now)
+		d.judgeRestored()
 	}
+	d.judge(now)
 	due := d.dueScratch[:0]
 	if len(d.waiting) > 0 {
 		due = d.drainThrottled(now, due)
@@ -405,10 +413,12 @@ func (d *DeviceEvictor) handedOut(x DeviceEviction) *devPod {
 
 // NextDeadline returns the earliest time Due or RuleStatuses has work (it
 // may have passed), or false when there is none: with a blast-radius rate,
-// the next token of a driver with evictions waiting counts, and with
-// DeviceBlastRadius.ResumeAfter, the end of a hold waiting for it.
-// Handed-out evictions do not count. O(1), plus O(drivers with evictions
-// waiting or a hold waiting to end).
+// the next token of a driver with evictions waiting counts; with a
+// breaker, the latest now when inputs since the last pass would change a
+// driver's state or ResumeAt, and with DeviceBlastRadius.ResumeAfter, the
+// end of a hold waiting for it. Handed-out evictions do not count. O(1),
+// plus O(drivers with evictions waiting, a hold waiting to end, or counts
+// changed since the last pass).
 func (d *DeviceEvictor) NextDeadline() (time.Time, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -430,6 +440,9 @@ func (d *DeviceEvictor) NextDeadline() (time.Time, bool) {
 	}
 	if t, has := d.nextResume(); has && (!ok || t.Sub(d.last) < at.Sub(d.last)) {
 		at, ok = t, true
+	}
+	if len(d.dirty) > 0 && (!ok || at.Sub(d.last) > 0) && d.pendingVerdict() {
+		at, ok = d.last, true // the next pass changes a breaker
 	}
 	return at, ok
 }

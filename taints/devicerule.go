@@ -126,11 +126,14 @@ func (d *DeviceEvictor) peekStatus() *devRule {
 // Done no longer counts as pending even before its deletion reaches the
 // caller's informer. Call RuleStatuses before Due in each pass, so that a
 // new rule's first status precedes the evictions it causes (upstream's
-// intent: "before evicting any pods"). Counting costs O(claims) per check.
+// intent: "before evicting any pods"). With a blast-radius breaker it
+// first judges the breakers, as Due does, so that the status it writes
+// counts the holds of this pass. Counting costs O(claims) per check.
 func (d *DeviceEvictor) RuleStatuses(now time.Time) []DeviceRuleStatus {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now = d.advance(now)
+	d.judge(now)
 	var out []DeviceRuleStatus
 	for {
 		r := d.peekStatus()

@@ -278,7 +278,8 @@
 //	// one worker, once the informers have synced (WaitForCacheSync); its
 //	// first Due settles the Restore: entries whose pod or rule was not
 //	// set by then are dropped (deleted while no controller ran), and
-//	// restored breaker holds are judged on the synced counts:
+//	// restored breaker holds are judged on the synced counts. A pass
+//	// (RuleStatuses, then Due) judges the breakers first:
 //	for {
 //		now := clock.Now()
 //		for _, s := range d.RuleStatuses(now) { // before Due: a rule's first status precedes its evictions
@@ -381,10 +382,11 @@
 //     ResourceClaim, published or not; tainted ones are those with an
 //     allocated claim that does not tolerate one of their NoExecute taints
 //     (slice or rule) forever, now or after TolerationSeconds, with or
-//     without pods. Both are counted when an input changes (the decision
-//     is taken then, before the evictions it would cause are scheduled).
-//     The taints of a Holding driver's devices evict no pod; a pod's other
-//     drivers' taints still do.
+//     without pods. Both are counted when an input changes; the breaker
+//     judges them at a pass (RuleStatuses, Due), before the pass hands out
+//     an eviction (see the breaker's table below). The taints of a Holding
+//     driver's devices evict no pod; a pod's other drivers' taints still
+//     do.
 //
 // Per driver, not per pool: a pool is often one node's devices, so a
 // per-pool share would hold every node-wide fault and a per-pool rate
@@ -399,39 +401,60 @@
 // devices due at once (their taints' TimeAdded is minutes old), so a
 // controller would delete, between two slice updates, exactly the pods the
 // breaker was protecting; and a share hovering at MaxShare would flip the
-// hold, and re-evaluate every tainted claim, on every input. MinDevices
+// hold, and re-evaluate every tainted claim, at every pass. MinDevices
 // gates the trip only. ResumeShare 0 holds until no device of the driver
 // is tainted (a device that stays tainted, say one truly broken, keeps the
 // hold: ReleaseHold, or a ResumeShare above the share it alone makes, lets
 // its pods go); ResumeShare = MaxShare is the breaker without hysteresis.
-// A driver's breaker (DeviceDriverLimit.State; "calm": the share at
-// ResumeShare or below):
+// When the share is judged: inputs (SetSlice, SetClaim, SetRule and
+// their deletes) only count; a pass judges the counts of every input fed
+// so far: RuleStatuses and Due each judge first, and Due hands out no
+// eviction before. Informers deliver objects in no particular order, and
+// an input can leave a view the cluster never had (a DeviceTaintRule
+// delivered before the claims whose devices it taints: 1 of 1 allocated
+// device tainted, 100%); a breaker judged there would trip and, with
+// ResumeShare 0, never resume. The caller runs its passes once the
+// informers have synced, so no breaker is judged on a partial list at
+// start, and in steady state only a view at a pass counts, not one
+// between two related inputs. A driver's breaker (DeviceDriverLimit.State;
+// "calm": the share at ResumeShare or below):
 //
-//	state     event                                             next state
-//	Armed     an input leaves more than MaxShare of its         Holding (hold change: Warning
-//	          allocated devices (and > MinDevices) tainted      DeviceTaintEvictionHeld)
-//	Holding   an input leaves it calm (taints or rules          without ResumeAfter: Armed
-//	          removed or narrowed, tolerations added,           (DeviceTaintEvictionResumed; the
-//	          tainted claims deallocated)                       held pods are evaluated again at
+//	state     at a pass (RuleStatuses, Due), or event           next state
+//	Armed     more than MaxShare of its allocated devices       Holding (hold change: Warning
+//	          (and > MinDevices) tainted                        DeviceTaintEvictionHeld)
+//	Holding   calm (taints or rules removed or narrowed,        without ResumeAfter: Armed
+//	          tolerations added, tainted claims deallocated)    (DeviceTaintEvictionResumed; the
+//	                                                            held pods are evaluated again at
 //	                                                            their own times: past ones are due);
-//	                                                            with it: Holding, ResumeAt = now +
-//	                                                            ResumeAfter (NextDeadline reports it)
-//	Holding   an input leaves it not calm                       Holding, no ResumeAt
-//	Holding   any call whose now reaches ResumeAt               Armed (Since = ResumeAt), as above
+//	                                                            with it: Holding, ResumeAt = the
+//	                                                            input since which every input left
+//	                                                            it calm + ResumeAfter
+//	Holding   not calm                                          Holding, no ResumeAt
+//	Holding   a pass whose now reaches ResumeAt                 Armed (Since = ResumeAt), as above
 //	Holding   ReleaseHold(now, driver), an operator action      Released (DeviceTaintEvictionHoldReleased)
 //	Released  as Holding: calm (for ResumeAfter)                Armed (the next excess holds again)
-//	Holding,  a restart with Snapshot and Restore (a release    Holding, judged on its counts at
-//	Released  is restored as a hold)                            the first Due (as an input would)
+//	Holding,  a restart with Snapshot and Restore (a release    Holding until the first Due, which
+//	Released  is restored as a hold)                            judges it (a calm share starts
+//	                                                            ResumeAfter then)
 //	Holding,  a restart without them: the inputs are            Holding if over MaxShare (and
-//	Released  counted afresh                                    MinDevices), else Armed
+//	Released  counted afresh                                    MinDevices) at the first pass, else Armed
+//
+// Between two passes DriverLimits' counts are the inputs' so far; the
+// states, ResumeAt, every report of the holds (Explain, RuleStatuses,
+// AppendHoldChanges, Snapshot, DeviceEviction.Taints) and ReleaseHold are
+// the last pass's. A pod that the next pass will hold is Scheduled or Due
+// until then, never handed out; a share that is over MaxShare, or calm,
+// only between two passes changes nothing; NextDeadline reports the next
+// pass due at once when the counts would change a driver's state or
+// ResumeAt, and reports ResumeAt.
 //
 // Only a calm share ends a hold: a time limit would let a bad rule through.
 // ResumeAfter only makes the share prove itself calm for a while, so that
 // a storm that clears and comes back within it (a flapping health check,
 // a rule deleted and applied again) is held from its first device instead
 // of evicting up to MaxShare again. A slice or rule replaced under its
-// name by another pool or UID counts as deleted then added, and may end a
-// hold or a release. The values: AppendHoldChanges (an
+// name by another pool or UID counts as deleted then added, in one input:
+// no pass sees it in between. The values: AppendHoldChanges (an
 // Event per driver whose state changed since the last call; a hold that
 // began and ended between two calls reports nothing), DriverLimits (counts
 // for metrics: devices allocated and tainted, pods held, evictions

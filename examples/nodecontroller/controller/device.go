@@ -47,6 +47,9 @@ import (
 // by default) a pass also releases the holds operators released
 // (AnnotationReleaseEvictionHold) and records each hold change and each
 // warning as an Event on the rules and slices concerned: devicehold.go.
+// The DeviceEvictor judges its breakers at the pass (RuleStatuses, Due),
+// which runs only once the informers have synced, so that no breaker is
+// judged on the partial lists of a start.
 //
 // The handlers call the DeviceEvictor directly, as upstream's handlers
 // update its maps under its mutex: it never blocks on I/O. The writes run on
@@ -458,10 +461,13 @@ func (d *deviceDuty) run(ctx context.Context) {
 
 // DevicePass runs one pass of the device taint eviction duty at the
 // clock's current time (StartDevices must have returned nil): the holds
-// released by AnnotationReleaseEvictionHold are released and the hold
-// changes recorded, the due DeviceTaintRule statuses are written, then
-// the due pods are deleted, on up to DeviceConfig.Workers goroutines, and
-// the cancellations and warnings are recorded; the device snapshot is saved when Config.SnapshotPeriod has
+// released by AnnotationReleaseEvictionHold are released, the due
+// DeviceTaintRule statuses are written (the DeviceEvictor judges its
+// breakers first, on every object the informers delivered), then the due
+// pods are deleted, on up to DeviceConfig.Workers goroutines, and the
+// cancellations, hold changes and warnings are recorded (a hold the pass
+// started that an annotation releases is released then, for the next
+// pass); the device snapshot is saved when Config.SnapshotPeriod has
 // passed since the last save and something changed. It returns when every
 // write has. Nothing once ctx is done, or when the duty is off.
 func (c *Controller) DevicePass(ctx context.Context) {
@@ -474,7 +480,8 @@ func (c *Controller) DevicePass(ctx context.Context) {
 func (d *deviceDuty) pass(ctx context.Context) {
 	now := d.c.clock.Now()
 	d.releaseHolds(ctx, now)
-	d.recordHoldChanges(ctx)
+	// RuleStatuses, then Due, judge the breakers on every input so far
+	// (the informers have synced): the hold changes are recorded after.
 	statuses := d.ev.RuleStatuses(now)
 	parallel(d.cfg.Workers, len(statuses), func(i int) { d.applyStatus(ctx, statuses[i]) })
 	due := d.ev.Due(now)
@@ -490,6 +497,10 @@ func (d *deviceDuty) pass(ctx context.Context) {
 		}
 	} else {
 		d.ev.AppendCancelled(nil)
+	}
+	d.recordHoldChanges(ctx)
+	if d.releaseHolds(ctx, now) {
+		d.wake() // a hold this pass started, released: its evictions at the next pass
 	}
 	// TimeAdded and selector hazards (DeviceEvictorConfig.KeepWarnings;
 	// none are looked for by default, as upstream).

@@ -19,8 +19,11 @@ import (
 // such limit). With DeviceConfig.Evictor.BlastRadius set, each pass:
 //
 //	release annotations ──► DeviceEvictor.ReleaseHold (rules annotated with
-//	                        AnnotationReleaseEvictionHold, before the pass' Due)
-//	AppendHoldChanges ────► an Event per driver whose hold changed, on the
+//	                        AnnotationReleaseEvictionHold, before the pass'
+//	                        Due; and after it, for a hold the pass started,
+//	                        whose evictions the next pass, at once, hands out)
+//	AppendHoldChanges ────► after the pass' Due, which judged the breakers: an
+//	                        Event per driver whose hold changed, on the
 //	                        DeviceTaintRules and ResourceSlices behind it
 //	AppendWarnings ───────► a Warning Event on the slice or rule concerned
 //	                        (DeviceConfig.Evictor.KeepWarnings > 0)
@@ -157,12 +160,13 @@ func (d *deviceDuty) forgetRelease(name string) {
 
 // releaseHolds calls ReleaseHold for every driver a release annotation
 // names (nothing happens for a driver that does not hold), the rules by
-// name; a driver released is remembered with its rule for the Event.
-func (d *deviceDuty) releaseHolds(ctx context.Context, now time.Time) {
+// name; a driver released is remembered with its rule for the Event. It
+// reports whether it released one.
+func (d *deviceDuty) releaseHolds(ctx context.Context, now time.Time) bool {
 	d.mu.Lock()
 	if len(d.releases) == 0 {
 		d.mu.Unlock()
-		return
+		return false
 	}
 	type rel struct {
 		rule    string
@@ -177,15 +181,18 @@ func (d *deviceDuty) releaseHolds(ctx context.Context, now time.Time) {
 	}
 	d.mu.Unlock()
 	slices.SortFunc(rels, func(a, b rel) int { return strings.Compare(a.rule, b.rule) })
+	released := false
 	for _, r := range rels {
 		for _, drv := range r.drivers {
 			if d.ev.ReleaseHold(now, drv) {
 				klog.FromContext(ctx).Info("Released the device taint eviction hold of a driver", "driver", drv, "deviceTaintRule", r.rule,
 					"annotation", AnnotationReleaseEvictionHold)
 				d.releasedBy[drv] = appendRef(d.releasedBy[drv], ruleRef(r.rule, r.uid))
+				released = true
 			}
 		}
 	}
+	return released
 }
 
 // recordHoldChanges records an Event for each driver whose hold changed

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/controller"
 	"github.com/kubelifecycle/lifecycle/internal/testutil"
@@ -61,6 +62,21 @@ func (f *devFixture) breakerConfig() controller.Config {
 	return cfg
 }
 
+// counted waits until the DeviceEvictor has counted tainted of the
+// driver's allocated devices: the informers delivered the objects (the
+// breaker is judged at the next pass).
+func (f *devFixture) counted(tainted, allocated int) {
+	f.t.Helper()
+	f.eventually(fmt.Sprintf("%d of %d devices tainted", tainted, allocated), func() bool {
+		for _, l := range f.c.Devices().DriverLimits(nil) {
+			if l.Driver == devDriver {
+				return l.TaintedDevices == tainted && l.AllocatedDevices == allocated
+			}
+		}
+		return false
+	})
+}
+
 // eventsWith returns the recorded Events with reason.
 func (f *devFixture) eventsWith(reason string) []recordedEvent {
 	var out []recordedEvent
@@ -85,7 +101,7 @@ func ruleObjRef(name string) v1.ObjectReference {
 
 // TestDeviceHoldEventsAndRelease: an empty-selector NoExecute rule
 // (#141422) taints all three allocated devices of the driver, more than
-// the breaker's 50%: no pod is written; the rule gets a Warning
+// the breaker's 50%: the first pass writes no pod; the rule gets a Warning
 // DeviceTaintEvictionHeld Event (the library's message) and a Warning
 // DeviceTaintRuleSelectsAll Event, and its status says EvictionHeld. The
 // operator's release annotation on the rule lets the evictions proceed,
@@ -96,6 +112,7 @@ func TestDeviceHoldEventsAndRelease(t *testing.T) {
 	f := newDevFixture(t, rule)
 	pods := f.holdWorld(3)
 	f.start(f.breakerConfig())
+	f.c.DevicePass(f.ctx)
 	for _, p := range pods {
 		if x := f.state(p, taints.DeviceHeld); !slices.Equal(x.HeldBy, []string{devDriver}) {
 			t.Errorf("pod %s held by %v, want [%s]", p, x.HeldBy, devDriver)
@@ -177,8 +194,8 @@ func TestDeviceHoldResumedWhenRuleDeleted(t *testing.T) {
 	f := newDevFixture(t, selectorRule("drain", nil, nil))
 	pods := f.holdWorld(2)
 	f.start(f.breakerConfig())
-	f.state(pods[0], taints.DeviceHeld)
 	f.c.DevicePass(f.ctx)
+	f.state(pods[0], taints.DeviceHeld)
 	if err := f.dyn.Resource(controller.DeviceTaintRulesResource).Delete(f.ctx, "drain", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +234,7 @@ func TestDeviceHoldEventTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.start(f.breakerConfig())
+	f.counted(1, 3) // synced, whatever order the informers delivered the rules and claims in
 	f.state(pods[0], taints.DeviceDue)
 	s, _ = f.client.ResourceV1().ResourceSlices().Get(f.ctx, "slice-1", metav1.GetOptions{})
 	s.Spec.Devices[1].Taints = []resourcev1.DeviceTaint{noExecute(testutil.Epoch)}
@@ -224,8 +242,13 @@ func TestDeviceHoldEventTargets(t *testing.T) {
 	if _, err := f.client.ResourceV1().ResourceSlices().Update(f.ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.state(pods[1], taints.DeviceHeld)
+	f.counted(3, 3)
 	f.c.DevicePass(f.ctx)
+	f.state(pods[1], taints.DeviceHeld)
+	f.state(pods[0], taints.DeviceHeld)
+	if n := len(f.actions("delete", "pods", "")); n != 0 {
+		t.Errorf("%d deletes, want none: the pass judged the breaker first", n)
+	}
 	var got []string
 	for _, e := range f.eventsWith(taints.DeviceHoldEventHeld) {
 		got = append(got, e.ref.Kind+"/"+e.ref.Name+"/"+string(e.ref.UID))
@@ -260,6 +283,34 @@ func TestDeviceHoldEventTargets(t *testing.T) {
 	}
 }
 
+// TestDeviceHoldNotTrippedAtStart: at start the informers deliver the
+// DeviceTaintRules, slices and claims in no particular order; rules before
+// the claims make 1 of 1 allocated device tainted, over the breaker's
+// 50%. The DeviceEvictor judges the breaker at the first pass, on the
+// synced view (1 of 3): the pod on the tainted device is deleted and no
+// hold is recorded. (Judged at each input, the breaker used to trip at
+// most starts and, with ResumeShare 0, hold for good.)
+func TestDeviceHoldNotTrippedAtStart(t *testing.T) {
+	var rules []*unstructured.Unstructured
+	for i := range 3 {
+		rules = append(rules, selectorRule(fmt.Sprintf("r-%d", i), map[string]any{"pool": devPool, "device": "gpu-0"}, nil))
+	}
+	f := newDevFixture(t, rules...)
+	f.holdWorld(3)
+	f.start(f.breakerConfig())
+	f.counted(1, 3)
+	f.c.DevicePass(f.ctx)
+	if got := f.actions("delete", "pods", ""); len(got) != 1 || got[0].(k8stesting.DeleteAction).GetName() != "job-0" {
+		t.Errorf("deletes %v, want job-0's", got)
+	}
+	if got := f.eventsWith(taints.DeviceHoldEventHeld); len(got) != 0 {
+		t.Errorf("hold Events %+v, want none", got)
+	}
+	if l := f.c.Devices().DriverLimits(nil); len(l) != 1 || l[0].State != taints.DeviceHoldArmed {
+		t.Errorf("DriverLimits = %+v, want %s Armed", l, devDriver)
+	}
+}
+
 // TestDeviceHoldEventsBounded: with more rules than MaxHoldEventObjects
 // behind a hold, only the first MaxHoldEventObjects (by name) get its
 // Event.
@@ -271,8 +322,8 @@ func TestDeviceHoldEventsBounded(t *testing.T) {
 	f := newDevFixture(t, rules...)
 	pods := f.holdWorld(2)
 	f.start(f.breakerConfig())
-	f.state(pods[0], taints.DeviceHeld)
 	f.c.DevicePass(f.ctx)
+	f.state(pods[0], taints.DeviceHeld)
 	var got []string
 	for _, e := range f.eventsWith(taints.DeviceHoldEventHeld) {
 		got = append(got, e.ref.Name)
@@ -295,6 +346,7 @@ func TestDeviceReleaseIgnored(t *testing.T) {
 	f := newDevFixture(t, selectorRule("drain", map[string]any{"driver": devDriver}, nil), other)
 	pods := f.holdWorld(2)
 	f.start(f.breakerConfig())
+	f.c.DevicePass(f.ctx)
 	f.state(pods[0], taints.DeviceHeld)
 	f.eventually("the ignored release's Event", func() bool { return len(f.eventsWith(controller.ReasonReleaseIgnored)) > 0 })
 	obj, _ := f.dyn.Resource(controller.DeviceTaintRulesResource).Get(f.ctx, "other", metav1.GetOptions{})
@@ -362,8 +414,9 @@ func TestDeviceReleaseSliceHoldWithNoneRule(t *testing.T) {
 	if _, err := f.client.ResourceV1().ResourceSlices().Update(f.ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.state(pods[0], taints.DeviceHeld)
+	f.counted(2, 2)
 	f.c.DevicePass(f.ctx)
+	f.state(pods[0], taints.DeviceHeld)
 	if n := len(f.actions("delete", "pods", "")); n != 0 {
 		t.Fatalf("%d deletes while held", n)
 	}

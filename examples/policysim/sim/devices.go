@@ -595,9 +595,10 @@ func (dv *devSim) deviceDue(t time.Duration) bool {
 }
 
 // devicePass is the device taint eviction controller's work at the current
-// instant: the hazards and hold changes its inputs caused, the evictions
-// they cancelled, the rules' status (before the evictions, as upstream
-// intends) and the deletions due.
+// instant: the hazards its inputs caused, the evictions they cancelled,
+// the rules' status (before the evictions, as upstream intends), the
+// deletions due and the hold changes (the DeviceEvictor judges its
+// breakers at the pass's first call with now, RuleStatuses).
 func (s *sim) devicePass() error {
 	dv, now := s.dev, s.now()
 	d := dv.d
@@ -642,14 +643,6 @@ func (s *sim) devicePass() error {
 			d.SetRule(now, r.rule)
 		}
 	}
-	if inputs && len(dv.holding) > 0 {
-		// The pods held change only with the inputs: count them, for
-		// the peak (Scenario.Work counts this work).
-		dv.limBuf = d.DriverLimits(dv.limBuf[:0])
-		for _, l := range dv.limBuf {
-			dv.peakHeld[l.Driver] = max(dv.peakHeld[l.Driver], l.HeldPods)
-		}
-	}
 	due := d.Due(now)
 	if err := s.spend(len(due)); err != nil {
 		return err
@@ -673,10 +666,19 @@ func (s *sim) devicePass() error {
 			return fmt.Errorf("policysim: device eviction of %s: %w", x.Pod, err)
 		}
 	}
-	// A hold whose ResumeAfter ran out ends at the pass's first call
-	// with now (RuleStatuses): its change is reported after the
-	// evictions it let through.
+	// A hold starts or ends at the pass's first call with now
+	// (RuleStatuses): its change is reported after the evictions it let
+	// through.
 	s.deviceHolds()
+	if inputs && len(dv.holding) > 0 {
+		// The pods held change only with the inputs (and the holds,
+		// judged at this pass): count them, for the peak (Scenario.Work
+		// counts this work).
+		dv.limBuf = d.DriverLimits(dv.limBuf[:0])
+		for _, l := range dv.limBuf {
+			dv.peakHeld[l.Driver] = max(dv.peakHeld[l.Driver], l.HeldPods)
+		}
+	}
 	return nil
 }
 
