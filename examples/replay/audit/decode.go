@@ -40,13 +40,22 @@ type envelope struct {
 // decoder turns one line into slots. It is reused for every line of a
 // Reader; the events it returns are fresh.
 type decoder struct {
-	s, inner scanner
-	in       interner
-	keyBuf   []byte
-	buf      []byte // an envelope payload's unescaped value
-	msgs     []rawMsg
-	scratch  Event
-	out      []slot
+	s, inner  scanner
+	in        interner
+	keyBuf    []byte
+	buf       []byte // an envelope payload's unescaped value
+	msgs      []rawMsg
+	scratch   Event
+	ref       ObjectRef // scratch.ObjectRef points here while decoding
+	statusBuf Status    // scratch.ResponseStatus points here while decoding
+	out       []slot
+}
+
+// eventBlock allocates an event with its ObjectRef and Status at once.
+type eventBlock struct {
+	ev     Event
+	ref    ObjectRef
+	status Status
 }
 
 func newDecoder() *decoder {
@@ -185,9 +194,16 @@ func (d *decoder) finish(ev *Event, kind, apiVersion string, sub int) {
 		d.out = append(d.out, slot{reason: SkipZeroTime, err: errors.New("no stageTimestamp"), sub: sub})
 		return
 	}
-	e := new(Event)
-	*e = *ev
-	d.out = append(d.out, slot{ev: e, sub: sub})
+	blk := &eventBlock{ev: *ev}
+	if ev.ObjectRef != nil {
+		blk.ref = *ev.ObjectRef
+		blk.ev.ObjectRef = &blk.ref
+	}
+	if ev.ResponseStatus != nil {
+		blk.status = *ev.ResponseStatus
+		blk.ev.ResponseStatus = &blk.status
+	}
+	d.out = append(d.out, slot{ev: &blk.ev, sub: sub})
 }
 
 // object decodes an audit event object into ev, and kind and apiVersion
@@ -430,7 +446,8 @@ func (d *decoder) objectRef(s *scanner) (*ObjectRef, error) {
 	if err := s.open('{'); err != nil {
 		return nil, err
 	}
-	o := new(ObjectRef)
+	o := &d.ref
+	*o = ObjectRef{}
 	first := true
 	for {
 		key, ok, err := s.member(&first, d.keyBuf)
@@ -468,7 +485,8 @@ func (d *decoder) status(s *scanner) (*Status, error) {
 	if err := s.open('{'); err != nil {
 		return nil, err
 	}
-	st := new(Status)
+	st := &d.statusBuf
+	*st = Status{}
 	first := true
 	for {
 		key, ok, err := s.member(&first, d.keyBuf)

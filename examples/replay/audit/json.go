@@ -74,11 +74,20 @@ func (s *scanner) rawString() (raw []byte, plain bool, err error) {
 	start := s.i
 	plain = true
 	ascii := true
-	for s.i < len(s.b) {
-		c := s.b[s.i]
+	b := s.b
+	for {
+		i := s.i
+		for i < len(b) && strPlain[b[i]] {
+			i++
+		}
+		s.i = i
+		if i >= len(b) {
+			break
+		}
+		c := b[i]
 		switch {
 		case c == '"':
-			raw = s.b[start:s.i]
+			raw = b[start:i]
 			s.i++
 			if !ascii && !utf8.Valid(raw) {
 				plain = false
@@ -87,36 +96,43 @@ func (s *scanner) rawString() (raw []byte, plain bool, err error) {
 		case c == '\\':
 			plain = false
 			s.i++
-			if s.i >= len(s.b) {
+			if s.i >= len(b) {
 				return nil, false, errEnd
 			}
-			switch s.b[s.i] {
+			switch b[s.i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				s.i++
 			case 'u':
-				if s.i+5 > len(s.b) {
+				if s.i+5 > len(b) {
 					return nil, false, errEnd
 				}
-				for _, h := range s.b[s.i+1 : s.i+5] {
+				for _, h := range b[s.i+1 : s.i+5] {
 					if unhex(h) < 0 {
 						return nil, false, s.errf("invalid \\u escape")
 					}
 				}
 				s.i += 5
 			default:
-				return nil, false, s.errf("invalid escape %q", s.b[s.i])
+				return nil, false, s.errf("invalid escape %q", b[s.i])
 			}
 		case c < 0x20:
 			return nil, false, s.errf("control character in string")
-		default:
-			if c >= 0x80 {
-				ascii = false
-			}
+		default: // >= 0x80
+			ascii = false
 			s.i++
 		}
 	}
 	return nil, false, errEnd
 }
+
+// strPlain marks the bytes a string scan passes over: printable ASCII
+// other than '"' and '\\'.
+var strPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func unhex(c byte) int {
 	switch {

@@ -32,11 +32,13 @@ type Limits struct {
 	// SkipOutOfSpan.
 	MaxSpan time.Duration
 
-	// MaxDedup is the number of recently returned (auditID, stage) keys
-	// remembered to drop repeats (default 65536, about 5 MiB). A repeat is
-	// caught if fewer than MaxDedup events were returned between the two
-	// copies; exact copies have the same stageTimestamp, so the merge
-	// returns them next to each other.
+	// MaxDedup is the most (auditID, stage) keys remembered to drop
+	// repeats (default 65536, at most about 8 MiB). Keys are remembered for
+	// the run of events with the same stageTimestamp: copies of one event
+	// have the same stageTimestamp and the merge returns them in that run.
+	// A run longer than MaxDedup starts over, so a repeat is missed only if
+	// more than MaxDedup events share its timestamp. A repeat with another
+	// stageTimestamp is not a copy and is returned.
 	MaxDedup int
 
 	// MaxEvents is the most events Next returns (default 100 million).

@@ -652,37 +652,75 @@ func (r *Reader) popInput() *input {
 	return top
 }
 
-// dedup remembers the last max (auditID, stage) keys returned.
+// dedup remembers the (auditID, stage) keys returned at the current
+// stageTimestamp. Copies of one event (the same file given twice,
+// overlapping exports, an event in two envelopes) have the same
+// stageTimestamp, and the merge returns events in stageTimestamp order, so
+// every copy is returned within the run of events at that timestamp; the
+// set is forgotten when the timestamp moves on. Memory is bounded by the
+// longest run of equal timestamps, and at most max keys: a run longer than
+// that starts over (later repeats in it are not caught).
 type dedup struct {
 	max  int
-	m    map[dedupKey]Position
-	ring []dedupKey
-	next int
+	ts   time.Time
+	keys []dedupEntry          // the run, searched linearly while short
+	m    map[dedupKey]Position // the run's index once it is long
 }
 
 type dedupKey struct{ id, stage string }
 
-// seen reports whether ev's key was remembered (and where it was first
-// returned), and remembers it otherwise. Events without an auditID are
-// never duplicates.
+type dedupEntry struct {
+	key dedupKey
+	pos Position
+}
+
+// dedupScan is the run length up to which keys are searched linearly.
+const dedupScan = 16
+
+// seen reports whether ev's key was returned in the current run (and
+// where), and remembers it otherwise. Events without an auditID are never
+// duplicates.
 func (d *dedup) seen(ev *Event) (Position, bool) {
+	if !ev.StageTimestamp.Equal(d.ts) {
+		d.ts = ev.StageTimestamp
+		d.reset()
+	}
 	if ev.AuditID == "" {
 		return Position{}, false
 	}
 	k := dedupKey{ev.AuditID, ev.Stage}
-	if p, ok := d.m[k]; ok {
-		return p, true
-	}
-	if d.m == nil {
-		d.m = make(map[dedupKey]Position)
-	}
-	if len(d.ring) < d.max {
-		d.ring = append(d.ring, k)
+	if d.m != nil {
+		if p, ok := d.m[k]; ok {
+			return p, true
+		}
 	} else {
-		delete(d.m, d.ring[d.next])
-		d.ring[d.next] = k
-		d.next = (d.next + 1) % d.max
+		for _, e := range d.keys {
+			if e.key == k {
+				return e.pos, true
+			}
+		}
 	}
-	d.m[k] = ev.Source
+	if len(d.keys) >= d.max {
+		d.reset()
+	}
+	d.keys = append(d.keys, dedupEntry{k, ev.Source})
+	switch {
+	case d.m != nil:
+		d.m[k] = ev.Source
+	case len(d.keys) > dedupScan:
+		d.m = make(map[dedupKey]Position, 2*len(d.keys))
+		for _, e := range d.keys {
+			d.m[e.key] = e.pos
+		}
+	}
 	return Position{}, false
+}
+
+func (d *dedup) reset() {
+	clear(d.keys)
+	d.keys = d.keys[:0]
+	if cap(d.keys) > 4096 {
+		d.keys = nil
+	}
+	d.m = nil
 }

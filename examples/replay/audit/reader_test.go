@@ -130,11 +130,17 @@ func TestReader(t *testing.T) {
 			want:   []string{"a", "a", "", ""},
 		},
 		{
+			name:   "a repeated auditID at another stageTimestamp is not a copy",
+			inputs: []string{lines(rc("a", 0), rc("b", s), rc("a", s), rc("b", s), rc("a", s))},
+			want:   []string{"a", "b", "a"},
+			skips:  []skipAt{{SkipDuplicate, "f0:4", "auditID b stage ResponseComplete already returned from f0:2"}, {SkipDuplicate, "f0:5", "already returned from f0:3"}},
+		},
+		{
 			name:   "MaxDedup bounds the remembered keys",
 			lim:    Limits{MaxDedup: 2},
-			inputs: []string{lines(rc("a", 0), rc("b", s), rc("c", 2*s), rc("a", 3*s), rc("c", 4*s))},
-			want:   []string{"a", "b", "c", "a"},
-			skips:  []skipAt{{SkipDuplicate, "f0:5", "already returned from f0:3"}},
+			inputs: []string{lines(rc("a", 0), rc("b", 0), rc("a", 0), rc("c", 0), rc("b", 0), rc("c", 0))},
+			want:   []string{"a", "b", "c", "b"}, // the run starts over at c
+			skips:  []skipAt{{SkipDuplicate, "f0:3", "already returned from f0:1"}, {SkipDuplicate, "f0:6", "already returned from f0:4"}},
 		},
 		{
 			name: "malformed lines",
@@ -286,7 +292,9 @@ func TestEnvelopes(t *testing.T) {
 	azure := func(id string, d time.Duration) string {
 		return `{"operationName":"Microsoft.ContainerService/managedClusters/diagnosticLogs/Read","category":"kube-audit","ccpNamespace":"abc","resourceId":"/SUBSCRIPTIONS/X","properties":{"log":` + quote(rc(id, d)) + `,"stream":"stdout","pod":"kube-apiserver-5c8f"},"time":"2026-01-01T00:00:00.0000000Z","Cloud":"AzureCloud","Environment":"prod"}`
 	}
-	s3 := func(id string, d time.Duration) string { return at(d).Format("2006-01-02T15:04:05.000Z") + " " + rc(id, d) }
+	s3 := func(id string, d time.Duration) string {
+		return at(d).Format("2006-01-02T15:04:05.000Z") + " " + rc(id, d)
+	}
 	msg := func(id string, d time.Duration) string {
 		return `{"timestamp":1767225600000,"message":` + quote(rc(id, d)) + `,"ingestionTime":1767225600100,"logStreamName":"kube-apiserver-audit-0a1b","eventId":"3845"}`
 	}
@@ -543,4 +551,17 @@ func TestStats(t *testing.T) {
 	assert.Equal(t, "out of order", SkipOutOfOrder.String())
 	assert.True(t, SkipOutOfSpan.Bad())
 	assert.False(t, SkipDuplicate.Bad())
+}
+
+// TestDedupLongRun checks the switch from the linear scan to the map.
+func TestDedupLongRun(t *testing.T) {
+	var a, b []string
+	for i := range 100 {
+		a = append(a, rc(fmt.Sprintf("id%d", i), 0))
+		b = append(b, rc(fmt.Sprintf("id%d", 99-i), 0))
+	}
+	res := readAll(t, Limits{}, lines(a...), lines(b...))
+	require.NoError(t, res.err)
+	assert.Len(t, res.ids, 100)
+	assert.Equal(t, int64(100), res.stats.Skips(SkipDuplicate))
 }
