@@ -21,7 +21,7 @@ func FuzzReader(f *testing.F) {
 		lines(leaseLine("x", "ResponseComplete", at(0), 7)) + "\x00" + lines(rc("y", 0)),
 		lines(`{"category":"kube-audit","properties":{"log":` + quote(rc("az", s)) + `}}`),
 		lines(at(0).Format(time.RFC3339Nano) + " " + rc("s3", 0)),
-		lines(`{"@message":` + rc("m", 0) + `}`, `{"message":` + quote(rc("m2", 0)) + `}`),
+		lines(`{"@message":`+rc("m", 0)+`}`, `{"message":`+quote(rc("m2", 0))+`}`),
 		lines(`{"messageType":"DATA_MESSAGE","logEvents":[{"message":` + quote(rc("l1", s)) + `},{"message":` + quote(rc("l0", 0)) + `}]}`),
 		lines(`{"protoPayload":{}}`),
 		`{"auditID":"\ud83d\ude00\u00e9\\\"","stageTimestamp":"2026-01-01T00:00:00.123456789+01:00","annotations":{"k":"v"},"requestObject":{"a":[1,-2.5e3]}}`,
