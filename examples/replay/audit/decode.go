@@ -122,7 +122,7 @@ func (d *decoder) line(line []byte) (Format, error) {
 		return FormatCloudWatchSubscription, nil
 	case env.hasLog:
 		if env.category != "" && env.category != "kube-audit" && env.category != "kube-audit-admin" {
-			d.out = append(d.out, slot{reason: SkipOtherLog, err: fmt.Errorf("Azure diagnostic category %q", env.category), sub: -1})
+			d.out = append(d.out, slot{reason: SkipOtherLog, err: fmt.Errorf("diagnostic category %q (Azure)", env.category), sub: -1})
 		} else {
 			d.payload(env.log, -1)
 		}

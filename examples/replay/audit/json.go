@@ -223,17 +223,6 @@ func (s *scanner) str(intern bool) (string, error) {
 	return string(raw), nil
 }
 
-// bytesValue reads a string value into a byte slice: raw itself when it
-// has no escapes, else its value appended to buf[:0].
-func (s *scanner) bytesValue(buf []byte) (val, newBuf []byte, err error) {
-	raw, plain, err := s.rawString()
-	if err != nil || plain {
-		return raw, buf, err
-	}
-	buf = unescape(buf[:0], raw)
-	return buf, buf, nil
-}
-
 func (s *scanner) null() error {
 	if len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
 		s.i += 4

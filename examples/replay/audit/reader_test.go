@@ -339,7 +339,7 @@ func TestEnvelopes(t *testing.T) {
 	}
 	assert.Contains(t, details, "f5:1: other log: logEvents[2]: payload is not a JSON object")
 	assert.Contains(t, details, "f5:1: stage: logEvents[3]: stage RequestReceived")
-	assert.Contains(t, details, `f1:2: other log: Azure diagnostic category "kube-apiserver"`)
+	assert.Contains(t, details, `f1:2: other log: diagnostic category "kube-apiserver" (Azure)`)
 	for _, name := range []string{"unknown", "plain", "azure-diagnostics", "cloudwatch-s3-export", "cloudwatch-message", "cloudwatch-subscription", "gke-cloud-logging", "Format(7)"} {
 		assert.Contains(t, formatNames[:], strings.TrimSuffix(name, "Format(7)")+map[bool]string{true: "gke-cloud-logging", false: ""}[name == "Format(7)"])
 	}

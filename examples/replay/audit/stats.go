@@ -50,7 +50,7 @@ type SkipReason int
 
 // The skip reasons. Bad reasons (see Bad) count toward Limits.MaxSkips.
 const (
-	skipInvalid SkipReason = iota
+	_ SkipReason = iota // invalid
 	// SkipLongLine: the line is longer than Limits.MaxLineBytes (bad).
 	SkipLongLine
 	// SkipMalformed: invalid JSON, a non-object line, a field of the wrong
