@@ -2,6 +2,7 @@ package audit
 
 import (
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,8 @@ func BenchmarkReader(b *testing.B) {
 			b.SetBytes(bytes)
 			b.ReportAllocs()
 			events := 0
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
 			for b.Loop() {
 				names := make([]string, len(bc.inputs))
 				rs := make([]io.Reader, len(bc.inputs))
@@ -59,7 +62,10 @@ func BenchmarkReader(b *testing.B) {
 					events++
 				}
 			}
+			runtime.ReadMemStats(&m1)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
+			b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(events), "allocs/event")
+			b.ReportMetric(float64(m1.TotalAlloc-m0.TotalAlloc)/float64(events), "B/event")
 			b.ReportMetric(float64(events)/float64(b.N), "events/op")
 		})
 	}

@@ -14,6 +14,7 @@ type slot struct {
 	err    error  // for SkipMalformed and SkipNotEvent
 	stage  string // for SkipStage
 	sub    int    // index in a subscription record's logEvents, or -1
+	size   int    // the length of the event's JSON text
 }
 
 // rawMsg is an envelope's payload: a JSON string's raw text or an object.
@@ -64,6 +65,10 @@ func newDecoder() *decoder {
 	d.inner.in = &d.in
 	return d
 }
+
+// maxLogEvents bounds the events of one CloudWatch subscription record
+// (CloudWatch Logs puts at most 10000 log events in a batch).
+const maxLogEvents = 10000
 
 var (
 	errNotObject = errors.New("not a JSON object")
@@ -131,7 +136,7 @@ func (d *decoder) line(line []byte) (Format, error) {
 		d.payload(env.message, -1)
 		return FormatCloudWatchMessage, nil
 	}
-	d.finish(&d.scratch, env.kind, env.apiVersion, -1)
+	d.finish(&d.scratch, env.kind, env.apiVersion, -1, len(line))
 	return FormatPlain, nil
 }
 
@@ -168,11 +173,11 @@ func (d *decoder) event(b []byte, sub int) {
 		d.out = append(d.out, slot{reason: SkipMalformed, err: err, sub: sub})
 		return
 	}
-	d.finish(&d.scratch, env.kind, env.apiVersion, sub)
+	d.finish(&d.scratch, env.kind, env.apiVersion, sub, len(b))
 }
 
 // finish checks a decoded event and appends its slot.
-func (d *decoder) finish(ev *Event, kind, apiVersion string, sub int) {
+func (d *decoder) finish(ev *Event, kind, apiVersion string, sub, size int) {
 	switch {
 	case kind != "" && kind != "Event":
 		d.out = append(d.out, slot{reason: SkipNotEvent, err: fmt.Errorf("kind %q", kind), sub: sub})
@@ -203,7 +208,7 @@ func (d *decoder) finish(ev *Event, kind, apiVersion string, sub int) {
 		blk.status = *ev.ResponseStatus
 		blk.ev.ResponseStatus = &blk.status
 	}
-	d.out = append(d.out, slot{ev: &blk.ev, sub: sub})
+	d.out = append(d.out, slot{ev: &blk.ev, sub: sub, size: size})
 }
 
 // object decodes an audit event object into ev, and kind and apiVersion
@@ -343,6 +348,9 @@ func (d *decoder) envelopeField(s *scanner, key []byte, env *envelope) error {
 					return err
 				}
 				continue
+			}
+			if len(d.msgs) == maxLogEvents {
+				return fmt.Errorf("more than %d logEvents", maxLogEvents)
 			}
 			if err := s.open('{'); err != nil {
 				return err

@@ -63,8 +63,9 @@
 // input has ended. An event older than one already released from its input
 // cannot be placed any more and is a SkipOutOfOrder ("out of order by X,
 // beyond ReorderWindow"); a late event still newer than what was released
-// is kept. More than Limits.MaxBuffered events waiting in the buffers is an
-// error: a burst denser than the window allows.
+// is kept. More than Limits.MaxBuffered events (or Limits.MaxBufferedBytes
+// of them) waiting in the buffers is an error: a burst denser than the
+// window allows.
 //
 // The stream is anchored at the earliest of the inputs' first events. An
 // event more than Limits.MaxSpan (31 days) after the anchor, or more than
@@ -105,6 +106,7 @@
 //	MaxLineBytes   16 MiB       the longest line decoded; longer lines are skipped in bounded memory
 //	ReorderWindow  5s           how far out of order one input's lines may be
 //	MaxBuffered    100000       events held in the reorder buffers (about 1 KiB each at Metadata)
+//	MaxBufferedBytes 1 GiB      JSON text of the events held in the reorder buffers
 //	MaxSpan        31 days      how far after the anchor an event may be
 //	MaxDedup       65536        (auditID, stage) keys kept at one stageTimestamp
 //	MaxEvents      100 million  events returned
@@ -116,7 +118,7 @@
 //
 // Fixed bounds: 8 skip samples per reason, 1024 resources in
 // Stats.Resources, 8192 interned strings of at most 256 bytes, JSON nesting
-// depth 10000.
+// depth 10000, 10000 logEvents in a CloudWatch subscription record.
 //
 // # Formats
 //

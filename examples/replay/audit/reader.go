@@ -27,9 +27,10 @@ type Reader struct {
 	anchor    time.Time
 	anchorPos Position
 
-	buffered int
-	returned int64
-	err      error // sticky: io.EOF, a fatal error or errClosed
+	buffered      int
+	bufferedBytes int64
+	returned      int64
+	err           error // sticky: io.EOF, a fatal error or errClosed
 
 	skips     [numSkipReasons]SkipStats
 	bad       int64
@@ -41,8 +42,9 @@ type Reader struct {
 // item is a buffered event; seq orders events of one input with equal
 // timestamps by line (and by position within a line).
 type item struct {
-	ev  *Event
-	seq int64
+	ev   *Event
+	seq  int64
+	size int64 // the event's JSON text length, for MaxBufferedBytes
 }
 
 func (a item) less(b item) bool {
@@ -139,7 +141,8 @@ func NewReader(names []string, rs []io.Reader, lim Limits) (*Reader, error) {
 
 // Next returns the next event in stageTimestamp order (ties in input
 // order, then line order), or io.EOF at the end. Each event is new: the
-// caller may keep it.
+// caller may keep it. Apart from decoding, an event costs O(log inputs)
+// in the merge and O(log buffered) in its input's reorder buffer.
 //
 // An error wrapping ErrLimit, ErrUnsupportedFormat or ErrNotAuditLog ends
 // the stream: later calls return it again. An *InputError (for example a
@@ -222,6 +225,7 @@ func (r *Reader) prime() error {
 		for _, it := range primed {
 			if reason := r.spanCheck(it.ev); reason != "" {
 				r.buffered--
+				r.bufferedBytes -= it.size
 				in.stats.Read--
 				if err := r.skip(it.ev.Source, SkipOutOfSpan, func() string { return reason }); err != nil {
 					return err
@@ -278,6 +282,7 @@ func (r *Reader) fill(in *input) error {
 		if len(in.buf) > 0 && (in.eof || !in.buf[0].ev.StageTimestamp.After(in.newest.Add(-r.lim.ReorderWindow))) {
 			it := in.pop()
 			r.buffered--
+			r.bufferedBytes -= it.size
 			in.released, in.hasReleased = it.ev.StageTimestamp, true
 			in.head = it
 			r.pushInput(in)
@@ -411,7 +416,7 @@ func (r *Reader) decodeLine(in *input, pos Position, line []byte) error {
 			continue
 		}
 		in.decoded++
-		if err := r.accept(in, pos, sl.ev); err != nil {
+		if err := r.accept(in, pos, sl.ev, int64(sl.size)); err != nil {
 			return err
 		}
 	}
@@ -435,7 +440,7 @@ func (sl *slot) detail() string {
 }
 
 // accept applies the time checks to ev and buffers it.
-func (r *Reader) accept(in *input, pos Position, ev *Event) error {
+func (r *Reader) accept(in *input, pos Position, ev *Event, size int64) error {
 	ev.Source = pos
 	ts := ev.StageTimestamp
 	if r.primed {
@@ -452,9 +457,13 @@ func (r *Reader) accept(in *input, pos Position, ev *Event) error {
 	if r.buffered >= r.lim.MaxBuffered {
 		return limitErr("MaxBuffered", r.lim.MaxBuffered, "%s: too many events within Limits.ReorderWindow=%v of each other", pos, r.lim.ReorderWindow)
 	}
-	in.push(item{ev: ev, seq: in.seq})
+	if r.bufferedBytes+size > r.lim.MaxBufferedBytes {
+		return limitErr("MaxBufferedBytes", r.lim.MaxBufferedBytes, "%s: too many bytes of events within Limits.ReorderWindow=%v of each other", pos, r.lim.ReorderWindow)
+	}
+	in.push(item{ev: ev, seq: in.seq, size: size})
 	in.seq++
 	r.buffered++
+	r.bufferedBytes += size
 	in.stats.Read++
 	in.note(ts)
 	return nil

@@ -211,6 +211,12 @@ func TestReader(t *testing.T) {
 			err:    "Limits.MaxBuffered=3: f0:4: too many events within Limits.ReorderWindow=5s of each other",
 		},
 		{
+			name:   "MaxBufferedBytes",
+			lim:    Limits{MaxBufferedBytes: 1000},
+			inputs: []string{lines(leaseLine("a", "ResponseComplete", at(0), 1), leaseLine("b", "ResponseComplete", at(s), 2), rc("c", 10*s))},
+			err:    "Limits.MaxBufferedBytes=1000: f0:2: too many bytes of events within Limits.ReorderWindow=5s of each other",
+		},
+		{
 			name:   "MaxLineBytes",
 			lim:    Limits{MaxLineBytes: 400},
 			inputs: []string{lines(rc("a", 0), `{"auditID":"big","x":"`+strings.Repeat("y", 1000)+`"}`, rc("b", s))},
@@ -285,6 +291,23 @@ func TestErrorKinds(t *testing.T) {
 	_, err2 := r.Next()
 	assert.ErrorIs(t, err1, ErrUnsupportedFormat)
 	assert.Equal(t, err1, err2)
+}
+
+func TestSubscriptionRecordBound(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"messageType":"DATA_MESSAGE","logEvents":[`)
+	for i := range maxLogEvents + 1 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"message":"x"}`)
+	}
+	b.WriteString("]}")
+	res := readAll(t, Limits{}, lines(rc("a", 0), b.String()))
+	require.NoError(t, res.err)
+	assert.Equal(t, []string{"a"}, res.ids)
+	require.Equal(t, int64(1), res.stats.Skips(SkipMalformed))
+	assert.Contains(t, res.stats.Skipped[0].First[0].Detail, `field "logEvents": more than 10000 logEvents`)
 }
 
 func TestEnvelopes(t *testing.T) {

@@ -38,6 +38,7 @@ const (
 
 var formatNames = [numFormats]string{"unknown", "plain", "azure-diagnostics", "cloudwatch-s3-export", "cloudwatch-message", "cloudwatch-subscription", "gke-cloud-logging"}
 
+// String returns the format's name, as used in Stats warnings.
 func (f Format) String() string {
 	if f < 0 || f >= numFormats {
 		return fmt.Sprintf("Format(%d)", int(f))
@@ -85,6 +86,7 @@ const (
 
 var skipNames = [numSkipReasons]string{"invalid", "line too long", "malformed", "not an audit event", "zero stageTimestamp", "out of order", "out of span", "stage", "duplicate", "control message", "blank", "other log"}
 
+// String returns the reason as used in Skip.String.
 func (s SkipReason) String() string {
 	if s <= 0 || s >= numSkipReasons {
 		return fmt.Sprintf("SkipReason(%d)", int(s))
@@ -107,6 +109,7 @@ type Skip struct {
 	Detail string
 }
 
+// String returns "file:line: reason: detail".
 func (s Skip) String() string { return fmt.Sprintf("%s: %s: %s", s.Pos, s.Reason, s.Detail) }
 
 // SkipStats counts the skips of one reason.
