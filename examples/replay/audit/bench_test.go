@@ -83,3 +83,15 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScanString is the string scan alone on a request URI.
+func BenchmarkScanString(b *testing.B) {
+	line := []byte(`"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node-0042?timeout=10s"`)
+	var s scanner
+	for b.Loop() {
+		s.reset(line)
+		if _, _, err := s.rawString(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

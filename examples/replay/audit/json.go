@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -77,6 +79,10 @@ func (s *scanner) rawString() (raw []byte, plain bool, err error) {
 	b := s.b
 	for {
 		i := s.i
+		// Eight bytes at a time while none needs a look (SWAR).
+		for i+8 <= len(b) && !specialWord(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
 		for i < len(b) && strPlain[b[i]] {
 			i++
 		}
@@ -125,6 +131,18 @@ func (s *scanner) rawString() (raw []byte, plain bool, err error) {
 	return nil, false, errEnd
 }
 
+const (
+	lo7 = 0x0101010101010101
+	hi7 = 0x8080808080808080
+)
+
+// specialWord reports whether one of the 8 bytes of w is '"', '\\', a
+// control character or not ASCII.
+func specialWord(w uint64) bool {
+	hasZero := func(x uint64) uint64 { return (x - lo7) &^ x & hi7 }
+	return (w&hi7)|((w-0x20*lo7)&^w&hi7)|hasZero(w^('"'*lo7))|hasZero(w^('\\'*lo7)) != 0
+}
+
 // strPlain marks the bytes a string scan passes over: printable ASCII
 // other than '"' and '\\'.
 var strPlain = func() (t [256]bool) {
@@ -150,49 +168,56 @@ func unhex(c byte) int {
 // invalid UTF-8 and lone surrogates with U+FFFD as encoding/json does.
 func unescape(dst, raw []byte) []byte {
 	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c == '\\' {
-			i++
-			switch raw[i] {
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				r := hex4(raw[i+1:])
-				i += 5
-				if utf16.IsSurrogate(r) {
-					if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-						if r2 := utf16.DecodeRune(r, hex4(raw[i+2:])); r2 != utf8.RuneError {
-							i += 6
-							dst = utf8.AppendRune(dst, r2)
-							continue
-						}
-					}
-					r = utf8.RuneError
-				}
-				dst = utf8.AppendRune(dst, r)
-				continue
-			default: // '"', '\\', '/'
-				dst = append(dst, raw[i])
+		if raw[i] != '\\' {
+			// Copy the run up to the next escape at once.
+			j := bytes.IndexByte(raw[i:], '\\')
+			if j < 0 {
+				j = len(raw) - i
 			}
-			i++
+			run := raw[i : i+j]
+			if utf8.Valid(run) {
+				dst = append(dst, run...)
+			} else {
+				for k := 0; k < len(run); {
+					r, n := utf8.DecodeRune(run[k:])
+					dst = utf8.AppendRune(dst, r)
+					k += n
+				}
+			}
+			i += j
 			continue
 		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, c)
-			i++
+		i++
+		switch raw[i] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := hex4(raw[i+1:])
+			i += 5
+			if utf16.IsSurrogate(r) {
+				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+					if r2 := utf16.DecodeRune(r, hex4(raw[i+2:])); r2 != utf8.RuneError {
+						i += 6
+						dst = utf8.AppendRune(dst, r2)
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			dst = utf8.AppendRune(dst, r)
 			continue
+		default: // '"', '\\', '/'
+			dst = append(dst, raw[i])
 		}
-		r, n := utf8.DecodeRune(raw[i:])
-		dst = utf8.AppendRune(dst, r)
-		i += n
+		i++
 	}
 	return dst
 }
