@@ -93,7 +93,8 @@ func (d *decoder) line(line []byte) (Format, error) {
 			d.skip(SkipMalformed, fmt.Errorf("not a JSON object and not a CloudWatch export line: %v", err))
 			return FormatUnknown, nil
 		}
-		d.event(line[sp+1:], -1)
+		// Another log stream of the log group (text) is SkipOtherLog.
+		d.payload(rawMsg{raw: line[sp+1:], plain: true}, -1)
 		return FormatCloudWatchExport, nil
 	default:
 		d.skip(SkipMalformed, errNotObject)

@@ -335,7 +335,7 @@ func TestEnvelopes(t *testing.T) {
 	res := readAll(t, Limits{},
 		lines(plain),
 		lines(azure("a", time.Second), otherCategory),
-		lines(s3("e", 3*time.Second)),
+		lines(s3("e", 3*time.Second), "2026-01-01T00:00:03.000Z I0101 00:00:03.000000 1 apiserver text log"),
 		lines(msg("m", 4*time.Second)),
 		lines(atmsg("@", 5*time.Second)),
 		lines(sub, control),
@@ -351,7 +351,7 @@ func TestEnvelopes(t *testing.T) {
 	assert.True(t, res.stats.Files[6].Mixed)
 	assert.Contains(t, strings.Join(res.stats.Warnings, "\n"), "f6: mixes formats: plain, then cloudwatch-s3-export at line 2")
 	assert.Equal(t, int64(1), res.stats.Skips(SkipControl))
-	assert.Equal(t, int64(2), res.stats.Skips(SkipOtherLog))
+	assert.Equal(t, int64(3), res.stats.Skips(SkipOtherLog))
 	assert.Equal(t, int64(1), res.stats.Skips(SkipStage))
 	assert.Equal(t, int64(1), res.stats.Skips(SkipDuplicate)) // "p" twice
 	var details []string
