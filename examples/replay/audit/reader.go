@@ -443,7 +443,7 @@ func (sl *slot) detail() string {
 func (r *Reader) accept(in *input, pos Position, ev *Event, size int64) error {
 	ev.Source = pos
 	ts := ev.StageTimestamp
-	if r.primed {
+	if r.anchored {
 		if reason := r.spanCheck(ev); reason != "" {
 			return r.skip(pos, SkipOutOfSpan, func() string { return reason })
 		}
