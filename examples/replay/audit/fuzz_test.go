@@ -2,8 +2,11 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,4 +91,107 @@ func FuzzReader(f *testing.F) {
 			t.Fatalf("Stats().Events = %d, want %d", st.Events, n)
 		}
 	})
+}
+
+// FuzzDecode checks the decoder against encoding/json: whenever a line
+// decodes to a plain event, encoding/json decodes the same line to the same
+// Event. Lines whose keys differ from the field names only in case, or
+// repeat a key, are left out: there encoding/json matches case
+// insensitively and merges repeated objects, which this decoder does not.
+func FuzzDecode(f *testing.F) {
+	for i := range 12 {
+		b, _ := json.Marshal(randomEvent(i * 7))
+		f.Add(b)
+	}
+	f.Add([]byte(`{"auditID":"a","stageTimestamp":"2026-01-01T00:00:00Z","requestObject":null,"user":null,"annotations":{}}`))
+	f.Add([]byte(`{"auditID":"\ud800x\u00e9","stageTimestamp":"2026-01-01T00:00:00.1+02:00","objectRef":{},"responseStatus":{"code":-0}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] != '{' {
+			return
+		}
+		d := newDecoder()
+		format, err := d.line(line)
+		if err != nil || format != FormatPlain || len(d.out) != 1 || d.out[0].ev == nil {
+			return
+		}
+		got := *d.out[0].ev
+		if oddKeys(line) {
+			return
+		}
+		var want Event
+		if err := json.Unmarshal(line, &want); err != nil {
+			t.Fatalf("decoded %q, but encoding/json: %v", line, err)
+		}
+		for _, raw := range []*json.RawMessage{&want.RequestObject, &want.ResponseObject} {
+			if string(*raw) == "null" {
+				*raw = nil
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("decode(%q)\n got %#v\nwant %#v", line, got, want)
+		}
+	})
+}
+
+// fieldNames are the JSON names of the decoded fields, lower-cased.
+var fieldNames = func() map[string]string {
+	m := map[string]string{"kind": "kind", "apiversion": "apiVersion"}
+	for _, v := range []any{Event{}, User{}, ObjectRef{}, Status{}} {
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			if name != "" && name != "-" {
+				m[strings.ToLower(name)] = name
+			}
+		}
+	}
+	return m
+}()
+
+// oddKeys reports whether a JSON text has an object key that matches a
+// field name only case-insensitively, or a repeated key in one object.
+func oddKeys(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		obj     bool
+		keys    map[string]bool
+		wantKey bool
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := len(stack) - 1
+		if top >= 0 && stack[top].obj && stack[top].wantKey {
+			if k, ok := tok.(string); ok {
+				if name, known := fieldNames[strings.ToLower(k)]; known && name != k {
+					return true
+				}
+				if stack[top].keys[k] {
+					return true
+				}
+				stack[top].keys[k] = true
+				stack[top].wantKey = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, frame{obj: true, keys: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, frame{})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:top]
+			if top > 0 && stack[top-1].obj {
+				stack[top-1].wantKey = true
+			}
+		default:
+			if top >= 0 && stack[top].obj {
+				stack[top].wantKey = true
+			}
+		}
+	}
 }
