@@ -62,8 +62,9 @@
 // Limits.ReorderWindow (5s) newer has been read from the same input, or the
 // input has ended. An event older than one already released from its input
 // cannot be placed any more and is a SkipOutOfOrder ("out of order by X,
-// beyond ReorderWindow"); a late event still newer than what was released
-// is kept. More than Limits.MaxBuffered events (or Limits.MaxBufferedBytes
+// beyond ReorderWindow", naming the newest line read: one line far in the
+// future releases everything before it and makes the lines after it late);
+// a late event still newer than what was released is kept. More than Limits.MaxBuffered events (or Limits.MaxBufferedBytes
 // of them) waiting in the buffers is an error: a burst denser than the
 // window allows.
 //
@@ -161,9 +162,11 @@
 //
 // The JSON decoder is this package's own (a plain Lease renewal decodes in
 // one pass, several times faster than encoding/json). It decodes what
-// encoding/json decodes into Event, checked by TestDecodeMatchesEncodingJSON,
-// except: object keys match exactly (encoding/json also matches them case
-// insensitively) and a repeated key replaces the earlier value.
+// encoding/json decodes into Event, checked by TestDecodeMatchesEncodingJSON
+// and FuzzDecode, except: object keys match exactly (encoding/json also
+// matches them case insensitively), a repeated key replaces the earlier
+// value (encoding/json merges repeated objects), and a null requestObject
+// or responseObject is nil (encoding/json keeps the text null).
 //
 // # What each audit level gives the replay
 //

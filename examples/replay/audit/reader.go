@@ -68,6 +68,7 @@ type input struct {
 
 	buf         []item // min-heap
 	newest      time.Time
+	newestLine  int64 // the line of the newest event
 	released    time.Time
 	hasReleased bool
 	head        item
@@ -245,11 +246,11 @@ func (r *Reader) prime() error {
 func (in *input) rangeReset() {
 	in.stats.First, in.stats.Last, in.newest = time.Time{}, time.Time{}, time.Time{}
 	for _, it := range in.buf {
-		in.note(it.ev.StageTimestamp)
+		in.note(it.ev.StageTimestamp, it.ev.Source.Line)
 	}
 }
 
-func (in *input) note(ts time.Time) {
+func (in *input) note(ts time.Time, line int64) {
 	if in.stats.First.IsZero() || ts.Before(in.stats.First) {
 		in.stats.First = ts
 	}
@@ -257,7 +258,7 @@ func (in *input) note(ts time.Time) {
 		in.stats.Last = ts
 	}
 	if ts.After(in.newest) {
-		in.newest = ts
+		in.newest, in.newestLine = ts, line
 	}
 }
 
@@ -450,8 +451,8 @@ func (r *Reader) accept(in *input, pos Position, ev *Event, size int64) error {
 	}
 	if in.hasReleased && ts.Before(in.released) {
 		return r.skip(pos, SkipOutOfOrder, func() string {
-			return fmt.Sprintf("stageTimestamp %s is out of order by %v, beyond Limits.ReorderWindow=%v",
-				ts.Format(time.RFC3339Nano), in.newest.Sub(ts), r.lim.ReorderWindow)
+			return fmt.Sprintf("stageTimestamp %s is out of order by %v, beyond Limits.ReorderWindow=%v (the newest event read is line %d at %s)",
+				ts.Format(time.RFC3339Nano), in.newest.Sub(ts), r.lim.ReorderWindow, in.newestLine, in.newest.Format(time.RFC3339Nano))
 		})
 	}
 	if r.buffered >= r.lim.MaxBuffered {
@@ -465,7 +466,7 @@ func (r *Reader) accept(in *input, pos Position, ev *Event, size int64) error {
 	r.buffered++
 	r.bufferedBytes += size
 	in.stats.Read++
-	in.note(ts)
+	in.note(ts, pos.Line)
 	return nil
 }
 

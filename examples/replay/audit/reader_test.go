@@ -46,12 +46,18 @@ func TestReader(t *testing.T) {
 			name:   "out of order beyond the window",
 			inputs: []string{lines(rc("a", 0), rc("b", 2*s), rc("c", 10*s), rc("d", 11*s), rc("late", 1*s), rc("e", 12*s))},
 			want:   []string{"a", "b", "c", "d", "e"},
-			skips:  []skipAt{{SkipOutOfOrder, "f0:5", "stageTimestamp 2026-01-01T00:00:01Z is out of order by 10s, beyond Limits.ReorderWindow=5s"}},
+			skips:  []skipAt{{SkipOutOfOrder, "f0:5", "stageTimestamp 2026-01-01T00:00:01Z is out of order by 10s, beyond Limits.ReorderWindow=5s (the newest event read is line 4 at 2026-01-01T00:00:11Z)"}},
 		},
 		{
 			name:   "late beyond the window but after what was released is kept",
 			inputs: []string{lines(rc("a", 0), rc("b", 10*s), rc("c", 11*s), rc("late", 1*s), rc("d", 12*s))},
 			want:   []string{"a", "late", "b", "c", "d"},
+		},
+		{
+			name:   "a line far ahead collapses the window; the skip names it",
+			inputs: []string{lines(rc("a", 0), rc("future", time.Hour), rc("b", 2*s), rc("c", s), rc("d", 3*s))},
+			want:   []string{"a", "b", "d", "future"},
+			skips:  []skipAt{{SkipOutOfOrder, "f0:4", "out of order by 59m59s, beyond Limits.ReorderWindow=5s (the newest event read is line 2 at 2026-01-01T01:00:00Z)"}},
 		},
 		{
 			name:   "late but within the window of the newest is kept",
