@@ -183,7 +183,7 @@ func (r *Reader) Next() (*Event, error) {
 		ev := in.head.ev
 		in.head = item{}
 		if first, dup := r.dedup.seen(ev); dup {
-			if err := r.skip(ev.Source, SkipDuplicate, func() string {
+			if err := r.skip(in, ev.Source, SkipDuplicate, func() string {
 				return fmt.Sprintf("auditID %s stage %s already returned from %s", ev.AuditID, ev.Stage, first)
 			}); err != nil {
 				r.err = err
@@ -228,7 +228,7 @@ func (r *Reader) prime() error {
 				r.buffered--
 				r.bufferedBytes -= it.size
 				in.stats.Read--
-				if err := r.skip(it.ev.Source, SkipOutOfSpan, func() string { return reason }); err != nil {
+				if err := r.skip(in, it.ev.Source, SkipOutOfSpan, func() string { return reason }); err != nil {
 					return err
 				}
 				continue
@@ -373,11 +373,11 @@ func (r *Reader) readLine(in *input) error {
 	switch {
 	case long > 0:
 		in.nonBlank++
-		err = r.skip(pos, SkipLongLine, func() string {
+		err = r.skip(in, pos, SkipLongLine, func() string {
 			return fmt.Sprintf("line of %d bytes is longer than Limits.MaxLineBytes=%d", long, r.lim.MaxLineBytes)
 		})
 	case len(line) == 0:
-		err = r.skip(pos, SkipBlank, func() string { return "blank line" })
+		err = r.skip(in, pos, SkipBlank, func() string { return "blank line" })
 	default:
 		in.nonBlank++
 		err = r.decodeLine(in, pos, line)
@@ -411,7 +411,7 @@ func (r *Reader) decodeLine(in *input, pos Position, line []byte) error {
 			if sl.reason == SkipStage || sl.reason == SkipZeroTime {
 				in.decoded++
 			}
-			if err := r.skip(pos, sl.reason, sl.detail); err != nil {
+			if err := r.skip(in, pos, sl.reason, sl.detail); err != nil {
 				return err
 			}
 			continue
@@ -446,11 +446,11 @@ func (r *Reader) accept(in *input, pos Position, ev *Event, size int64) error {
 	ts := ev.StageTimestamp
 	if r.anchored {
 		if reason := r.spanCheck(ev); reason != "" {
-			return r.skip(pos, SkipOutOfSpan, func() string { return reason })
+			return r.skip(in, pos, SkipOutOfSpan, func() string { return reason })
 		}
 	}
 	if in.hasReleased && ts.Before(in.released) {
-		return r.skip(pos, SkipOutOfOrder, func() string {
+		return r.skip(in, pos, SkipOutOfOrder, func() string {
 			return fmt.Sprintf("stageTimestamp %s is out of order by %v, beyond Limits.ReorderWindow=%v (the newest event read is line %d at %s)",
 				ts.Format(time.RFC3339Nano), in.newest.Sub(ts), r.lim.ReorderWindow, in.newestLine, in.newest.Format(time.RFC3339Nano))
 		})
@@ -471,7 +471,11 @@ func (r *Reader) accept(in *input, pos Position, ev *Event, size int64) error {
 }
 
 // skip counts a skipped line; detail is called only for kept samples.
-func (r *Reader) skip(pos Position, reason SkipReason, detail func() string) error {
+func (r *Reader) skip(in *input, pos Position, reason SkipReason, detail func() string) error {
+	in.stats.Skipped++
+	if reason.Bad() {
+		in.stats.BadSkips++
+	}
 	st := &r.skips[reason]
 	st.Reason = reason
 	st.Count++

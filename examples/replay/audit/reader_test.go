@@ -475,11 +475,13 @@ func TestOpen(t *testing.T) {
 	zipped := filepath.Join(dir, "audit-2026-01-01.log") // gzip, no .gz suffix
 	require.NoError(t, os.WriteFile(plain, []byte(lines(rc("a", 0), rc("c", 2*time.Second))), 0o600))
 	require.NoError(t, os.WriteFile(zipped, gz(t, lines(rc("b", time.Second))), 0o600))
-	r, err := Open([]string{plain, zipped}, Limits{})
+	notZipped := filepath.Join(dir, "audit-2026-01-02.log.gz") // plain despite the suffix
+	require.NoError(t, os.WriteFile(notZipped, []byte(lines(rc("d", 3*time.Second))), 0o600))
+	r, err := Open([]string{plain, zipped, notZipped}, Limits{})
 	require.NoError(t, err)
 	res := drain(t, r)
 	require.NoError(t, res.err)
-	assert.Equal(t, []string{"a", "b", "c"}, res.ids)
+	assert.Equal(t, []string{"a", "b", "c", "d"}, res.ids)
 	assert.Equal(t, plain, res.stats.Files[0].Name)
 	require.NoError(t, r.Close())
 	_, err = r.Next()
@@ -553,7 +555,7 @@ func TestStats(t *testing.T) {
 	assert.Equal(t, int64(3), st.Events)
 	assert.Equal(t, int64(1), st.BadSkips)
 	f := st.Files[0]
-	assert.Equal(t, FileStats{Name: "f0", Format: FormatPlain, Lines: 4, Read: 2, Events: 2, First: at(0), Last: at(time.Second)}, f)
+	assert.Equal(t, FileStats{Name: "f0", Format: FormatPlain, Lines: 4, Read: 2, Events: 2, Skipped: 2, BadSkips: 1, First: at(0), Last: at(time.Second)}, f)
 	assert.Equal(t, map[ResourceKey]int64{
 		{APIGroup: "coordination.k8s.io", Resource: "leases"}: 2,
 		{Resource: "nodes", Subresource: "status"}:            1,

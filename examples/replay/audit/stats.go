@@ -127,6 +127,9 @@ type FileStats struct {
 	Lines  int64  // lines read
 	Read   int64  // events accepted into the merge (before dedup)
 	Events int64  // events returned by Next
+	// Skipped counts this input's skipped lines and events, BadSkips
+	// those whose reason is Bad (Stats.Skipped has the reasons).
+	Skipped, BadSkips int64
 	// First and Last are the earliest and latest stageTimestamp of the
 	// events accepted from this input (zero when none).
 	First, Last time.Time
