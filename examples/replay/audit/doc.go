@@ -64,9 +64,9 @@
 // cannot be placed any more and is a SkipOutOfOrder ("out of order by X,
 // beyond ReorderWindow", naming the newest line read: one line far in the
 // future releases everything before it and makes the lines after it late);
-// a late event still newer than what was released is kept. More than Limits.MaxBuffered events (or Limits.MaxBufferedBytes
-// of them) waiting in the buffers is an error: a burst denser than the
-// window allows.
+// a late event still newer than what was released is kept. More than
+// Limits.MaxBuffered events (or Limits.MaxBufferedBytes of them) waiting in
+// the buffers is an error: a burst denser than the window allows.
 //
 // The stream is anchored at the earliest of the inputs' first events. An
 // event more than Limits.MaxSpan (31 days) after the anchor, or more than
@@ -103,19 +103,19 @@
 // Zero fields of Limits take these defaults (DefaultLimits); negative ones
 // are an error.
 //
-//	Field          Default      Bounds
-//	MaxLineBytes   16 MiB       the longest line decoded; longer lines are skipped in bounded memory
-//	ReorderWindow  5s           how far out of order one input's lines may be
-//	MaxBuffered    100000       events held in the reorder buffers (about 1 KiB each at Metadata)
-//	MaxBufferedBytes 1 GiB      JSON text of the events held in the reorder buffers
-//	MaxSpan        31 days      how far after the anchor an event may be
-//	MaxDedup       65536        (auditID, stage) keys kept at one stageTimestamp
-//	MaxEvents      100 million  events returned
-//	MaxFiles       128          inputs (each holds two 64 KiB buffers, plus gzip state)
-//	MaxSkips       1000         bad lines (malformed, too long, not an event, out of order or span,
-//	                            zero time) over all inputs; filtered lines do not count
-//	SniffLines     100          lines of an input read before it must have shown an audit event
-//	OverlapSlack   1m           gap between inputs' time ranges still taken as contiguous
+//	Field             Default      Bounds
+//	MaxLineBytes      16 MiB       the longest line decoded; longer lines are skipped in bounded memory
+//	ReorderWindow     5s           how far out of order one input's lines may be
+//	MaxBuffered       100000       events held in the reorder buffers (about 1 KiB each at Metadata)
+//	MaxBufferedBytes  1 GiB        JSON text of the events held in the reorder buffers
+//	MaxSpan           31 days      how far after the anchor an event may be
+//	MaxDedup          65536        (auditID, stage) keys kept at one stageTimestamp
+//	MaxEvents         100 million  events returned
+//	MaxFiles          128          inputs (each holds up to two 64 KiB buffers, plus gzip state)
+//	MaxSkips          1000         bad lines (malformed, too long, not an event, out of order or span,
+//	                               zero time) over all inputs; filtered lines do not count
+//	SniffLines        100          lines of an input read before it must have shown an audit event
+//	OverlapSlack      1m           gap between inputs' time ranges still taken as contiguous
 //
 // Fixed bounds: 8 skip samples per reason, 1024 resources in
 // Stats.Resources, 8192 interned strings of at most 256 bytes, JSON nesting
@@ -202,12 +202,11 @@
 //	--audit-log-maxbackup=20
 //	--audit-log-compress=true      # rotated files gzip-compressed: Open reads them
 //
-// --audit-log-mode=blocking is not required: the log backend's default mode
-// (blocking) or batch both write every event; with batch a full buffer
-// drops events (the apiserver counts them in
-// apiserver_audit_error_total), which the replay sees as a gap. Each
-// apiserver of an HA control plane writes its own log; give Open all of
-// them.
+// --audit-log-mode=blocking is not required: it is already the log
+// backend's default. Batch mode also works, but drops events when its
+// buffer is full (counted in apiserver_audit_error_total), which the replay
+// sees as a gap. Each apiserver of an HA control plane writes its own log;
+// give Open all of them.
 //
 // kubeadm (kubeadm.k8s.io/v1beta4, kubeadm 1.31 and later, where extraArgs is
 // a list of name/value pairs; v1beta3 took a map):
@@ -266,10 +265,12 @@
 //
 // Then: docker cp kind-control-plane:/var/log/kubernetes/audit/audit.log .
 //
-// Managed clusters: AKS has no custom policy (the kube-audit category is
-// everything, kube-audit-admin leaves out get and list); EKS has a fixed
-// policy (enable the "audit" control plane log type); both log the
-// requests above at levels at least as high as Policy's.
+// Managed clusters use a fixed policy this package cannot change: AKS (the
+// kube-audit category is every request, kube-audit-admin leaves out get
+// and list) and EKS (the "audit" control plane log type). Before relying
+// on a replay from them, check that the kubelets' Lease renewals and
+// nodes/status writes are in the export (Stats.Resources counts the events
+// by resource).
 //
 // # Performance
 //
