@@ -156,7 +156,8 @@
 // In a CloudWatch or Azure envelope, a payload that is not a JSON object
 // (another log stream of the same log group, such as the kube-apiserver or
 // authenticator logs) is SkipOtherLog, which is not a bad line. Firehose
-// records must be newline-delimited. Unknown resources and kinds inside
+// records must be newline-delimited; the events of one subscription record
+// share its line in Event.Source (skips name logEvents[i]). Unknown resources and kinds inside
 // events are returned (the consumer filters); Stats.Resources counts the
 // returned events by resource.
 //
