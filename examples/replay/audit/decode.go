@@ -122,6 +122,9 @@ func (d *decoder) line(line []byte) (Format, error) {
 			for i, m := range d.msgs {
 				d.payload(m, i)
 			}
+			if len(d.msgs) == 0 {
+				d.out = append(d.out, slot{reason: SkipOtherLog, err: errors.New("CloudWatch subscription record without logEvents"), sub: -1})
+			}
 		default:
 			d.skip(SkipNotEvent, fmt.Errorf("CloudWatch subscription record with messageType %q", env.messageType))
 		}
@@ -348,6 +351,7 @@ func (d *decoder) envelopeField(s *scanner, key []byte, env *envelope) error {
 				if err := s.skip(); err != nil {
 					return err
 				}
+				d.msgs = append(d.msgs, rawMsg{}) // counted as SkipOtherLog
 				continue
 			}
 			if len(d.msgs) == maxLogEvents {

@@ -54,9 +54,11 @@ func FuzzReader(f *testing.F) {
 		}
 		var n int64
 		var last time.Time
+		clean := false
 		for range 100000 {
 			e, err := r.Next()
 			if err == io.EOF {
+				clean = true
 				break
 			}
 			if err != nil {
@@ -87,8 +89,15 @@ func FuzzReader(f *testing.F) {
 		if n > maxLines && !bytes.Contains(data, []byte("logEvents")) && !bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
 			t.Fatalf("%d events from %d lines", n, maxLines)
 		}
-		if st := r.Stats(); st.Events != n {
+		st := r.Stats()
+		if st.Events != n {
 			t.Fatalf("Stats().Events = %d, want %d", st.Events, n)
+		}
+		// Every line read is accounted for: returned or skipped.
+		for _, f := range st.Files {
+			if clean && f.Read+f.Skipped < f.Lines {
+				t.Fatalf("%s: %d lines read, %d events and %d skips", f.Name, f.Lines, f.Read, f.Skipped)
+			}
 		}
 	})
 }
