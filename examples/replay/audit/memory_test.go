@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bytes"
+	"compress/gzip"
 	"io"
 	"runtime"
 	"strings"
@@ -190,4 +192,38 @@ func TestMemoryDoesNotGrowWithLength(t *testing.T) {
 	t.Logf("live heap after %d events: %d KiB, after %d: %d KiB", n/4, early>>10, 3*n/4, late>>10)
 	assert.Less(t, float64(late), float64(early)*1.1+(1<<20), "live heap grows with the log")
 	runtime.KeepAlive(r)
+}
+
+// TestLongLineInGzip reads a long line from a gzip stream (a small file
+// that inflates to one huge line) in bounded memory.
+func TestLongLineInGzip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("inflates 64 MB")
+	}
+	size := int64(64 << 20)
+	if raceEnabled {
+		size = 16 << 20
+	}
+	var zipped bytes.Buffer
+	w, err := gzip.NewWriterLevel(&zipped, gzip.BestSpeed)
+	require.NoError(t, err)
+	_, err = io.Copy(w, newLongLine(lines(rc("a", 0))+`{"auditID":"huge","x":"`, size, "\"}\n"+lines(rc("b", time.Second))))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	t.Logf("%d MiB line in %d KiB of gzip", size>>20, zipped.Len()>>10)
+
+	r, err := NewReader([]string{"bomb.gz"}, []io.Reader{&zipped}, Limits{MaxLineBytes: 1 << 20})
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res := drain(t, r)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, res.err)
+	assert.Equal(t, []string{"a", "b"}, res.ids)
+	assert.Equal(t, int64(1), res.stats.Skips(SkipLongLine))
+	assert.Equal(t, FormatPlain, res.stats.Files[0].Format)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("TotalAlloc delta %d KiB", alloc>>10)
+	assert.Less(t, alloc, uint64(8<<20))
 }

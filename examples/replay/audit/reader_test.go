@@ -596,3 +596,18 @@ func TestDedupLongRun(t *testing.T) {
 	assert.Len(t, res.ids, 100)
 	assert.Equal(t, int64(100), res.stats.Skips(SkipDuplicate))
 }
+
+// TestUnknownResources checks that events of any resource are returned and
+// that Stats.Resources stays bounded.
+func TestUnknownResources(t *testing.T) {
+	var ls []string
+	for i := range maxResourceKeys + 10 {
+		ls = append(ls, fmt.Sprintf(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"id%d","stage":"ResponseComplete","objectRef":{"resource":"widgets%d","apiGroup":"example.com"},"stageTimestamp":"2026-01-01T00:00:00Z"}`, i, i))
+	}
+	res := readAll(t, Limits{}, lines(ls...))
+	require.NoError(t, res.err)
+	assert.Len(t, res.ids, maxResourceKeys+10)
+	assert.Len(t, res.stats.Resources, maxResourceKeys)
+	assert.Equal(t, int64(1), res.stats.Resources[ResourceKey{APIGroup: "example.com", Resource: "widgets0"}])
+	assert.Equal(t, int64(11), res.stats.Resources[ResourceKey{Resource: "(other)"}])
+}
