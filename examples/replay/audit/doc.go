@@ -68,11 +68,15 @@
 // Limits.MaxBuffered events (or Limits.MaxBufferedBytes of them) waiting in
 // the buffers is an error: a burst denser than the window allows.
 //
-// The stream is anchored at the earliest of the inputs' first events. An
-// event more than Limits.MaxSpan (31 days) after the anchor, or more than
-// ReorderWindow before it, is a SkipOutOfSpan naming the anchor's position
-// (if the anchor itself is the wild line, the error at Limits.MaxSkips says
-// where it is). A zero stageTimestamp is a SkipZeroTime.
+// The stream is anchored at the earliest of the first events read (up to 16
+// per input), leaving out those more than Limits.MaxSpan from their median,
+// so that a wild first line (an apiserver started before its clock was set)
+// does not anchor the stream. An event more than MaxSpan (31 days) after
+// the anchor, or more than ReorderWindow before it, is a SkipOutOfSpan
+// naming the anchor's position. A zero stageTimestamp is a SkipZeroTime.
+// As nothing is returned before the anchor is chosen, the first events read
+// (up to 16 per input, fewer when Limits.MaxBuffered is small) come out in
+// order whatever their distance.
 //
 // # Duplicates
 //

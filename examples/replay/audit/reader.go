@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -202,21 +203,40 @@ func (r *Reader) Next() (*Event, error) {
 	}
 }
 
-// prime reads each input up to its first event and anchors the stream at
-// the earliest of them.
+// primeEvents is how many events of each input are read to choose the
+// anchor.
+const primeEvents = 16
+
+// prime reads the first events of each input and anchors the stream at
+// the earliest of them, leaving out those more than MaxSpan from their
+// median: a wild first line (an apiserver started before its clock was
+// set) does not anchor the stream, it is skipped as out of span.
 func (r *Reader) prime() error {
+	target := max(1, min(primeEvents, r.lim.MaxBuffered/len(r.inputs)))
+	var all []time.Time
 	for _, in := range r.inputs {
-		for len(in.buf) == 0 && !in.eof {
+		for len(in.buf) < target && !in.eof {
 			if err := r.readLine(in); err != nil {
 				return err
 			}
 		}
+		for _, it := range in.buf {
+			all = append(all, it.ev.StageTimestamp)
+		}
 	}
 	r.primed = true
-	for _, in := range r.inputs {
-		for _, it := range in.buf {
-			if !r.anchored || it.ev.StageTimestamp.Before(r.anchor) {
-				r.anchored, r.anchor, r.anchorPos = true, it.ev.StageTimestamp, it.ev.Source
+	if len(all) > 0 {
+		slices.SortFunc(all, time.Time.Compare)
+		median := all[len(all)/2]
+		for _, in := range r.inputs {
+			for _, it := range in.buf {
+				ts := it.ev.StageTimestamp
+				if d := ts.Sub(median); d > r.lim.MaxSpan || -d > r.lim.MaxSpan {
+					continue
+				}
+				if !r.anchored || ts.Before(r.anchor) || (ts.Equal(r.anchor) && it.ev.Source.Line < r.anchorPos.Line && it.ev.Source.File == r.anchorPos.File) {
+					r.anchored, r.anchor, r.anchorPos = true, ts, it.ev.Source
+				}
 			}
 		}
 	}

@@ -44,6 +44,7 @@ func TestReader(t *testing.T) {
 		},
 		{
 			name:   "out of order beyond the window",
+			lim:    Limits{MaxBuffered: 3}, // the anchor is chosen from 3 events
 			inputs: []string{lines(rc("a", 0), rc("b", 2*s), rc("c", 10*s), rc("d", 11*s), rc("late", 1*s), rc("e", 12*s))},
 			want:   []string{"a", "b", "c", "d", "e"},
 			skips:  []skipAt{{SkipOutOfOrder, "f0:5", "stageTimestamp 2026-01-01T00:00:01Z is out of order by 10s, beyond Limits.ReorderWindow=5s (the newest event read is line 4 at 2026-01-01T00:00:11Z)"}},
@@ -55,6 +56,7 @@ func TestReader(t *testing.T) {
 		},
 		{
 			name:   "a line far ahead collapses the window; the skip names it",
+			lim:    Limits{MaxBuffered: 2}, // the anchor is chosen from 2 events
 			inputs: []string{lines(rc("a", 0), rc("future", time.Hour), rc("b", 2*s), rc("c", s), rc("d", 3*s))},
 			want:   []string{"a", "b", "d", "future"},
 			skips:  []skipAt{{SkipOutOfOrder, "f0:4", "out of order by 59m59s, beyond Limits.ReorderWindow=5s (the newest event read is line 2 at 2026-01-01T01:00:00Z)"}},
@@ -115,9 +117,23 @@ func TestReader(t *testing.T) {
 		},
 		{
 			name:   "past event before the anchor",
-			inputs: []string{lines(rc("a", time.Hour), rc("past", 0), rc("b", time.Hour+s))},
+			inputs: []string{lines(rc("a", 40*24*time.Hour), rc("past", 0), rc("b", 40*24*time.Hour+s))},
 			want:   []string{"a", "b"},
-			skips:  []skipAt{{SkipOutOfSpan, "f0:2", "1h0m0s before the first event (f0:1"}},
+			skips:  []skipAt{{SkipOutOfSpan, "f0:2", "960h0m0s before the first event (f0:1"}},
+		},
+		{
+			name:   "a past event read early is the anchor",
+			inputs: []string{lines(rc("a", time.Hour), rc("past", 0), rc("b", time.Hour+s))},
+			want:   []string{"past", "a", "b"},
+		},
+		{
+			name: "a wild first line does not anchor the stream",
+			inputs: []string{
+				lines(ev("wild", "ResponseComplete", time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)), rc("a1", s), rc("a2", 3*s)),
+				lines(rc("b1", 0), rc("b2", 2*s)),
+			},
+			want:  []string{"b1", "a1", "b2", "a2"},
+			skips: []skipAt{{SkipOutOfSpan, "f0:1", "stageTimestamp 2001-01-01T00:00:00Z is 219144h0m0s before the first event (f1:1 at 2026-01-01T00:00:00Z)"}},
 		},
 		{
 			name:   "anchor is the earliest first event of all inputs",
