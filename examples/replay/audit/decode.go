@@ -34,7 +34,6 @@ type envelope struct {
 	message          rawMsg
 	hasMessage       bool
 	messageType      string
-	hasLogEvents     bool
 	proto            bool
 }
 
@@ -43,7 +42,6 @@ type envelope struct {
 type decoder struct {
 	s, inner  scanner
 	in        interner
-	keyBuf    []byte
 	buf       []byte // an envelope payload's unescaped value
 	msgs      []rawMsg
 	scratch   Event
@@ -227,7 +225,7 @@ func (d *decoder) object(s *scanner, ev *Event, env *envelope, outer bool) error
 	}
 	first := true
 	for {
-		key, ok, err := s.member(&first, d.keyBuf)
+		key, ok, err := s.member(&first)
 		if err != nil || !ok {
 			return err
 		}
@@ -292,7 +290,7 @@ func (d *decoder) envelopeField(s *scanner, key []byte, env *envelope) error {
 		}
 		first := true
 		for {
-			k, ok, err := s.member(&first, nil)
+			k, ok, err := s.member(&first)
 			if err != nil || !ok {
 				return err
 			}
@@ -340,7 +338,6 @@ func (d *decoder) envelopeField(s *scanner, key []byte, env *envelope) error {
 		if err := s.open('['); err != nil {
 			return err
 		}
-		env.hasLogEvents = true
 		first := true
 		for {
 			ok, err := s.element(&first)
@@ -363,7 +360,7 @@ func (d *decoder) envelopeField(s *scanner, key []byte, env *envelope) error {
 			f2 := true
 			var m rawMsg
 			for {
-				k, ok, err := s.member(&f2, nil)
+				k, ok, err := s.member(&f2)
 				if err != nil {
 					return err
 				}
@@ -406,7 +403,7 @@ func (d *decoder) user(s *scanner, u *User) error {
 	}
 	first := true
 	for {
-		key, ok, err := s.member(&first, d.keyBuf)
+		key, ok, err := s.member(&first)
 		if err != nil || !ok {
 			return err
 		}
@@ -463,7 +460,7 @@ func (d *decoder) objectRef(s *scanner) (*ObjectRef, error) {
 	*o = ObjectRef{}
 	first := true
 	for {
-		key, ok, err := s.member(&first, d.keyBuf)
+		key, ok, err := s.member(&first)
 		if err != nil || !ok {
 			return o, err
 		}
@@ -502,7 +499,7 @@ func (d *decoder) status(s *scanner) (*Status, error) {
 	*st = Status{}
 	first := true
 	for {
-		key, ok, err := s.member(&first, d.keyBuf)
+		key, ok, err := s.member(&first)
 		if err != nil || !ok {
 			return st, err
 		}
@@ -532,7 +529,7 @@ func (d *decoder) annotations(s *scanner) (map[string]string, error) {
 	m := make(map[string]string, 4)
 	first := true
 	for {
-		key, ok, err := s.member(&first, d.keyBuf)
+		key, ok, err := s.member(&first)
 		if err != nil || !ok {
 			return m, err
 		}

@@ -269,7 +269,7 @@ func (s *scanner) literal(lit string) error {
 
 // member advances to the next key of an object whose '{' was consumed and
 // consumes the ':' after it. ok is false at the closing '}'.
-func (s *scanner) member(first *bool, keyBuf []byte) (key []byte, ok bool, err error) {
+func (s *scanner) member(first *bool) (key []byte, ok bool, err error) {
 	c := s.peek()
 	if c == '}' {
 		s.i++
@@ -288,7 +288,7 @@ func (s *scanner) member(first *bool, keyBuf []byte) (key []byte, ok bool, err e
 		return nil, false, err
 	}
 	if !plain {
-		raw = unescape(keyBuf[:0], raw)
+		raw = unescape(nil, raw)
 	}
 	if s.peek() != ':' {
 		return nil, false, s.errf("expected ':'")
@@ -338,7 +338,7 @@ func (s *scanner) skip() error {
 		}
 		first := true
 		for {
-			_, ok, err := s.member(&first, nil)
+			_, ok, err := s.member(&first)
 			if err != nil || !ok {
 				return err
 			}

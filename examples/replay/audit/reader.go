@@ -347,7 +347,11 @@ func (r *Reader) end(in *input, err error) error {
 	in.eof = true
 	if in.zr != nil {
 		_ = in.zr.Close()
+		in.zr = nil
 	}
+	// Let the buffers go; the line count stays for positions.
+	in.lr = lineReader{line: in.lr.line}
+	in.src = nil
 	if err == nil || err == io.EOF {
 		if in.nonBlank > 0 && in.decoded == 0 {
 			return r.notAudit(in)
