@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // slot is the outcome for one event of a line: an event (ev != nil) or a
@@ -45,6 +46,9 @@ type decoder struct {
 	buf       []byte // an envelope payload's unescaped value
 	msgs      []rawMsg
 	scratch   Event
+	pend      []pending
+	cat       []byte    // materialize's buffer
+	groups    []string  // the groups being decoded
 	ref       ObjectRef // scratch.ObjectRef points here while decoding
 	statusBuf Status    // scratch.ResponseStatus points here while decoding
 	out       []slot
@@ -55,7 +59,77 @@ type eventBlock struct {
 	ev     Event
 	ref    ObjectRef
 	status Status
+	groups [4]string // User.Groups when there are at most 4
 }
+
+// pending is a string field whose value is still the raw text of the line:
+// the fields unique to each event (auditID, requestURI, uid, status
+// message) are made into strings only for an event that is returned, all
+// with one allocation.
+type pending struct {
+	dst *string
+	raw []byte
+}
+
+// deferStr reads a string or null ("") value into *dst, now or at
+// materialize.
+func (d *decoder) deferStr(s *scanner, dst *string) error {
+	d.drop(dst)
+	if s.peek() == 'n' {
+		*dst = ""
+		return s.null()
+	}
+	raw, plain, err := s.rawString()
+	if err != nil {
+		return err
+	}
+	if !plain {
+		*dst = string(unescape(nil, raw))
+		return nil
+	}
+	*dst = ""
+	d.pend = append(d.pend, pending{dst, raw})
+	return nil
+}
+
+// drop forgets a pending value of dst (a repeated key: the last wins).
+func (d *decoder) drop(dst *string) {
+	for i := range d.pend {
+		if d.pend[i].dst == dst {
+			d.pend[i].dst = nil
+		}
+	}
+}
+
+// nonEmpty reports whether *dst is or will be non-empty.
+func (d *decoder) nonEmpty(dst *string) bool {
+	for _, p := range d.pend {
+		if p.dst == dst {
+			return len(p.raw) > 0
+		}
+	}
+	return *dst != ""
+}
+
+// materialize sets the pending fields from one string.
+func (d *decoder) materialize() {
+	d.cat = d.cat[:0]
+	for _, p := range d.pend {
+		if p.dst != nil {
+			d.cat = append(d.cat, p.raw...)
+		}
+	}
+	all := string(d.cat)
+	for _, p := range d.pend {
+		if p.dst != nil {
+			*p.dst, all = all[:len(p.raw)], all[len(p.raw):]
+		}
+	}
+	d.pend = d.pend[:0]
+}
+
+// noGroups is an empty, non-nil groups list ("groups":[]).
+var noGroups = []string{}
 
 func newDecoder() *decoder {
 	d := &decoder{}
@@ -100,6 +174,7 @@ func (d *decoder) line(line []byte) (Format, error) {
 	}
 	var env envelope
 	d.scratch = Event{}
+	d.pend = d.pend[:0]
 	d.s.reset(line)
 	err := d.object(&d.s, &d.scratch, &env, true)
 	if err == nil {
@@ -166,6 +241,7 @@ func (d *decoder) payload(m rawMsg, sub int) {
 func (d *decoder) event(b []byte, sub int) {
 	var env envelope
 	d.scratch = Event{}
+	d.pend = d.pend[:0]
 	d.inner.reset(b)
 	err := d.object(&d.inner, &d.scratch, &env, false)
 	if err == nil {
@@ -187,7 +263,7 @@ func (d *decoder) finish(ev *Event, kind, apiVersion string, sub, size int) {
 	case apiVersion != "" && apiVersion != "audit.k8s.io/v1":
 		d.out = append(d.out, slot{reason: SkipNotEvent, err: fmt.Errorf("apiVersion %q is not audit.k8s.io/v1", apiVersion), sub: sub})
 		return
-	case ev.AuditID == "" && kind == "":
+	case kind == "" && !d.nonEmpty(&ev.AuditID):
 		d.out = append(d.out, slot{reason: SkipNotEvent, err: errors.New("no kind and no auditID"), sub: sub})
 		return
 	}
@@ -201,7 +277,16 @@ func (d *decoder) finish(ev *Event, kind, apiVersion string, sub, size int) {
 		d.out = append(d.out, slot{reason: SkipZeroTime, err: errors.New("no stageTimestamp"), sub: sub})
 		return
 	}
+	d.materialize()
 	blk := &eventBlock{ev: *ev}
+	if g := ev.User.Groups; g != nil {
+		if len(g) <= len(blk.groups) {
+			n := copy(blk.groups[:], g)
+			blk.ev.User.Groups = blk.groups[:n:n]
+		} else {
+			blk.ev.User.Groups = slices.Clone(g)
+		}
+	}
 	if ev.ObjectRef != nil {
 		blk.ref = *ev.ObjectRef
 		blk.ev.ObjectRef = &blk.ref
@@ -237,11 +322,11 @@ func (d *decoder) object(s *scanner, ev *Event, env *envelope, outer bool) error
 		case "level":
 			ev.Level, err = s.str(true)
 		case "auditID":
-			ev.AuditID, err = s.str(false)
+			err = d.deferStr(s, &ev.AuditID)
 		case "stage":
 			ev.Stage, err = s.str(true)
 		case "requestURI":
-			ev.RequestURI, err = s.str(false)
+			err = d.deferStr(s, &ev.RequestURI)
 		case "verb":
 			ev.Verb, err = s.str(true)
 		case "user":
@@ -428,22 +513,21 @@ func (d *decoder) strings(s *scanner) ([]string, error) {
 	if err := s.open('['); err != nil {
 		return nil, err
 	}
-	var out []string
+	// The list is built in a buffer of the decoder; finish copies it.
+	out := d.groups[:0]
 	first := true
 	for {
 		ok, err := s.element(&first)
 		if err != nil || !ok {
-			if out == nil && err == nil {
-				out = []string{}
+			d.groups = out
+			if len(out) == 0 {
+				out = noGroups
 			}
 			return out, err
 		}
 		v, err := s.str(true)
 		if err != nil {
 			return nil, err
-		}
-		if out == nil {
-			out = make([]string, 0, 4)
 		}
 		out = append(out, v)
 	}
@@ -472,7 +556,7 @@ func (d *decoder) objectRef(s *scanner) (*ObjectRef, error) {
 		case "name":
 			o.Name, err = s.str(true)
 		case "uid":
-			o.UID, err = s.str(false)
+			err = d.deferStr(s, &o.UID)
 		case "apiGroup":
 			o.APIGroup, err = s.str(true)
 		case "apiVersion":
@@ -509,7 +593,7 @@ func (d *decoder) status(s *scanner) (*Status, error) {
 		case "reason":
 			st.Reason, err = s.str(true)
 		case "message":
-			st.Message, err = s.str(false)
+			err = d.deferStr(s, &st.Message)
 		default:
 			err = s.skip()
 		}

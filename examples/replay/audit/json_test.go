@@ -70,3 +70,24 @@ func TestParseTime(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatedKeys checks that the last value of a repeated key wins,
+// whether the values are escaped, plain or null.
+func TestRepeatedKeys(t *testing.T) {
+	const ts = `"stageTimestamp":"2026-01-01T00:00:00Z"`
+	for _, tc := range []struct{ line, id, uri string }{
+		{`{"auditID":"a","auditID":"b",` + ts + `}`, "b", ""},
+		{`{"auditID":"a","auditID":"\u0062",` + ts + `}`, "b", ""},
+		{`{"auditID":"\u0061","auditID":"c",` + ts + `}`, "c", ""},
+		{`{"kind":"Event","auditID":"a","auditID":null,` + ts + `}`, "", ""},
+		{`{"auditID":"a","requestURI":"/x","auditID":"bb","requestURI":"/yy",` + ts + `}`, "bb", "/yy"},
+	} {
+		d := newDecoder()
+		_, err := d.line([]byte(tc.line))
+		if !assert.NoError(t, err) || !assert.Len(t, d.out, 1) || !assert.NotNil(t, d.out[0].ev, "%s: %v", tc.line, d.out[0].err) {
+			continue
+		}
+		assert.Equal(t, tc.id, d.out[0].ev.AuditID, tc.line)
+		assert.Equal(t, tc.uri, d.out[0].ev.RequestURI, tc.line)
+	}
+}
