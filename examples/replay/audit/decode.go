@@ -72,10 +72,11 @@ type pending struct {
 }
 
 // deferStr reads a string or null ("") value into *dst, now or at
-// materialize.
+// materialize. A repeated key replaces the pending value, so d.pend holds
+// at most one entry per field.
 func (d *decoder) deferStr(s *scanner, dst *string) error {
-	d.drop(dst)
 	if s.peek() == 'n' {
+		d.drop(dst)
 		*dst = ""
 		return s.null()
 	}
@@ -84,19 +85,27 @@ func (d *decoder) deferStr(s *scanner, dst *string) error {
 		return err
 	}
 	if !plain {
+		d.drop(dst)
 		*dst = string(unescape(nil, raw))
 		return nil
 	}
 	*dst = ""
+	for i := range d.pend {
+		if d.pend[i].dst == dst {
+			d.pend[i].raw = raw
+			return nil
+		}
+	}
 	d.pend = append(d.pend, pending{dst, raw})
 	return nil
 }
 
-// drop forgets a pending value of dst (a repeated key: the last wins).
+// drop forgets the pending value of dst.
 func (d *decoder) drop(dst *string) {
 	for i := range d.pend {
 		if d.pend[i].dst == dst {
-			d.pend[i].dst = nil
+			d.pend = slices.Delete(d.pend, i, i+1)
+			return
 		}
 	}
 }
@@ -115,15 +124,11 @@ func (d *decoder) nonEmpty(dst *string) bool {
 func (d *decoder) materialize() {
 	d.cat = d.cat[:0]
 	for _, p := range d.pend {
-		if p.dst != nil {
-			d.cat = append(d.cat, p.raw...)
-		}
+		d.cat = append(d.cat, p.raw...)
 	}
 	all := string(d.cat)
 	for _, p := range d.pend {
-		if p.dst != nil {
-			*p.dst, all = all[:len(p.raw)], all[len(p.raw):]
-		}
+		*p.dst, all = all[:len(p.raw)], all[len(p.raw):]
 	}
 	d.pend = d.pend[:0]
 }
@@ -542,6 +547,7 @@ func (d *decoder) objectRef(s *scanner) (*ObjectRef, error) {
 	}
 	o := &d.ref
 	*o = ObjectRef{}
+	d.drop(&o.UID) // a repeated objectRef replaces the earlier one
 	first := true
 	for {
 		key, ok, err := s.member(&first)
@@ -581,6 +587,7 @@ func (d *decoder) status(s *scanner) (*Status, error) {
 	}
 	st := &d.statusBuf
 	*st = Status{}
+	d.drop(&st.Message)
 	first := true
 	for {
 		key, ok, err := s.member(&first)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestSpecialWord checks the eight-byte scan against the byte table.
@@ -81,6 +82,7 @@ func TestRepeatedKeys(t *testing.T) {
 		{`{"auditID":"\u0061","auditID":"c",` + ts + `}`, "c", ""},
 		{`{"kind":"Event","auditID":"a","auditID":null,` + ts + `}`, "", ""},
 		{`{"auditID":"a","requestURI":"/x","auditID":"bb","requestURI":"/yy",` + ts + `}`, "bb", "/yy"},
+		{`{"auditID":"a","objectRef":{"uid":"u"},"objectRef":{"name":"n"},` + ts + `}`, "a", ""},
 	} {
 		d := newDecoder()
 		_, err := d.line([]byte(tc.line))
@@ -89,5 +91,25 @@ func TestRepeatedKeys(t *testing.T) {
 		}
 		assert.Equal(t, tc.id, d.out[0].ev.AuditID, tc.line)
 		assert.Equal(t, tc.uri, d.out[0].ev.RequestURI, tc.line)
+		if ref := d.out[0].ev.ObjectRef; ref != nil {
+			assert.Equal(t, ObjectRef{Name: "n"}, *ref, tc.line)
+		}
+		assert.LessOrEqual(t, len(d.pend), 4)
 	}
+}
+
+// TestRepeatedKeysAreLinear checks that a line repeating a key a million
+// times decodes in linear time.
+func TestRepeatedKeysAreLinear(t *testing.T) {
+	var b []byte
+	b = append(b, `{"stageTimestamp":"2026-01-01T00:00:00Z"`...)
+	for range 1 << 20 {
+		b = append(b, `,"auditID":"a"`...)
+	}
+	b = append(b, '}')
+	d := newDecoder()
+	_, err := d.line(b)
+	require.NoError(t, err)
+	require.NotNil(t, d.out[0].ev)
+	assert.Equal(t, "a", d.out[0].ev.AuditID)
 }
