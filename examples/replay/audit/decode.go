@@ -10,19 +10,21 @@ import (
 // slot is the outcome for one event of a line: an event (ev != nil) or a
 // skip.
 type slot struct {
-	ev     *Event
-	reason SkipReason
-	err    error  // for SkipMalformed and SkipNotEvent
-	stage  string // for SkipStage
-	sub    int    // index in a subscription record's logEvents, or -1
-	size   int    // the length of the event's JSON text
+	ev        *Event
+	reason    SkipReason
+	err       error  // for SkipMalformed and SkipNotEvent
+	stage     string // for SkipStage
+	sub       int    // index in a subscription record's logEvents, or -1
+	inRecords bool   // sub indexes Azure records, not logEvents
+	size      int    // the length of the event's JSON text
 }
 
 // rawMsg is an envelope's payload: a JSON string's raw text or an object.
 type rawMsg struct {
-	raw   []byte
-	plain bool // raw is the string's value (no escapes)
-	obj   bool // raw is an object, not a string
+	raw      []byte
+	plain    bool   // raw is the string's value (no escapes)
+	obj      bool   // raw is an object, not a string
+	category string // an Azure record's category
 }
 
 // envelope collects the fields of the outer object that name an export
@@ -35,6 +37,7 @@ type envelope struct {
 	message          rawMsg
 	hasMessage       bool
 	messageType      string
+	hasRecords       bool // Azure {"records":[...]} (Event Hubs)
 	proto            bool
 }
 
@@ -208,10 +211,17 @@ func (d *decoder) line(line []byte) (Format, error) {
 		}
 		return FormatCloudWatchSubscription, nil
 	case env.hasLog:
-		if env.category != "" && env.category != "kube-audit" && env.category != "kube-audit-admin" {
-			d.out = append(d.out, slot{reason: SkipOtherLog, err: fmt.Errorf("diagnostic category %q (Azure)", env.category), sub: -1})
-		} else {
-			d.payload(env.log, -1)
+		d.azure(env.category, env.log, -1)
+		return FormatAzure, nil
+	case env.hasRecords:
+		for i, m := range d.msgs {
+			d.azure(m.category, m, i)
+		}
+		for i := range d.out {
+			d.out[i].inRecords = true
+		}
+		if len(d.msgs) == 0 {
+			d.out = append(d.out, slot{reason: SkipOtherLog, err: errors.New("records without any record (Azure)"), sub: -1})
 		}
 		return FormatAzure, nil
 	case env.hasMessage:
@@ -220,6 +230,15 @@ func (d *decoder) line(line []byte) (Format, error) {
 	}
 	d.finish(&d.scratch, env.kind, env.apiVersion, -1, len(line))
 	return FormatPlain, nil
+}
+
+// azure decodes the properties.log of an Azure resource log record.
+func (d *decoder) azure(category string, log rawMsg, sub int) {
+	if category != "" && category != "kube-audit" && category != "kube-audit-admin" {
+		d.out = append(d.out, slot{reason: SkipOtherLog, err: fmt.Errorf("diagnostic category %q (Azure)", category), sub: sub})
+		return
+	}
+	d.payload(log, sub)
 }
 
 func (d *decoder) skip(reason SkipReason, err error) {
@@ -421,6 +440,29 @@ func (d *decoder) envelopeField(s *scanner, key []byte, env *envelope) error {
 			return err
 		}
 		return s.skip()
+	case "records": // Azure resource logs through Event Hubs
+		if s.peek() != '[' {
+			return s.skip()
+		}
+		if err := s.open('['); err != nil {
+			return err
+		}
+		env.hasRecords = true
+		first := true
+		for {
+			ok, err := s.element(&first)
+			if err != nil || !ok {
+				return err
+			}
+			if len(d.msgs) == maxLogEvents {
+				return fmt.Errorf("more than %d records", maxLogEvents)
+			}
+			m, err := d.azureRecord(s)
+			if err != nil {
+				return err
+			}
+			d.msgs = append(d.msgs, m)
+		}
 	case "logEvents":
 		if s.peek() != '[' {
 			return s.skip()
@@ -482,6 +524,50 @@ func (d *decoder) envelopeField(s *scanner, key []byte, env *envelope) error {
 		return s.skip()
 	}
 	return s.skip()
+}
+
+// azureRecord reads one record of an Azure {"records":[...]} message: its
+// category and properties.log. A record that is not an object, or has no
+// log, gives an empty payload (SkipOtherLog).
+func (d *decoder) azureRecord(s *scanner) (rawMsg, error) {
+	var m rawMsg
+	if s.peek() != '{' {
+		return m, s.skip()
+	}
+	if err := s.open('{'); err != nil {
+		return m, err
+	}
+	first := true
+	for {
+		k, ok, err := s.member(&first)
+		if err != nil || !ok {
+			return m, err
+		}
+		switch {
+		case string(k) == "category" && s.peek() == '"':
+			m.category, err = s.str(true)
+		case string(k) == "properties" && s.peek() == '{':
+			err = s.open('{')
+			f2 := true
+			for err == nil {
+				var k2 []byte
+				k2, ok, err = s.member(&f2)
+				if err != nil || !ok {
+					break
+				}
+				if string(k2) == "log" && s.peek() == '"' {
+					m.raw, m.plain, err = s.rawString()
+				} else {
+					err = s.skip()
+				}
+			}
+		default:
+			err = s.skip()
+		}
+		if err != nil {
+			return m, err
+		}
+	}
 }
 
 func (d *decoder) user(s *scanner, u *User) error {

@@ -135,8 +135,9 @@
 //	kube-apiserver --audit-log-path, json format         yes    FormatPlain
 //	  (or a webhook receiver writing one event per line)
 //	AKS: Azure diagnostic settings, categories           yes    FormatAzure; other categories are SkipOtherLog
-//	  kube-audit and kube-audit-admin (storage account,
-//	  Event Hubs capture)
+//	  kube-audit and kube-audit-admin: storage account
+//	  (a record per line) or Event Hubs messages
+//	  ({"records":[...]}, one message per line)
 //	EKS: CloudWatch Logs export task to S3               yes    FormatCloudWatchExport
 //	EKS: aws logs filter-log-events, Logs Insights       yes    FormatCloudWatchMessage
 //	  exports, flattened one event per line
@@ -152,6 +153,7 @@
 //
 //	FormatPlain                   {"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata",...}
 //	FormatAzure                   {"category":"kube-audit","properties":{"log":"<event as a JSON string>",...},...}
+//	                              or {"records":[{"category":"kube-audit","properties":{"log":"<event>"}},...]}
 //	FormatCloudWatchExport        2026-01-01T00:00:00.123Z {"kind":"Event",...}
 //	FormatCloudWatchMessage       {"message":"<event as a JSON string>",...} or {"@message":{...event...},...}
 //	FormatCloudWatchSubscription  {"messageType":"DATA_MESSAGE",...,"logEvents":[{"id":"..","message":"<event>"},...]}
@@ -161,7 +163,8 @@
 // (another log stream of the same log group, such as the kube-apiserver or
 // authenticator logs) is SkipOtherLog, which is not a bad line. Firehose
 // records must be newline-delimited; the events of one subscription record
-// share its line in Event.Source (skips name logEvents[i]). Unknown resources and kinds inside
+// or Azure records message share its line in Event.Source (skips name
+// logEvents[i] or records[i]). Unknown resources and kinds inside
 // events are returned (the consumer filters); Stats.Resources counts the
 // returned events by resource.
 //

@@ -459,7 +459,11 @@ func (sl *slot) detail() string {
 		s = sl.err.Error()
 	}
 	if sl.sub >= 0 {
-		s = fmt.Sprintf("logEvents[%d]: %s", sl.sub, s)
+		arr := "logEvents"
+		if sl.inRecords {
+			arr = "records"
+		}
+		s = fmt.Sprintf("%s[%d]: %s", arr, sl.sub, s)
 	}
 	return s
 }

@@ -353,6 +353,7 @@ func TestEnvelopes(t *testing.T) {
 		`{"id":"4","timestamp":1767225601000,"message":` + quote(ev("s0", "RequestReceived", at(0))) + `}]}`
 	control := `{"messageType":"CONTROL_MESSAGE","owner":"CloudwatchLogs","logGroup":"","logStream":"","subscriptionFilters":[],"logEvents":[{"id":"","timestamp":1767225600000,"message":"CWL CONTROL MESSAGE: Checking health of destination Firehose."}]}`
 	otherCategory := `{"category":"kube-apiserver","properties":{"log":"I0101 00:00:00 apiserver started"},"time":"2026-01-01T00:00:00Z"}`
+	records := `{"records":[{"category":"kube-audit-admin","properties":{"log":` + quote(rc("r1", 7*time.Second)) + `,"pod":"kube-apiserver-1"}},{"category":"cluster-autoscaler","properties":{"log":"scale up"}},{"category":"kube-audit","properties":{"log":` + quote(rc("r0", 6500*time.Millisecond)) + `}}]}`
 
 	res := readAll(t, Limits{},
 		lines(plain),
@@ -362,18 +363,19 @@ func TestEnvelopes(t *testing.T) {
 		lines(atmsg("@", 5*time.Second)),
 		lines(sub, control),
 		lines(plain, s3("x", 6*time.Second)),
+		lines(records, `{"records":[]}`),
 	)
 	require.NoError(t, res.err)
-	assert.Equal(t, []string{"p", "a", "s1", "s2", "e", "m", "@", "x"}, res.ids)
+	assert.Equal(t, []string{"p", "a", "s1", "s2", "e", "m", "@", "x", "r0", "r1"}, res.ids)
 	var formats []Format
 	for _, f := range res.stats.Files {
 		formats = append(formats, f.Format)
 	}
-	assert.Equal(t, []Format{FormatPlain, FormatAzure, FormatCloudWatchExport, FormatCloudWatchMessage, FormatCloudWatchMessage, FormatCloudWatchSubscription, FormatPlain}, formats)
+	assert.Equal(t, []Format{FormatPlain, FormatAzure, FormatCloudWatchExport, FormatCloudWatchMessage, FormatCloudWatchMessage, FormatCloudWatchSubscription, FormatPlain, FormatAzure}, formats)
 	assert.True(t, res.stats.Files[6].Mixed)
 	assert.Contains(t, strings.Join(res.stats.Warnings, "\n"), "f6: mixes formats: plain, then cloudwatch-s3-export at line 2")
 	assert.Equal(t, int64(1), res.stats.Skips(SkipControl))
-	assert.Equal(t, int64(3), res.stats.Skips(SkipOtherLog))
+	assert.Equal(t, int64(5), res.stats.Skips(SkipOtherLog))
 	assert.Equal(t, int64(1), res.stats.Skips(SkipStage))
 	assert.Equal(t, int64(1), res.stats.Skips(SkipDuplicate)) // "p" twice
 	var details []string
@@ -385,6 +387,8 @@ func TestEnvelopes(t *testing.T) {
 	assert.Contains(t, details, "f5:1: other log: logEvents[2]: payload is not a JSON object")
 	assert.Contains(t, details, "f5:1: stage: logEvents[3]: stage RequestReceived")
 	assert.Contains(t, details, `f1:2: other log: diagnostic category "kube-apiserver" (Azure)`)
+	assert.Contains(t, details, `f7:1: other log: records[1]: diagnostic category "cluster-autoscaler" (Azure)`)
+	assert.Contains(t, details, `f7:2: other log: records without any record (Azure)`)
 	for _, name := range []string{"unknown", "plain", "azure-diagnostics", "cloudwatch-s3-export", "cloudwatch-message", "cloudwatch-subscription", "gke-cloud-logging", "Format(7)"} {
 		assert.Contains(t, formatNames[:], strings.TrimSuffix(name, "Format(7)")+map[bool]string{true: "gke-cloud-logging", false: ""}[name == "Format(7)"])
 	}
