@@ -27,6 +27,7 @@ func FuzzReader(f *testing.F) {
 		lines(`{"@message":`+rc("m", 0)+`}`, `{"message":`+quote(rc("m2", 0))+`}`),
 		lines(`{"messageType":"DATA_MESSAGE","logEvents":[{"message":` + quote(rc("l1", s)) + `},{"message":` + quote(rc("l0", 0)) + `}]}`),
 		lines(`{"protoPayload":{}}`),
+		lines(`{"records":[{"category":"kube-audit","properties":{"log":` + quote(rc("r", s)) + `}},{"category":"x","properties":{"log":"y"}},7]}`),
 		`{"auditID":"\ud83d\ude00\u00e9\\\"","stageTimestamp":"2026-01-01T00:00:00.123456789+01:00","annotations":{"k":"v"},"requestObject":{"a":[1,-2.5e3]}}`,
 		string(gz(f, lines(rc("g", 0), rc("h", s)))),
 		string(gz(f, lines(rc("g", 0), rc("h", s))))[:30],
