@@ -12,8 +12,10 @@ import (
 )
 
 // Reader merges the audit events of several inputs into one stream in
-// stageTimestamp order. It reads line by line and holds at most
-// Limits.MaxBuffered events; it runs no goroutines and reads no clock.
+// stageTimestamp order: each input is read line by line into its own
+// reorder buffer, and a heap of the inputs' earliest events picks the next
+// one; it holds at most Limits.MaxBuffered events, runs no goroutines and
+// reads no clock. The zero Reader is not usable: use Open or NewReader.
 // A Reader is not safe for concurrent use.
 type Reader struct {
 	lim     Limits
