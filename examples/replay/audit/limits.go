@@ -34,7 +34,8 @@ type Limits struct {
 	MaxBufferedBytes int64
 
 	// MaxSpan is how far after the stream's anchor (the earliest of the
-	// inputs' first events) an event may be (default 31 days). A later
+	// first events read, up to 16 per input, leaving out those more than
+	// MaxSpan from their median) an event may be (default 31 days). A later
 	// event, or one more than ReorderWindow before the anchor, is a
 	// SkipOutOfSpan.
 	MaxSpan time.Duration
@@ -57,8 +58,8 @@ type Limits struct {
 	// MaxSkips is the most bad lines (malformed, too long, out of order,
 	// out of span, zero timestamp, not an event) skipped across all inputs
 	// before Next fails with an error wrapping ErrLimit (default 1000).
-	// Lines filtered by stage, duplicates, blank lines and CloudWatch
-	// control messages do not count.
+	// Lines filtered by stage, duplicates, blank lines, CloudWatch control
+	// messages and other log streams (SkipOtherLog) do not count.
 	MaxSkips int64
 
 	// SniffLines is how many lines of an input are read before it must
