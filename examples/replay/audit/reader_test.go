@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -630,4 +631,29 @@ func TestUnknownResources(t *testing.T) {
 	assert.Len(t, res.stats.Resources, maxResourceKeys)
 	assert.Equal(t, int64(1), res.stats.Resources[ResourceKey{APIGroup: "example.com", Resource: "widgets0"}])
 	assert.Equal(t, int64(11), res.stats.Resources[ResourceKey{Resource: "(other)"}])
+}
+
+// TestFragmentedReads reads through readers that return one byte, or half
+// of what is asked, at a time (a pipe, stdin), plain and gzip.
+func TestFragmentedReads(t *testing.T) {
+	text := lines(rc("a", 0), `{"auditID":"long","x":"`+strings.Repeat("y", 200<<10)+`"}`, rc("c", 2*time.Second), rc("b", time.Second)) + rc("d", 3*time.Second)
+	for name, wrap := range map[string]func(io.Reader) io.Reader{
+		"one byte": iotest.OneByteReader,
+		"half":     iotest.HalfReader,
+		"data+EOF": iotest.DataErrReader,
+	} {
+		for _, zipped := range []bool{false, true} {
+			src := []byte(text)
+			if zipped {
+				src = gz(t, text)
+			}
+			r, err := NewReader([]string{"f"}, []io.Reader{wrap(bytes.NewReader(src))}, Limits{MaxLineBytes: 100 << 10})
+			require.NoError(t, err)
+			res := drain(t, r)
+			require.NoError(t, res.err, "%s gzip=%v", name, zipped)
+			assert.Equal(t, []string{"a", "b", "c", "d"}, res.ids, "%s gzip=%v", name, zipped)
+			assert.Equal(t, int64(1), res.stats.Skips(SkipLongLine), "%s gzip=%v", name, zipped)
+			assert.Equal(t, int64(5), res.stats.Files[0].Lines, "%s gzip=%v", name, zipped)
+		}
+	}
 }
