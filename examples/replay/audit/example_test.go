@@ -10,6 +10,8 @@ import (
 	"log"
 	"strings"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/kubelifecycle/lifecycle/examples/replay/audit"
 )
 
@@ -113,4 +115,52 @@ func ExampleNewReader() {
 	// 00:00:20.1 a3 apiserver-1:3
 	// apiserver-1 azure-diagnostics 3
 	// apiserver-2.gz cloudwatch-s3-export 2
+}
+
+// ExamplePolicy prints the shipped audit policy's rules in order: write
+// audit.Policy to the file kube-apiserver --audit-policy-file names.
+func ExamplePolicy() {
+	var p struct {
+		Rules []struct {
+			Level      string   `json:"level"`
+			Users      []string `json:"users"`
+			UserGroups []string `json:"userGroups"`
+			Verbs      []string `json:"verbs"`
+			Resources  []struct {
+				Group     string   `json:"group"`
+				Resources []string `json:"resources"`
+			} `json:"resources"`
+		} `json:"rules"`
+	}
+	if err := yaml.Unmarshal(audit.Policy, &p); err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range p.Rules {
+		var res []string
+		for _, gr := range r.Resources {
+			for _, name := range gr.Resources {
+				if gr.Group != "" {
+					name = gr.Group + "/" + name
+				}
+				res = append(res, name)
+			}
+		}
+		if len(r.Verbs) == 0 && len(res) == 0 {
+			fmt.Printf("%s: everything else\n", r.Level)
+			continue
+		}
+		who := strings.Join(append(r.UserGroups, r.Users...), " ")
+		if who == "" {
+			who = "anyone"
+		}
+		fmt.Printf("%s: %s %s by %s\n", r.Level, strings.Join(r.Verbs, ","), strings.Join(res, ","), who)
+	}
+	// Output:
+	// Metadata: update,patch coordination.k8s.io/leases by system:nodes
+	// Request: create,update,patch nodes,nodes/status by system:nodes
+	// Request: create pods,pods/binding by anyone
+	// RequestResponse: create,update,patch,delete nodes,nodes/status,pods,pods/status,events,events.k8s.io/events by system:serviceaccount:kube-system:node-controller system:serviceaccount:kube-system:taint-eviction-controller system:kube-controller-manager
+	// Metadata: get,list,watch nodes,coordination.k8s.io/leases by system:serviceaccount:kube-system:node-controller system:kube-controller-manager
+	// Request: create,delete nodes by anyone
+	// None: everything else
 }
