@@ -284,9 +284,10 @@
 //
 // BenchmarkReader (go test -run '^$' -bench . -benchmem), 20000 Lease
 // renewals at Metadata of about 600 bytes each, on the 2-core AMD EPYC
-// development VM shared with other work (best of three at load 2): 2.9 µs
-// per event for one plain input or three merged, 5.9 µs in the Azure
-// envelope (the event is unescaped from a JSON string first); 5
-// allocations and 1.0 KB per event (TestSteadyStateAllocs pins the 5).
-// encoding/json alone takes about 14 µs to decode the same line there.
+// development VM shared with other work (load 2 to 3, so runs vary by a
+// third): about 3 µs per event (2.9 to 3.6) for one plain input or three
+// merged, about 6.5 µs in the Azure envelope (the event is unescaped from a
+// JSON string first); 5 allocations and 1.0 KB per event
+// (TestSteadyStateAllocs pins the 5). encoding/json alone takes about 14 µs
+// to decode the same line there.
 package audit
