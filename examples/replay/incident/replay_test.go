@@ -2,22 +2,169 @@ package incident
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubelifecycle/lifecycle/examples/replay/audit"
 )
 
-func TestProbe(t *testing.T) {
-	g := &gen{nodes: 3, podsPerNode: 2, duration: 8 * time.Minute, stop: "n1", stopAt: 60 * time.Second}
-	evs := g.build()
+// replayLog runs both passes over evs under pol (phase 0).
+func replayLog(t *testing.T, evs []audit.Event, opt ReplayOptions) (*History, *Run, *Comparison) {
+	t.Helper()
 	h, err := Inventory(SliceSource(evs), Options{})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Inventory() error = %v", err)
 	}
-	run, err := Replay(context.Background(), h, SliceSource(evs), ReplayOptions{Policy: DefaultPolicy()})
+	if opt.Policy.NodeMonitorPeriod == 0 {
+		opt.Policy = DefaultPolicy()
+	}
+	run, err := Replay(context.Background(), h, SliceSource(evs), opt)
+	if err != nil {
+		t.Fatalf("Replay() error = %v", err)
+	}
+	return h, run, Compare(h, run)
+}
+
+func policy(t *testing.T, flags ...string) Policy {
+	t.Helper()
+	p := DefaultPolicy()
+	for _, f := range flags {
+		name, value, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		if err := p.Set(name, value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+// outage is a node n1 of 3 stopping after +55s (last renewal +50.01s) and
+// the recorded controller (v1.37.2 defaults, phase 1ms) writing what
+// upstream writes: Unknown at +1m50s, its pods NotReady, the unreachable
+// taints, the pods deleted 300s after the NoExecute taint.
+func outage() *gen {
+	return &gen{nodes: 3, podsPerNode: 2, duration: 8 * time.Minute, stop: "n1", stopAt: 55 * time.Second,
+		unknownAt: 110 * time.Second, noExecAt: 110*time.Second + 100*time.Millisecond, evictAt: 410*time.Second + 100*time.Millisecond}
+}
+
+func TestInventory(t *testing.T) {
+	h, err := Inventory(SliceSource(outage().build()), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range run.Replayed {
-		t.Logf("%v %s %s %s %s", d.Time.Sub(epoch), d.Kind, d.Node, d.Pod, d.Detail)
+	if got, want := len(h.Nodes), 3; got != want {
+		t.Errorf("len(Nodes) = %d, want %d", got, want)
+	}
+	if got, want := len(h.Pods), 6; got != want {
+		t.Errorf("len(Pods) = %d, want %d", got, want)
+	}
+	n := h.Node("n1")
+	if n == nil || n.Zone != "zone-a" || !n.Existed() {
+		t.Errorf("Node(n1) = %+v, want zone-a, existed before the log", n)
+	}
+	if p := h.Pod("default", "n1-web-0"); p == nil || p.Node != "n1" || p.Created.IsZero() {
+		t.Errorf("Pod(default/n1-web-0) = %+v, want on n1, created in the log", p)
+	}
+	kinds := map[Kind]int{}
+	for _, d := range h.Recorded {
+		kinds[d.Kind]++
+	}
+	want := map[Kind]int{KindNodeUnknown: 1, KindPodNotReady: 2, KindTaintAdded: 2, KindPodEvicted: 2}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("recorded %s: %d, want %d (all: %v)", k, kinds[k], n, kinds)
+		}
+	}
+	if len(kinds) != len(want) {
+		t.Errorf("recorded kinds = %v, want %v", kinds, want)
+	}
+	for _, d := range h.Recorded {
+		if d.Kind == KindPodEvicted && d.Node != "n1" {
+			t.Errorf("recorded %v: node %q, want n1", d, d.Node)
+		}
+	}
+}
+
+func TestSelfReplay(t *testing.T) {
+	for _, phase := range []time.Duration{0, time.Second, 2500 * time.Millisecond, 4999 * time.Millisecond} {
+		_, run, c := replayLog(t, outage().build(), ReplayOptions{Phase: phase})
+		if len(c.Missing) != 0 || len(c.Extra) != 0 {
+			t.Errorf("phase %v: missing %v, extra %v, want none", phase, c.Missing, c.Extra)
+		}
+		if len(c.Matched) != 7 {
+			t.Errorf("phase %v: %d matched, want 7", phase, len(c.Matched))
+		}
+		for _, m := range c.Matched {
+			if d := m.Delta().Abs(); d > run.Policy.NodeMonitorPeriod {
+				t.Errorf("phase %v: %s %s%s %s: replayed %v from the recording, want within %v", phase, m.Kind, m.Node, m.Pod, m.Detail, m.Delta(), run.Policy.NodeMonitorPeriod)
+			}
+		}
+		if c.First != nil {
+			t.Errorf("phase %v: first divergence %+v, want none", phase, *c.First)
+		}
+	}
+}
+
+func TestGracePeriodSaves(t *testing.T) {
+	// n1 is silent for 50s (renewals +50.01s, then +100.01s); the recorded
+	// controller (--node-monitor-grace-period=40s) evicted its pods.
+	g := &gen{nodes: 3, podsPerNode: 2, duration: 4 * time.Minute, stop: "n1", stopAt: 55 * time.Second, resumeAt: 100 * time.Second,
+		unknownAt: 95 * time.Second, noExecAt: 95*time.Second + 100*time.Millisecond, evictAt: 99 * time.Second}
+	_, _, c := replayLog(t, g.build(), ReplayOptions{Policy: policy(t, "--node-monitor-grace-period=60s")})
+	if len(c.Saved) != 2 || len(c.NewlyLost) != 0 {
+		t.Fatalf("saved %v, newly lost %v; want 2 saved, none lost", c.Saved, c.NewlyLost)
+	}
+	for _, s := range c.Saved {
+		if want := "after a gap of 50s, within grace 1m0s"; !strings.Contains(s.Reason, want) {
+			t.Errorf("saved %s: reason %q, want it to say %q", s.Pod, s.Reason, want)
+		}
+	}
+}
+
+// stall is policysim's lease-watch-stall scenario on a log: n0 stops at
+// once, and the controller's Lease watch stalls from +10s to +70s while
+// the 5 other kubelets renew.
+func stallLog() []audit.Event {
+	return (&gen{nodes: 6, podsPerNode: 3, duration: 7 * time.Minute, stop: "n0", stopAt: time.Second}).build()
+}
+
+func TestLeaseWatchStallBreaker(t *testing.T) {
+	win := []Window{{From: epoch.Add(10 * time.Second), To: epoch.Add(70 * time.Second)}}
+	tests := []struct {
+		gate         string
+		wantRenewing bool // renewing nodes written Unknown
+	}{
+		{"NodeControllerLeaseCircuitBreaker=true", false},
+		{"NodeControllerLeaseCircuitBreaker=false", true},
+	}
+	for _, tt := range tests {
+		_, run, c := replayLog(t, stallLog(), ReplayOptions{Policy: policy(t, "--feature-gates="+tt.gate), LeaseWatchStalls: win})
+		renewing := 0
+		for _, d := range run.Replayed {
+			if d.Kind == KindNodeUnknown && d.Node != "n0" {
+				renewing++
+			}
+		}
+		if got := renewing > 0; got != tt.wantRenewing {
+			t.Errorf("%s: %d renewing nodes written Unknown, want some: %v", tt.gate, renewing, tt.wantRenewing)
+		}
+		reposted := 0
+		for _, n := range run.Notes {
+			if n.Kind == NoteKubeletReposted {
+				reposted++
+			}
+		}
+		if got := reposted > 0; got != tt.wantRenewing {
+			t.Errorf("%s: %d kubelet reposts modelled, want some: %v", tt.gate, reposted, tt.wantRenewing)
+		}
+		// The stopped node's pods go either way; no renewing node's pod does.
+		for _, p := range c.NewlyLost {
+			if !strings.HasPrefix(p.Pod, "default/n0-") {
+				t.Errorf("%s: %s newly lost (%s), want only n0's pods", tt.gate, p.Pod, p.Reason)
+			}
+		}
+		if len(c.NewlyLost) != 3 {
+			t.Errorf("%s: %d pods newly lost, want n0's 3", tt.gate, len(c.NewlyLost))
+		}
 	}
 }
