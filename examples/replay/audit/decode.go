@@ -1,0 +1,515 @@
+package audit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+)
+
+// slot is the outcome for one event of a line: an event (ev != nil) or a
+// skip.
+type slot struct {
+	ev     *Event
+	reason SkipReason
+	err    error  // for SkipMalformed and SkipNotEvent
+	stage  string // for SkipStage
+	sub    int    // index in a subscription record's logEvents, or -1
+}
+
+// rawMsg is an envelope's payload: a JSON string's raw text or an object.
+type rawMsg struct {
+	raw   []byte
+	plain bool // raw is the string's value (no escapes)
+	obj   bool // raw is an object, not a string
+}
+
+// envelope collects the fields of the outer object that name an export
+// format.
+type envelope struct {
+	kind, apiVersion string
+	category         string
+	log              rawMsg
+	hasLog           bool
+	message          rawMsg
+	hasMessage       bool
+	messageType      string
+	hasLogEvents     bool
+	proto            bool
+}
+
+// decoder turns one line into slots. It is reused for every line of a
+// Reader; the events it returns are fresh.
+type decoder struct {
+	s, inner scanner
+	in       interner
+	keyBuf   []byte
+	buf      []byte // an envelope payload's unescaped value
+	msgs     []rawMsg
+	scratch  Event
+	out      []slot
+}
+
+func newDecoder() *decoder {
+	d := &decoder{}
+	d.s.in = &d.in
+	d.inner.in = &d.in
+	return d
+}
+
+var (
+	errNotObject = errors.New("not a JSON object")
+	gkeType      = []byte("google.cloud.audit.AuditLog")
+)
+
+// line decodes one non-blank line. It returns the envelope found and fills
+// d.out; a non-nil error is fatal (an unsupported export).
+func (d *decoder) line(line []byte) (Format, error) {
+	d.out = d.out[:0]
+	d.msgs = d.msgs[:0]
+	switch c := line[0]; {
+	case c == '{':
+	case '0' <= c && c <= '9':
+		// CloudWatch Logs export to S3: "<RFC3339 timestamp> <message>".
+		sp := bytes.IndexByte(line, ' ')
+		if sp < 0 || sp > 40 {
+			d.skip(SkipMalformed, errNotObject)
+			return FormatUnknown, nil
+		}
+		if _, err := parseTime(line[:sp]); err != nil {
+			d.skip(SkipMalformed, fmt.Errorf("not a JSON object and not a CloudWatch export line: %v", err))
+			return FormatUnknown, nil
+		}
+		d.event(line[sp+1:], -1)
+		return FormatCloudWatchExport, nil
+	default:
+		d.skip(SkipMalformed, errNotObject)
+		return FormatUnknown, nil
+	}
+	var env envelope
+	d.scratch = Event{}
+	d.s.reset(line)
+	err := d.object(&d.s, &d.scratch, &env, true)
+	if err == nil {
+		err = d.s.end()
+	}
+	if err != nil {
+		d.skip(SkipMalformed, err)
+		return FormatUnknown, nil
+	}
+	switch {
+	case env.proto:
+		return FormatGKE, fmt.Errorf("%w: GKE Cloud Logging export (protoPayload google.cloud.audit.AuditLog): the audit events were converted and cannot be replayed; use the apiserver's own audit log", ErrUnsupportedFormat)
+	case env.messageType != "":
+		switch env.messageType {
+		case "CONTROL_MESSAGE":
+			d.out = append(d.out, slot{reason: SkipControl, sub: -1})
+		case "DATA_MESSAGE":
+			for i, m := range d.msgs {
+				d.payload(m, i)
+			}
+		default:
+			d.skip(SkipNotEvent, fmt.Errorf("CloudWatch subscription record with messageType %q", env.messageType))
+		}
+		return FormatCloudWatchSubscription, nil
+	case env.hasLog:
+		if env.category != "" && env.category != "kube-audit" && env.category != "kube-audit-admin" {
+			d.out = append(d.out, slot{reason: SkipOtherLog, err: fmt.Errorf("Azure diagnostic category %q", env.category), sub: -1})
+		} else {
+			d.payload(env.log, -1)
+		}
+		return FormatAzure, nil
+	case env.hasMessage:
+		d.payload(env.message, -1)
+		return FormatCloudWatchMessage, nil
+	}
+	d.finish(&d.scratch, env.kind, env.apiVersion, -1)
+	return FormatPlain, nil
+}
+
+func (d *decoder) skip(reason SkipReason, err error) {
+	d.out = append(d.out, slot{reason: reason, err: err, sub: -1})
+}
+
+// payload decodes an envelope's payload as an event. A payload that is not
+// a JSON object is another log stream of the same export (SkipOtherLog).
+func (d *decoder) payload(m rawMsg, sub int) {
+	b := m.raw
+	if !m.obj && !m.plain {
+		d.buf = unescape(d.buf[:0], m.raw)
+		b = d.buf
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '{' {
+		d.out = append(d.out, slot{reason: SkipOtherLog, err: errors.New("payload is not a JSON object"), sub: sub})
+		return
+	}
+	d.event(b, sub)
+}
+
+// event decodes b as a plain event.
+func (d *decoder) event(b []byte, sub int) {
+	var env envelope
+	d.scratch = Event{}
+	d.inner.reset(b)
+	err := d.object(&d.inner, &d.scratch, &env, false)
+	if err == nil {
+		err = d.inner.end()
+	}
+	if err != nil {
+		d.out = append(d.out, slot{reason: SkipMalformed, err: err, sub: sub})
+		return
+	}
+	d.finish(&d.scratch, env.kind, env.apiVersion, sub)
+}
+
+// finish checks a decoded event and appends its slot.
+func (d *decoder) finish(ev *Event, kind, apiVersion string, sub int) {
+	switch {
+	case kind != "" && kind != "Event":
+		d.out = append(d.out, slot{reason: SkipNotEvent, err: fmt.Errorf("kind %q", kind), sub: sub})
+		return
+	case apiVersion != "" && apiVersion != "audit.k8s.io/v1":
+		d.out = append(d.out, slot{reason: SkipNotEvent, err: fmt.Errorf("apiVersion %q is not audit.k8s.io/v1", apiVersion), sub: sub})
+		return
+	case ev.AuditID == "" && kind == "":
+		d.out = append(d.out, slot{reason: SkipNotEvent, err: errors.New("no kind and no auditID"), sub: sub})
+		return
+	}
+	switch ev.Stage {
+	case "", "ResponseComplete", "Panic":
+	default:
+		d.out = append(d.out, slot{reason: SkipStage, stage: ev.Stage, sub: sub})
+		return
+	}
+	if ev.StageTimestamp.IsZero() {
+		d.out = append(d.out, slot{reason: SkipZeroTime, err: errors.New("no stageTimestamp"), sub: sub})
+		return
+	}
+	e := new(Event)
+	*e = *ev
+	d.out = append(d.out, slot{ev: e, sub: sub})
+}
+
+// object decodes an audit event object into ev, and kind and apiVersion
+// into env; when outer, also the envelope fields of the export formats.
+// Unknown keys are validated and skipped.
+func (d *decoder) object(s *scanner, ev *Event, env *envelope, outer bool) error {
+	if err := s.open('{'); err != nil {
+		if err != errEnd {
+			return errNotObject
+		}
+		return err
+	}
+	first := true
+	for {
+		key, ok, err := s.member(&first, d.keyBuf)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(key) {
+		case "kind":
+			env.kind, err = s.str(true)
+		case "apiVersion":
+			env.apiVersion, err = s.str(true)
+		case "level":
+			ev.Level, err = s.str(true)
+		case "auditID":
+			ev.AuditID, err = s.str(false)
+		case "stage":
+			ev.Stage, err = s.str(true)
+		case "requestURI":
+			ev.RequestURI, err = s.str(false)
+		case "verb":
+			ev.Verb, err = s.str(true)
+		case "user":
+			err = d.user(s, &ev.User)
+		case "userAgent":
+			ev.UserAgent, err = s.str(true)
+		case "objectRef":
+			ev.ObjectRef, err = d.objectRef(s)
+		case "responseStatus":
+			ev.ResponseStatus, err = d.status(s)
+		case "requestObject":
+			ev.RequestObject, err = s.raw()
+		case "responseObject":
+			ev.ResponseObject, err = s.raw()
+		case "requestReceivedTimestamp":
+			ev.RequestReceivedTimestamp, err = s.timeValue()
+		case "stageTimestamp":
+			ev.StageTimestamp, err = s.timeValue()
+		case "annotations":
+			ev.Annotations, err = d.annotations(s)
+		default:
+			if outer {
+				err = d.envelopeField(s, key, env)
+			} else {
+				err = s.skip()
+			}
+		}
+		if err != nil {
+			if err == errEnd {
+				return err
+			}
+			return fmt.Errorf("field %q: %w", key, err)
+		}
+	}
+}
+
+func (d *decoder) envelopeField(s *scanner, key []byte, env *envelope) error {
+	var err error
+	switch string(key) {
+	case "properties": // Azure diagnostic settings
+		if s.peek() != '{' {
+			return s.skip()
+		}
+		if err := s.open('{'); err != nil {
+			return err
+		}
+		first := true
+		for {
+			k, ok, err := s.member(&first, nil)
+			if err != nil || !ok {
+				return err
+			}
+			if string(k) == "log" && s.peek() == '"' {
+				env.log.raw, env.log.plain, err = s.rawString()
+				env.hasLog = true
+			} else {
+				err = s.skip()
+			}
+			if err != nil {
+				return err
+			}
+		}
+	case "category":
+		if s.peek() == '"' {
+			env.category, err = s.str(true)
+			return err
+		}
+		return s.skip()
+	case "message", "@message": // CloudWatch
+		switch s.peek() {
+		case '"':
+			env.message.raw, env.message.plain, err = s.rawString()
+			env.message.obj = false
+			env.hasMessage = true
+		case '{':
+			start := s.i
+			err = s.skip()
+			env.message = rawMsg{raw: s.b[start:s.i], obj: true}
+			env.hasMessage = true
+		default:
+			err = s.skip()
+		}
+		return err
+	case "messageType":
+		if s.peek() == '"' {
+			env.messageType, err = s.str(true)
+			return err
+		}
+		return s.skip()
+	case "logEvents":
+		if s.peek() != '[' {
+			return s.skip()
+		}
+		if err := s.open('['); err != nil {
+			return err
+		}
+		env.hasLogEvents = true
+		first := true
+		for {
+			ok, err := s.element(&first)
+			if err != nil || !ok {
+				return err
+			}
+			if s.peek() != '{' {
+				if err := s.skip(); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := s.open('{'); err != nil {
+				return err
+			}
+			f2 := true
+			var m rawMsg
+			for {
+				k, ok, err := s.member(&f2, nil)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					break
+				}
+				if string(k) == "message" && s.peek() == '"' {
+					m.raw, m.plain, err = s.rawString()
+				} else {
+					err = s.skip()
+				}
+				if err != nil {
+					return err
+				}
+			}
+			d.msgs = append(d.msgs, m)
+		}
+	case "protoPayload":
+		env.proto = true
+		return s.skip()
+	case "@type":
+		if s.peek() == '"' {
+			raw, _, err := s.rawString()
+			if bytes.Contains(raw, gkeType) {
+				env.proto = true
+			}
+			return err
+		}
+		return s.skip()
+	}
+	return s.skip()
+}
+
+func (d *decoder) user(s *scanner, u *User) error {
+	if s.peek() == 'n' {
+		return s.null()
+	}
+	if err := s.open('{'); err != nil {
+		return err
+	}
+	first := true
+	for {
+		key, ok, err := s.member(&first, d.keyBuf)
+		if err != nil || !ok {
+			return err
+		}
+		switch string(key) {
+		case "username":
+			u.Username, err = s.str(true)
+		case "groups":
+			u.Groups, err = d.strings(s)
+		default:
+			err = s.skip()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (d *decoder) strings(s *scanner) ([]string, error) {
+	if s.peek() == 'n' {
+		return nil, s.null()
+	}
+	if err := s.open('['); err != nil {
+		return nil, err
+	}
+	var out []string
+	first := true
+	for {
+		ok, err := s.element(&first)
+		if err != nil || !ok {
+			if out == nil && err == nil {
+				out = []string{}
+			}
+			return out, err
+		}
+		v, err := s.str(true)
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = make([]string, 0, 4)
+		}
+		out = append(out, v)
+	}
+}
+
+func (d *decoder) objectRef(s *scanner) (*ObjectRef, error) {
+	if s.peek() == 'n' {
+		return nil, s.null()
+	}
+	if err := s.open('{'); err != nil {
+		return nil, err
+	}
+	o := new(ObjectRef)
+	first := true
+	for {
+		key, ok, err := s.member(&first, d.keyBuf)
+		if err != nil || !ok {
+			return o, err
+		}
+		switch string(key) {
+		case "resource":
+			o.Resource, err = s.str(true)
+		case "namespace":
+			o.Namespace, err = s.str(true)
+		case "name":
+			o.Name, err = s.str(true)
+		case "uid":
+			o.UID, err = s.str(false)
+		case "apiGroup":
+			o.APIGroup, err = s.str(true)
+		case "apiVersion":
+			o.APIVersion, err = s.str(true)
+		case "subresource":
+			o.Subresource, err = s.str(true)
+		default:
+			err = s.skip()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (d *decoder) status(s *scanner) (*Status, error) {
+	if s.peek() == 'n' {
+		return nil, s.null()
+	}
+	if err := s.open('{'); err != nil {
+		return nil, err
+	}
+	st := new(Status)
+	first := true
+	for {
+		key, ok, err := s.member(&first, d.keyBuf)
+		if err != nil || !ok {
+			return st, err
+		}
+		switch string(key) {
+		case "code":
+			st.Code, err = s.int()
+		case "reason":
+			st.Reason, err = s.str(true)
+		case "message":
+			st.Message, err = s.str(false)
+		default:
+			err = s.skip()
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (d *decoder) annotations(s *scanner) (map[string]string, error) {
+	if s.peek() == 'n' {
+		return nil, s.null()
+	}
+	if err := s.open('{'); err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, 4)
+	first := true
+	for {
+		key, ok, err := s.member(&first, d.keyBuf)
+		if err != nil || !ok {
+			return m, err
+		}
+		k := d.in.get(key)
+		v, err := s.str(true)
+		if err != nil {
+			return nil, err
+		}
+		m[k] = v
+	}
+}
