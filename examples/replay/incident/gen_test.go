@@ -34,6 +34,12 @@ type gen struct {
 	level string
 	// recorded writes (offsets; 0: none)
 	unknownAt, noExecAt, evictAt time.Duration
+	// untaintAt > 0: the recorded controller removes the taints then;
+	// the resumed kubelet posts Ready 10ms after resumeAt.
+	untaintAt time.Duration
+	// tolSeconds > 0: the pods tolerate not-ready and unreachable for
+	// that long (else the admission plugin's defaults apply).
+	tolSeconds int64
 
 	events []audit.Event
 	line   int64
@@ -81,8 +87,19 @@ func (g *gen) node(name string, ready v1.ConditionStatus, at time.Duration, tain
 func (g *gen) pod(node string, j int, ready v1.ConditionStatus) *v1.Pod {
 	return &v1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: g.podName(node, j), UID: types.UID("uid-pod-" + g.podName(node, j))},
-		Spec:       v1.PodSpec{NodeName: node},
+		Spec:       v1.PodSpec{NodeName: node, Tolerations: g.tolerations()},
 		Status:     v1.PodStatus{Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: ready}}}}
+}
+
+func (g *gen) tolerations() []v1.Toleration {
+	if g.tolSeconds <= 0 {
+		return nil
+	}
+	s := g.tolSeconds
+	return []v1.Toleration{
+		{Key: v1.TaintNodeNotReady, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &s},
+		{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &s},
+	}
 }
 
 func (g *gen) build() []audit.Event {
@@ -142,6 +159,16 @@ func (g *gen) build() []audit.Event {
 					map[string]any{"kind": "DeleteOptions"}, nil)
 			}
 		}
+	}
+	if g.resumeAt > 0 && g.unknownAt > 0 {
+		n := g.stop
+		at := g.resumeAt + 20*time.Millisecond
+		patch := map[string]any{"status": map[string]any{"conditions": []map[string]any{{"type": "Ready", "status": "True"}}}}
+		g.add(at, "system:node:"+n, "patch", audit.ObjectRef{Resource: "nodes", Name: n, Subresource: "status", APIVersion: "v1"}, patch, nil)
+	}
+	if g.untaintAt > 0 {
+		g.add(g.untaintAt, nodeController, "patch", audit.ObjectRef{Resource: "nodes", Name: g.stop, APIVersion: "v1"},
+			map[string]any{"spec": map[string]any{"taints": nil}}, nil)
 	}
 	slices.SortStableFunc(g.events, func(a, b audit.Event) int { return a.StageTimestamp.Compare(b.StageTimestamp) })
 	return g.events

@@ -157,6 +157,10 @@ func (in *inventory) add(it *item) error {
 		in.last = it.at
 	}
 	h.Facts.note(it)
+	if it.bad != "" {
+		h.Facts.BadBodies++
+		h.Facts.firstBad(it.src, it.bad)
+	}
 	if d := it.at.Sub(it.recv); d > h.Facts.MaxLatency {
 		h.Facts.MaxLatency = d
 	}
@@ -297,10 +301,6 @@ func (in *inventory) add(it *item) error {
 				return err
 			}
 		}
-	}
-	if it.bad != "" {
-		h.Facts.BadBodies++
-		h.Facts.firstBad(it.src, it.bad)
 	}
 	return nil
 }

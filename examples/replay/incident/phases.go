@@ -134,7 +134,7 @@ func (p *PhaseReport) writeText(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "\nPhase sensitivity (%d monitor pass phases: %s):\n", len(p.Phases), strings.Join(ph, ", "))
 	if len(p.Items) == 0 {
-		b.WriteString("  every phase agrees with the recording\n")
+		b.WriteString("  at no phase is a pod saved or newly lost, or a node's Unknown write missing or extra\n")
 	}
 	// A node's pods with the same outcome and phases on one line.
 	type group struct {

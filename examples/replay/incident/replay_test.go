@@ -168,3 +168,43 @@ func TestLeaseWatchStallBreaker(t *testing.T) {
 		}
 	}
 }
+
+func TestDoctorMetadataOnly(t *testing.T) {
+	h, err := Inventory(SliceSource(shipped("Metadata").build()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := strings.Join(h.Doctor().Warnings(), "\n")
+	for _, want := range []string{
+		"kubelet Ready conditions: 4 status posts without a body",
+		"pods and tolerations: 6 pods without tolerations in the log",
+		"node writes without a body (level Metadata): their taints are unknown",
+		"status writes without a body (level Metadata) are read as Ready=Unknown writes (inferred)",
+		"pod status writes without a body",
+		"nodes without a known zone",
+	} {
+		if !strings.Contains(ws, want) {
+			t.Errorf("Doctor().Warnings() = %q, want one containing %q", ws, want)
+		}
+	}
+	h, err = Inventory(SliceSource(shipped("Request").build()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := h.Doctor().Warnings(); len(ws) != 0 {
+		t.Errorf("Doctor().Warnings() of a Request-level log = %q, want none", ws)
+	}
+	// A controller taint without timeAdded.
+	g := outage()
+	evs := g.build()
+	for i := range evs {
+		evs[i].RequestObject = []byte(strings.ReplaceAll(string(evs[i].RequestObject), `"timeAdded"`, `"timeAddedX"`))
+	}
+	h, err = Inventory(SliceSource(evs), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := strings.Join(h.Doctor().Warnings(), "\n"); !strings.Contains(ws, "1 NoExecute taints without timeAdded") {
+		t.Errorf("Doctor().Warnings() = %q, want the taint without timeAdded", ws)
+	}
+}

@@ -231,7 +231,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 		if pod != "" {
-			x.what = pod + " (" + node + ")"
+			x.what = pod + " (" + cmp.Or(node, "node unknown") + ")"
 		}
 		rows = append(rows, x)
 	}
