@@ -52,7 +52,7 @@ func ParseSweepAxis(s string) (SweepAxis, error) {
 // SweepRow is one run of a sweep.
 type SweepRow struct {
 	// Settings are the axes' flag=value of the run, in axis order.
-	Settings                                        []string
+	Settings                                       []string
 	Replayed, Matched, Missing, Extra, Saved, Lost int
 	// First is the first divergence, "" when none.
 	First string
