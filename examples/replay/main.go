@@ -171,7 +171,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		rep.Phases = pr
 	}
 	if *export != "" {
-		if err := exportScenario(*export, h, ropt, main); err != nil {
+		if err := exportScenario(*export, h, main); err != nil {
 			return err
 		}
 	}

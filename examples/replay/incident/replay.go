@@ -86,6 +86,9 @@ type Run struct {
 	MonitorPasses int
 
 	nodes map[string]*nodeFacts
+	// leaseStalls and nodeStalls are the options' stalls (Scenario).
+	leaseStalls []Window
+	nodeStalls  int
 	// pending is, for each pod still in the replay at the end, the
 	// Evictor's explanation (why it was not evicted).
 	pending map[string]taints.Explanation
@@ -93,11 +96,14 @@ type Run struct {
 
 // nodeFacts are what the replay saw of one node, for the reasons.
 type nodeFacts struct {
-	lastBeat  time.Time
-	maxGap    time.Duration
-	gapEnd    time.Time // the beat that ended the longest gap (zero: it never ended)
-	gapStart  time.Time
-	held      int
+	lastBeat time.Time
+	maxGap   time.Duration
+	gapEnd   time.Time // the beat that ended the longest gap (zero: it never ended)
+	gapStart time.Time
+	held     int
+	// silences are the kubelet's silences longer than silenceMin (at most
+	// maxSilences), the last possibly open (To zero) at the end.
+	silences  []Window
 	unknownAt time.Time // first replayed node-unknown
 	taintedAt time.Time // first replayed NoExecute taint
 }
@@ -186,7 +192,8 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 		}
 	}
 	r := &replayer{ctx: ctx, h: h, opt: opt, lim: opt.Limits.withDefaults(), origin: h.First,
-		run:          &Run{Policy: p, Phase: opt.Phase, Origin: h.First, End: h.Last, nodes: map[string]*nodeFacts{}},
+		run: &Run{Policy: p, Phase: opt.Phase, Origin: h.First, End: h.Last, nodes: map[string]*nodeFacts{},
+			leaseStalls: opt.LeaseWatchStalls, nodeStalls: len(opt.NodeWatchStalls)},
 		cls:          newClassifier(h.opt.ControllerUsers, h.opt.Limits.withDefaults()),
 		kubeletReady: map[string]v1.ConditionStatus{}, recUnknown: map[string]bool{},
 		nodeSync: map[string]time.Time{}, podSync: map[string]time.Time{}}
@@ -286,6 +293,13 @@ func (r *replayer) stallChanges() []stallChange {
 }
 
 const never = time.Duration(1<<63 - 1)
+
+// silenceMin is the shortest kubelet silence a scenario export keeps: two
+// Lease renewal intervals (a renewal missed).
+const silenceMin = 20 * time.Second
+
+// maxSilences bounds the silences kept per node.
+const maxSilences = 1000
 
 // deadlineMargin: see policysim's sim.deadlineMargin.
 const deadlineMargin = time.Millisecond
@@ -509,8 +523,12 @@ func (r *replayer) reported(node string) v1.ConditionStatus {
 func (r *replayer) beat(node string, now time.Time) {
 	f := r.facts(node)
 	if !f.lastBeat.IsZero() {
-		if gap := now.Sub(f.lastBeat); gap > f.maxGap {
+		gap := now.Sub(f.lastBeat)
+		if gap > f.maxGap {
 			f.maxGap, f.gapStart, f.gapEnd = gap, f.lastBeat, now
+		}
+		if gap > silenceMin && len(f.silences) < maxSilences {
+			f.silences = append(f.silences, Window{From: f.lastBeat, To: now})
 		}
 	}
 	f.lastBeat = now
@@ -611,8 +629,12 @@ func (r *replayer) finish() {
 	end := r.now()
 	for _, f := range r.run.nodes {
 		if !f.lastBeat.IsZero() {
-			if gap := end.Sub(f.lastBeat); gap > f.maxGap {
+			gap := end.Sub(f.lastBeat)
+			if gap > f.maxGap {
 				f.maxGap, f.gapStart, f.gapEnd = gap, f.lastBeat, time.Time{}
+			}
+			if gap > silenceMin && len(f.silences) < maxSilences {
+				f.silences = append(f.silences, Window{From: f.lastBeat})
 			}
 		}
 	}
