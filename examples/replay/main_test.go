@@ -46,7 +46,7 @@ func TestRun(t *testing.T) {
 		{"bad policy", []string{"-node-monitor-grace-period=-1s", logFile}, 2, []string{"must be positive"}},
 		{"bad gate", []string{"-feature-gates=Foo=true", logFile}, 2, []string{"unknown feature gate Foo"}},
 		{"bad stall", []string{"-lease-watch-stall", "+70s/+10s", logFile}, 2, []string{"TO must be after FROM"}},
-		{"bad sweep", []string{"-sweep", "node-eviction-rate", logFile}, 2, []string{"want flag=v1,v2"}},
+		{"bad sweep", []string{"-sweep", "node-eviction-rate", logFile}, 2, []string{"want flag=v1,v2 and so on"}},
 		{"limit", []string{"-max-nodes", "2", logFile}, 2, []string{"MaxNodes=2"}},
 	}
 	for _, tt := range tests {

@@ -3,7 +3,6 @@ package incident
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -32,9 +31,6 @@ const (
 	opCtlPodStatus                // the controller wrote a pod's status
 	opCtlPodDelete                // the controller deleted a pod
 )
-
-// controller reports whether op is one of the recorded controller's writes.
-func (o op) controller() bool { return o >= opCtlNodeStatus }
 
 // DefaultControllerUsers are the users whose writes are the recorded
 // controller's: kube-controller-manager's node lifecycle and taint eviction
@@ -312,14 +308,4 @@ func zoneOf(labels map[string]string) (zone, region string) {
 		region = labels[v1.LabelFailureDomainBetaRegion]
 	}
 	return zone, region
-}
-
-// taintKeys returns "key:effect" of each taint, sorted.
-func taintKeys(ts []v1.Taint) []string {
-	out := make([]string, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, t.Key+":"+string(t.Effect))
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
 }

@@ -23,7 +23,7 @@ type SweepAxis struct {
 func ParseSweepAxis(s string) (SweepAxis, error) {
 	name, vals, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(s, "-"), "-"), "=")
 	if !ok || vals == "" {
-		return SweepAxis{}, fmt.Errorf("incident: sweep %q: want flag=v1,v2,...", s)
+		return SweepAxis{}, fmt.Errorf("incident: sweep %q: want flag=v1,v2 and so on", s)
 	}
 	ax := SweepAxis{Flag: name}
 	if name == FlagFeatureGates {
