@@ -190,6 +190,7 @@ type row struct {
 	recorded, replayed string
 	delta              string
 	n                  int
+	group              string // what pod rows group by ("" for node rows)
 }
 
 // WriteText writes the report as a postmortem: the policy, the decisions
@@ -223,9 +224,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			what += " " + detail
 		}
 		x := row{at: at.Sub(h.First), kind: kind, node: node, what: what, recorded: rec, replayed: rep, delta: delta, n: 1}
+		if pod != "" {
+			x.group = what
+		}
 		if pod != "" && len(rows) > 0 {
 			last := &rows[len(rows)-1]
-			if last.kind == x.kind && last.what == x.what && last.recorded == x.recorded && last.replayed == x.replayed && last.delta == x.delta {
+			if last.group == x.group && last.kind == x.kind && last.recorded == x.recorded && last.replayed == x.replayed && last.delta == x.delta {
 				last.n++
 				return
 			}
