@@ -36,7 +36,7 @@ func TestRun(t *testing.T) {
 		{"doctor metadata", []string{"-doctor", metaFile}, 0, []string{"WARNING: 4 status posts without a body", "WARNING: 6 pods without tolerations", "6 warnings."}},
 		{"defaults", []string{logFile}, 0, []string{"--node-monitor-grace-period=50s (assumed)", "node-unknown   n1", "Pods saved (the recording evicted them, the replay did not): 0"}},
 		{"grace 60s saves", []string{"-node-monitor-grace-period=60s", logFile}, 0, []string{"--node-monitor-grace-period=1m0s (given)", "Pods saved (the recording evicted them, the replay did not): 2",
-			"untainted before the pod's toleration ran out", "saved in 5 of 5 phases: default/n1-web-0, default/n1-web-1"}},
+			"its Lease renewed at +2m20.01s after a gap of 1m30s, untainted before the pod's toleration (30s, to +2m30s) ran out", "saved in 5 of 5 phases: default/n1-web-0, default/n1-web-1"}},
 		{"json", []string{"-format", "json", "-phases", "1", logFile}, 0, []string{`"node-monitor-grace-period": {`, `"source": "assumed"`, `"kind": "taint-added"`, `"detail": "node.kubernetes.io/unreachable:NoExecute"`}},
 		{"sweep", []string{"-sweep", "node-monitor-grace-period=40s,60s", "-sweep", "feature-gates=NodeControllerLeaseCircuitBreaker=true,false", logFile}, 0,
 			[]string{"node-monitor-grace-period=40s feature-gates=NodeControllerLeaseCircuitBreaker=true", "node-monitor-grace-period=60s feature-gates=NodeControllerLeaseCircuitBreaker=false  7         7        2        0      2"}},

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
 	"github.com/kubelifecycle/lifecycle/taints"
 )
 
@@ -187,7 +190,15 @@ func savedReason(h *History, run *Run, d Decision) string {
 	case taints.EvictionScheduled, taints.EvictionDue:
 		return fmt.Sprintf("node %s tainted NoExecute at %s; the pod's toleration runs out at %s, after the log ends (%s)", d.Node, o(f.taintedAt), o(x.At), o(run.End))
 	case taints.EvictionNodeNotTainted:
-		return fmt.Sprintf("node %s tainted NoExecute at %s, untainted before the pod's toleration ran out", d.Node, o(f.taintedAt))
+		why := fmt.Sprintf("node %s tainted NoExecute at %s", d.Node, o(f.taintedAt))
+		if !f.gapEnd.IsZero() && f.gapEnd.After(f.taintedAt) {
+			why += fmt.Sprintf(", its Lease renewed at %s after a gap of %v", o(f.gapEnd), f.maxGap.Round(time.Millisecond))
+		}
+		why += ", untainted before the pod's toleration"
+		if tol, ok := unreachableToleration(h, d.Pod); ok {
+			why += fmt.Sprintf(" (%v, to %s)", tol, o(f.taintedAt.Add(tol)))
+		}
+		return why + " ran out"
 	case taints.EvictionToleratedForever:
 		return fmt.Sprintf("node %s tainted NoExecute at %s; the pod tolerates it forever", d.Node, o(f.taintedAt))
 	}
@@ -219,4 +230,24 @@ func lostReason(h *History, run *Run, d Decision) string {
 		why += fmt.Sprintf(", tainted NoExecute at %s, evicted at %s", o(f.taintedAt), o(d.Time))
 	}
 	return why
+}
+
+// unreachableToleration returns how long the pod tolerates the unreachable
+// NoExecute taint, with the admission plugin's default; false: forever.
+func unreachableToleration(h *History, pod string) (time.Duration, bool) {
+	ns, name, _ := cut(pod)
+	p := h.Pod(ns, name)
+	if p == nil {
+		return 0, false
+	}
+	taint := v1.Taint{Key: v1.TaintNodeUnreachable, Effect: v1.TaintEffectNoExecute}
+	for _, t := range taints.WithDefaultTolerations(p.Tolerations, defaultToleration, defaultToleration) {
+		if t.ToleratesTaint(klog.Logger{}, &taint, false) {
+			if t.TolerationSeconds == nil {
+				return 0, false
+			}
+			return time.Duration(max(*t.TolerationSeconds, 0)) * time.Second, true
+		}
+	}
+	return 0, true
 }
