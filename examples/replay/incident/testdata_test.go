@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -66,5 +67,32 @@ func TestShippedTestdata(t *testing.T) {
 		if len(got) > 100_000 {
 			t.Errorf("%s: %d bytes, want under 100 KB", path, len(got))
 		}
+	}
+}
+
+// TestWriteBigLog writes a large synthetic log for measurements when
+// REPLAY_BIG_LOG names the file (REPLAY_BIG_NODES nodes, 1000 by default,
+// for REPLAY_BIG_HOURS hours, 1 by default).
+func TestWriteBigLog(t *testing.T) {
+	path := os.Getenv("REPLAY_BIG_LOG")
+	if path == "" {
+		t.Skip("REPLAY_BIG_LOG not set")
+	}
+	nodes := 1000
+	if s := os.Getenv("REPLAY_BIG_NODES"); s != "" {
+		if _, err := fmt.Sscan(s, &nodes); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hours := 1
+	if s := os.Getenv("REPLAY_BIG_HOURS"); s != "" {
+		if _, err := fmt.Sscan(s, &hours); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := &gen{nodes: nodes, podsPerNode: 10, duration: time.Duration(hours) * time.Hour, stop: "n1", stopAt: 5 * time.Minute,
+		unknownAt: 6 * time.Minute, noExecAt: 6 * time.Minute, evictAt: 11 * time.Minute}
+	if err := os.WriteFile(path, jsonLines(t, g.build()), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
