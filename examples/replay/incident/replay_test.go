@@ -2,6 +2,7 @@ package incident
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -206,5 +207,44 @@ func TestDoctorMetadataOnly(t *testing.T) {
 	}
 	if ws := strings.Join(h.Doctor().Warnings(), "\n"); !strings.Contains(ws, "1 NoExecute taints without timeAdded") {
 		t.Errorf("Doctor().Warnings() = %q, want the taint without timeAdded", ws)
+	}
+}
+
+func TestNodeWatchStall(t *testing.T) {
+	// Nodes without Leases in the log: only their status posts keep them
+	// healthy. n0 posts every 20s; a Node watch stall from +30s to +2m
+	// hides them from the controller, which writes n0 Unknown.
+	var evs []audit.Event
+	g := &gen{nodes: 2, duration: 3 * time.Minute}
+	for at := time.Duration(0); at <= g.duration; at += 20 * time.Second {
+		for i := range 2 {
+			n := g.nodeName(i)
+			g.add(at+time.Duration(i)*time.Millisecond, "system:node:"+n, "patch", audit.ObjectRef{Resource: "nodes", Name: n, Subresource: "status"},
+				map[string]any{"status": map[string]any{"conditions": []map[string]any{{"type": "Ready", "status": "True"}}}}, g.node(n, "True", at, nil))
+		}
+	}
+	evs = g.events
+	win := []Window{{From: epoch.Add(30 * time.Second), To: epoch.Add(2 * time.Minute)}}
+	for _, tt := range []struct {
+		stalls      []Window
+		wantUnknown bool
+	}{{nil, false}, {win, true}} {
+		_, run, _ := replayLog(t, evs, ReplayOptions{NodeWatchStalls: tt.stalls})
+		unknown := false
+		for _, d := range run.Replayed {
+			unknown = unknown || (d.Kind == KindNodeUnknown && d.Node == "n0")
+		}
+		if unknown != tt.wantUnknown {
+			t.Errorf("node watch stalls %v: n0 written Unknown: %v, want %v (%v)", tt.stalls, unknown, tt.wantUnknown, run.Replayed)
+		}
+		if tt.stalls != nil {
+			var kinds []string
+			for _, n := range run.Notes {
+				kinds = append(kinds, n.Kind)
+			}
+			if !slices.Contains(kinds, NoteNodeStalled) || !slices.Contains(kinds, NoteNodeResumed) {
+				t.Errorf("notes %v, want the stall and its end", kinds)
+			}
+		}
 	}
 }
