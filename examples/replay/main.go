@@ -129,6 +129,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		return err
 	}
 	h, err := incident.Inventory(src, opt)
+	notes := readerNotes(src)
 	closeSource(src)
 	if err != nil {
 		return err
@@ -138,6 +139,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	}
 	if *doctor {
 		d := h.Doctor()
+		d.Reader = notes
 		if *format == "json" {
 			return d.WriteJSON(stdout)
 		}

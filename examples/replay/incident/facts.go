@@ -115,6 +115,9 @@ type Doctor struct {
 	Inputs    []Check
 	// Modelled lists what the replay assumes because no log can tell.
 	Modelled []string
+	// Reader is what the caller's log reader reports (files, lines
+	// skipped and why); Doctor leaves it empty.
+	Reader []string
 }
 
 // LevelCount is how many events of an audit level the log holds.

@@ -352,7 +352,11 @@ func (d Doctor) WriteText(w io.Writer) error {
 	for _, l := range d.Levels {
 		fmt.Fprintf(&b, " %s %d", l.Level, l.N)
 	}
-	b.WriteString("\n\nRecorded decisions, rebuilt from:\n")
+	b.WriteString("\n")
+	for _, l := range d.Reader {
+		fmt.Fprintf(&b, "Reader: %s\n", l)
+	}
+	b.WriteString("\nRecorded decisions, rebuilt from:\n")
 	writeChecks(&b, d.Decisions)
 	b.WriteString("\nInputs, rebuilt from:\n")
 	writeChecks(&b, d.Inputs)
@@ -385,8 +389,9 @@ func (d Doctor) WriteJSON(w io.Writer) error {
 		Decisions []Check      `json:"decisions"`
 		Inputs    []Check      `json:"inputs"`
 		Modelled  []string     `json:"modelled"`
+		Reader    []string     `json:"reader,omitempty"`
 		Warnings  []string     `json:"warnings"`
-	}{rfc(d.First), rfc(d.Last), d.Events, d.Levels, d.Decisions, d.Inputs, d.Modelled, d.Warnings()}
+	}{rfc(d.First), rfc(d.Last), d.Events, d.Levels, d.Decisions, d.Inputs, d.Modelled, d.Reader, d.Warnings()}
 	if j.Warnings == nil {
 		j.Warnings = []string{}
 	}
