@@ -119,6 +119,7 @@ type item struct {
 	node  string
 	pod   podKey
 	level string
+	user  string
 	src   audit.Position
 	body  *object // nil when the log has no body for it (level Metadata) or it could not be read
 	// bad is why a body present in the log could not be read ("" when it
@@ -162,7 +163,7 @@ func (c *classifier) classify(e *audit.Event) (item, bool, error) {
 	if n, ok := strings.CutPrefix(user, kubeletPrefix); ok && n != "" {
 		kubelet = n
 	}
-	it := item{at: e.StageTimestamp, recv: e.RequestReceivedTimestamp, level: e.Level, src: e.Source}
+	it := item{at: e.StageTimestamp, recv: e.RequestReceivedTimestamp, level: e.Level, user: user, src: e.Source}
 	if it.at.IsZero() {
 		it.at = it.recv
 	}

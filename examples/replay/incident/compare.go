@@ -168,6 +168,9 @@ func savedReason(h *History, run *Run, d Decision) string {
 	o := func(t time.Time) string { return Offset(run.Origin, t) }
 	f := run.nodes[d.Node]
 	grace := run.Policy.NodeMonitorGracePeriod
+	if why, ok := run.deleted[d.Pod]; ok {
+		return why + " (not the controller), so not the replay's to evict"
+	}
 	switch {
 	case d.Node == "":
 		return "the pod's node is unknown to the log: it is not in the replay"

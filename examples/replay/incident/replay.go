@@ -89,6 +89,9 @@ type Run struct {
 	// leaseStalls and nodeStalls are the options' stalls (Scenario).
 	leaseStalls []Window
 	nodeStalls  int
+	// deleted is, for each pod deleted in the log by someone other than
+	// the controller, when and by whom.
+	deleted map[string]string
 	// pending is, for each pod still in the replay at the end, the
 	// Evictor's explanation (why it was not evicted).
 	pending map[string]taints.Explanation
@@ -192,7 +195,7 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 		}
 	}
 	r := &replayer{ctx: ctx, h: h, opt: opt, lim: opt.Limits.withDefaults(), origin: h.First,
-		run: &Run{Policy: p, Phase: opt.Phase, Origin: h.First, End: h.Last, nodes: map[string]*nodeFacts{},
+		run: &Run{Policy: p, Phase: opt.Phase, Origin: h.First, End: h.Last, nodes: map[string]*nodeFacts{}, deleted: map[string]string{},
 			leaseStalls: opt.LeaseWatchStalls, nodeStalls: len(opt.NodeWatchStalls)},
 		cls:          newClassifier(h.opt.ControllerUsers, h.opt.Limits.withDefaults()),
 		kubeletReady: map[string]v1.ConditionStatus{}, recUnknown: map[string]bool{},
@@ -479,6 +482,7 @@ func (r *replayer) apply(it *item) {
 		key := types.NamespacedName{Namespace: it.pod.Namespace, Name: it.pod.Name}
 		if r.c.Pod(key) != nil {
 			_ = r.c.EvictPod(ctx, key, "", nil)
+			r.run.deleted[it.pod.String()] = fmt.Sprintf("deleted by %s at %s", it.user, Offset(r.origin, now))
 		}
 	case opPodStatus:
 		key := types.NamespacedName{Namespace: it.pod.Namespace, Name: it.pod.Name}

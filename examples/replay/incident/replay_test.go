@@ -248,3 +248,42 @@ func TestNodeWatchStall(t *testing.T) {
 		}
 	}
 }
+
+func TestLifecycleInLog(t *testing.T) {
+	// n3 is created at +30s and renews from then; a user deletes n1's pod
+	// default/n1-web-1 at +20s (before n1 is lost); n2 is deleted at +1m.
+	g := outage()
+	g.stopAt = 55 * time.Second
+	evs := g.build()
+	var extra []audit.Event
+	g2 := &gen{}
+	g2.add(30*time.Second, "system:node:n3", "create", audit.ObjectRef{Resource: "nodes", Name: "n3"}, g2.node("n3", "", 0, nil), nil)
+	for at := 30 * time.Second; at <= g.duration; at += 10 * time.Second {
+		g2.add(at+5*time.Millisecond, "system:node:n3", "update", audit.ObjectRef{Resource: "leases", Namespace: "kube-node-lease", Name: "n3", APIGroup: "coordination.k8s.io"}, nil, nil)
+		if at == 30*time.Second {
+			g2.add(at+6*time.Millisecond, "system:node:n3", "patch", audit.ObjectRef{Resource: "nodes", Name: "n3", Subresource: "status"},
+				map[string]any{"status": map[string]any{"conditions": []map[string]any{{"type": "Ready", "status": "True"}}}}, nil)
+		}
+	}
+	g2.add(20*time.Second, "alice", "delete", audit.ObjectRef{Resource: "pods", Namespace: "default", Name: "n1-web-1"}, nil, nil)
+	g2.add(60*time.Second, "alice", "delete", audit.ObjectRef{Resource: "nodes", Name: "n2"}, nil, nil)
+	extra = g2.events
+	evs = append(evs, extra...)
+	slices.SortStableFunc(evs, func(a, b audit.Event) int { return a.StageTimestamp.Compare(b.StageTimestamp) })
+	h, run, c := replayLog(t, evs, ReplayOptions{})
+	if n := h.Node("n3"); n == nil || n.Existed() {
+		t.Errorf("Node(n3) = %+v, want created in the log", n)
+	}
+	for _, d := range run.Replayed {
+		switch {
+		case d.Pod == "default/n1-web-1":
+			t.Errorf("replayed %v: the pod was deleted by alice before", d)
+		case d.Node == "n2" || d.Node == "n3":
+			t.Errorf("replayed %v: n2 was deleted, n3 renews", d)
+		}
+	}
+	// The recording (generated without alice) evicted n1-web-1 too: saved.
+	if len(c.Saved) != 1 || c.Saved[0].Pod != "default/n1-web-1" || !strings.HasPrefix(c.Saved[0].Reason, "deleted by alice at +20s") {
+		t.Errorf("saved %v, want default/n1-web-1, deleted by alice", c.Saved)
+	}
+}
