@@ -98,6 +98,8 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	fs.IntVar(&lim.MaxLabels, "max-labels", lim.MaxLabels, "refuse objects with more than `n` labels")
 	fs.IntVar(&lim.MaxTaints, "max-taints", lim.MaxTaints, "refuse objects with more than `n` taints or tolerations")
 	fs.IntVar(&lim.MaxDecisions, "max-decisions", lim.MaxDecisions, "refuse more than `n` recorded (or replayed) decisions")
+	fs.DurationVar(&lim.MaxSpan, "max-span", lim.MaxSpan, "refuse logs spanning more than `duration`")
+	fs.Int64Var(&lim.MaxMonitorPasses, "max-monitor-passes", lim.MaxMonitorPasses, "refuse replays of more than `n` monitor passes (the log's span over --node-monitor-period)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: replay [flags] AUDIT-LOG...\n\nReplays an outage recorded in kube-apiserver audit logs through the node lifecycle controller's decision loop under a policy, and compares with what the recorded controller wrote.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -112,10 +114,10 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	if *format != "text" && *format != "json" {
 		return fmt.Errorf("replay: -format must be text or json, got %q", *format)
 	}
-	if *phases < 1 || *phases > 1000 {
-		return fmt.Errorf("replay: -phases must be in [1, 1000], got %d", *phases)
+	if *phases < 1 || *phases > 100 {
+		return fmt.Errorf("replay: -phases must be in [1, 100], got %d", *phases)
 	}
-	if lim.MaxNodes <= 0 || lim.MaxPods <= 0 || lim.MaxObjectBytes <= 0 || lim.MaxLabels <= 0 || lim.MaxTaints <= 0 || lim.MaxDecisions <= 0 {
+	if lim.MaxNodes <= 0 || lim.MaxPods <= 0 || lim.MaxObjectBytes <= 0 || lim.MaxLabels <= 0 || lim.MaxTaints <= 0 || lim.MaxDecisions <= 0 || lim.MaxSpan <= 0 || lim.MaxMonitorPasses <= 0 {
 		return errors.New("replay: the -max-* limits must be positive")
 	}
 	axes, err := parseSweeps(sweeps)

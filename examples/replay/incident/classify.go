@@ -170,6 +170,9 @@ func (c *classifier) classify(e *audit.Event) (item, bool, error) {
 	if it.recv.IsZero() {
 		it.recv = it.at
 	}
+	if it.at.IsZero() {
+		return item{}, false, nil // no time: cannot be placed
+	}
 	write := e.Verb == "update" || e.Verb == "patch"
 	switch {
 	case ref.Resource == "leases" && ref.APIGroup == "coordination.k8s.io" && ref.Namespace == v1.NamespaceNodeLease:

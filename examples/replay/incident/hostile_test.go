@@ -74,6 +74,17 @@ func TestHostileEvents(t *testing.T) {
 			wantErr: "over MaxObjectBytes=100 (-max-object-bytes)"},
 		{name: "too many nodes", lim: Limits{MaxNodes: 2}, wantErr: "more than MaxNodes=2 nodes (-max-nodes)"},
 		{name: "too many pods", lim: Limits{MaxPods: 5}, wantErr: "more than MaxPods=5 pods (-max-pods)"},
+		{name: "zero time", evs: []audit.Event{func() audit.Event {
+			e := ev("system:node:n0", "update", audit.ObjectRef{Resource: "leases", APIGroup: "coordination.k8s.io", Namespace: "kube-node-lease", Name: "n0"}, "", "")
+			e.StageTimestamp = time.Time{}
+			e.RequestReceivedTimestamp = time.Time{}
+			return e
+		}()}},
+		{name: "span", evs: []audit.Event{func() audit.Event {
+			e := ev("system:node:n0", "update", audit.ObjectRef{Resource: "leases", APIGroup: "coordination.k8s.io", Namespace: "kube-node-lease", Name: "n0"}, "", "")
+			e.StageTimestamp = epoch.Add(-400 * 24 * time.Hour)
+			return e
+		}()}, wantErr: "over MaxSpan=744h0m0s (-max-span)"},
 		{name: "too many decisions", lim: Limits{MaxDecisions: 3}, wantErr: "more than MaxDecisions=3 recorded decisions (-max-decisions)"},
 	}
 	for _, tt := range tests {
@@ -100,6 +111,18 @@ func TestHostileEvents(t *testing.T) {
 				t.Errorf("missing %v, extra %v, want none", c.Missing, c.Extra)
 			}
 		})
+	}
+}
+
+func TestMonitorPassLimit(t *testing.T) {
+	evs := outage().build()
+	h, err := Inventory(SliceSource(evs), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Replay(context.Background(), h, SliceSource(evs), ReplayOptions{Policy: policy(t, "--node-monitor-period=1ns")})
+	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "over MaxMonitorPasses=10000000 (-max-monitor-passes)") {
+		t.Errorf("Replay() error = %v, want ErrLimit naming MaxMonitorPasses", err)
 	}
 }
 

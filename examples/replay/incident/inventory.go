@@ -151,6 +151,10 @@ func (in *inventory) add(it *item) error {
 	if it.at.After(h.Last) {
 		h.Last = it.at
 	}
+	if span := h.Last.Sub(h.First); span > in.lim.MaxSpan {
+		return fmt.Errorf("%w: %s: the log spans %v (%s to %s), over MaxSpan=%v (-max-span)", ErrLimit, it.src, span,
+			h.First.Format(time.RFC3339Nano), h.Last.Format(time.RFC3339Nano), in.lim.MaxSpan)
+	}
 	if it.at.Before(in.last) {
 		h.Facts.OutOfOrder++
 	} else {

@@ -1,6 +1,9 @@
 package incident
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // ErrLimit is wrapped by the error of a log over one of its Limits; the
 // error names the limit and the flag that raises it.
@@ -22,12 +25,19 @@ type Limits struct {
 	// MaxDecisions bounds the recorded and the replayed decisions, each
 	// (-max-decisions).
 	MaxDecisions int
+	// MaxSpan bounds the time from the log's first event to its last
+	// (-max-span).
+	MaxSpan time.Duration
+	// MaxMonitorPasses bounds a replay's monitor passes: the span over
+	// --node-monitor-period (-max-monitor-passes).
+	MaxMonitorPasses int64
 }
 
 // DefaultLimits returns the limits applied to fields left zero: room for
-// a 20,000-node cluster with a million pods.
+// a 20,000-node cluster with a million pods, a month of log.
 func DefaultLimits() Limits {
-	return Limits{MaxNodes: 20_000, MaxPods: 1_000_000, MaxObjectBytes: 4 << 20, MaxLabels: 1024, MaxTaints: 256, MaxDecisions: 2_000_000}
+	return Limits{MaxNodes: 20_000, MaxPods: 1_000_000, MaxObjectBytes: 4 << 20, MaxLabels: 1024, MaxTaints: 256, MaxDecisions: 2_000_000,
+		MaxSpan: 31 * 24 * time.Hour, MaxMonitorPasses: 10_000_000}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -49,6 +59,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxDecisions <= 0 {
 		l.MaxDecisions = d.MaxDecisions
+	}
+	if l.MaxSpan <= 0 {
+		l.MaxSpan = d.MaxSpan
+	}
+	if l.MaxMonitorPasses <= 0 {
+		l.MaxMonitorPasses = d.MaxMonitorPasses
 	}
 	return l
 }

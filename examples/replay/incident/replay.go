@@ -186,6 +186,11 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 	if opt.Phase < 0 || opt.Phase >= p.NodeMonitorPeriod {
 		return nil, fmt.Errorf("incident: phase %v outside [0, %v)", opt.Phase, p.NodeMonitorPeriod)
 	}
+	lim := opt.Limits.withDefaults()
+	if passes := int64(h.Last.Sub(h.First) / p.NodeMonitorPeriod); passes > lim.MaxMonitorPasses {
+		return nil, fmt.Errorf("%w: %d monitor passes (the log's %v every --%s=%v), over MaxMonitorPasses=%d (-max-monitor-passes)",
+			ErrLimit, passes, h.Last.Sub(h.First), FlagNodeMonitorPeriod, p.NodeMonitorPeriod, lim.MaxMonitorPasses)
+	}
 	if opt.KubeletReaction <= 0 {
 		opt.KubeletReaction = DefaultKubeletReaction
 	}
@@ -194,7 +199,7 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 			return nil, fmt.Errorf("incident: stall window %s/%s: must end after it begins", w.From.Format(time.RFC3339Nano), w.To.Format(time.RFC3339Nano))
 		}
 	}
-	r := &replayer{ctx: ctx, h: h, opt: opt, lim: opt.Limits.withDefaults(), origin: h.First,
+	r := &replayer{ctx: ctx, h: h, opt: opt, lim: lim, origin: h.First,
 		run: &Run{Policy: p, Phase: opt.Phase, Origin: h.First, End: h.Last, nodes: map[string]*nodeFacts{}, deleted: map[string]string{},
 			leaseStalls: opt.LeaseWatchStalls, nodeStalls: len(opt.NodeWatchStalls)},
 		cls:          newClassifier(h.opt.ControllerUsers, h.opt.Limits.withDefaults()),
