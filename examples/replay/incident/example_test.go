@@ -73,3 +73,31 @@ func Example() {
 	// +5m45s pod-evicted n0 default/web
 	// matched pod-evicted default/web: recorded +6m0.5s, replayed +5m45s
 }
+
+// ExampleHistory_Doctor shows what a log at level Metadata cannot tell:
+// the kubelet's Ready condition, and the controller's Unknown write is
+// only inferred.
+func ExampleHistory_Doctor() {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ev := func(at time.Duration, user, verb string, ref audit.ObjectRef) audit.Event {
+		return audit.Event{Level: "Metadata", Stage: "ResponseComplete", Verb: verb, User: audit.User{Username: user}, ObjectRef: &ref,
+			ResponseStatus: &audit.Status{Code: 200}, RequestReceivedTimestamp: t0.Add(at), StageTimestamp: t0.Add(at)}
+	}
+	log := []audit.Event{
+		ev(0, "system:node:n0", "patch", audit.ObjectRef{Resource: "nodes", Name: "n0", Subresource: "status"}),
+		ev(time.Minute, "system:serviceaccount:kube-system:node-controller", "update", audit.ObjectRef{Resource: "nodes", Name: "n0", Subresource: "status"}),
+	}
+	h, err := incident.Inventory(incident.SliceSource(log), incident.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, w := range h.Doctor().Warnings() {
+		fmt.Println(w)
+	}
+	// Output:
+	// node-unknown: 1 status writes without a body (level Metadata) are read as Ready=Unknown writes (inferred)
+	// Lease renewals: none: the audit policy does not log them, so every node looks silent
+	// kubelet Ready conditions: 1 status posts without a body (level Metadata): the kubelet's Ready status is assumed unchanged (True unless a body said otherwise); NotReady kubelets cannot be told
+	// zones: 1 nodes without a known zone: put in the zone ""
+}
