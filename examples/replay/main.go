@@ -167,6 +167,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		return err
 	}
 	rep := incident.NewReport(h, ropt, main)
+	rep.Reader = notes
 	if *phases > 1 {
 		pr, _, err := incident.Phases(ctx, h, op, ropt, incident.PhaseOffsets(pol.NodeMonitorPeriod, *phases))
 		if err != nil {
