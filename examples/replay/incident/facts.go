@@ -32,6 +32,10 @@ type Facts struct {
 	// node writes and pod status writes without a body (their taints and
 	// Ready status are unknown).
 	CtlNodeWritesNoBody, CtlPodStatusNoBody int64
+	// DisruptionTargets counts the controller's pod status writes setting
+	// DisruptionTarget (written before a deletion; not compared: the
+	// replay's deletion carries it).
+	DisruptionTargets int64
 	// TaintsNoTimeAdded counts NoExecute taints the controller added
 	// without timeAdded (their time is the request's).
 	TaintsNoTimeAdded int64
@@ -187,7 +191,7 @@ func (h *History) Doctor() Doctor {
 	}
 	d.Decisions = append(d.Decisions, c)
 	n, _ = f.count(opCtlPodDelete)
-	d.Decisions = append(d.Decisions, Check{What: string(KindPodEvicted), From: fmt.Sprintf("the controller's pod deletions (%d; level Metadata is enough)", n)})
+	d.Decisions = append(d.Decisions, Check{What: string(KindPodEvicted), From: fmt.Sprintf("the controller's pod deletions (%d; level Metadata is enough; %d DisruptionTarget conditions written before them, not compared)", n, f.DisruptionTargets)})
 	if !ctlAny {
 		d.Decisions = append(d.Decisions, Check{What: "recorded controller", From: "writes by " + strings.Join(users, ", "),
 			Warning: "none in the log: nothing to compare with (name the controller's user with -controller-user)"})

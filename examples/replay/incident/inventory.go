@@ -291,6 +291,9 @@ func (in *inventory) add(it *item) error {
 				h.Facts.CtlPodStatusNoBody++
 				return nil
 			}
+			if b.ready(string(v1.DisruptionTarget)) == v1.ConditionTrue {
+				h.Facts.DisruptionTargets++
+			}
 			r := b.ready(string(v1.PodReady))
 			if r == v1.ConditionFalse && in.podRdy[it.pod] != v1.ConditionFalse {
 				if err := in.record(Decision{Time: it.recv, Kind: KindPodNotReady, Pod: it.pod.String(), Source: it.src.String()}); err != nil {
