@@ -22,6 +22,22 @@
 // with the log. Phases and Sweep replay the log several times (one pass
 // each); Run.Scenario exports a policysim scenario of the timeline.
 //
+// # Files
+//
+//	source.go    Source, Opener, SliceSource
+//	classify.go  an audit event to what it is to the replay: an input or the recorded controller's write; bodies
+//	limits.go    Limits, ErrLimit
+//	inventory.go the first pass: History (nodes, pods, recorded decisions)
+//	facts.go     what the log holds and lacks: Facts, Doctor
+//	policy.go    Policy with kube-controller-manager's flag names, its monitor.Config
+//	replay.go    the second pass: the Monitor on monitortest, stalls, the kubelets' reactions
+//	decision.go  Decision and its kinds
+//	compare.go   Compare: matched, missing, extra, first divergence, pods saved and newly lost with reasons
+//	phases.go    the phase sensitivity
+//	sweep.go     sweeps over policy flags
+//	scenario.go  Run.Scenario: a policysim scenario of the timeline
+//	report.go    text and JSON output
+//
 // # What is read from the log (recorded)
 //
 //	input / decision          audit events                                          level needed
