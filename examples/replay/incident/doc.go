@@ -78,6 +78,10 @@
 //     unknown, Phases measures how much it matters.
 //   - Pods without their own not-ready/unreachable tolerations get the
 //     admission plugin's defaults (300s).
+//   - A pod whose node the log never names (older than the log, only
+//     patched) is placed on the node the recorded controller wrote Unknown
+//     within the second before it marked the pod Ready=False, when that
+//     node is the only one (PodInfo.NodeInferred; the doctor counts them).
 //
 // # Time model
 //

@@ -44,6 +44,9 @@ type Facts struct {
 	// pods whose node is unknown, PodsNoTolerations those whose spec the
 	// log never carried.
 	NodesBeforeLog, PodsBeforeLog, NodesNoZone, PodsNoNode, PodsNoTolerations int
+	// PodsNodeInferred counts the pods whose node is inferred
+	// (PodInfo.NodeInferred).
+	PodsNodeInferred int
 }
 
 type opFacts struct{ n, withBody int64 }
@@ -82,6 +85,9 @@ func (f *Facts) finish(h *History) {
 		}
 		if p.Node == "" {
 			f.PodsNoNode++
+		}
+		if p.NodeInferred {
+			f.PodsNodeInferred++
 		}
 		if !p.TolerationsKnown {
 			f.PodsNoTolerations++
@@ -213,6 +219,9 @@ func (h *History) Doctor() Doctor {
 	ws = nil
 	if f.PodsNoTolerations > 0 {
 		ws = append(ws, fmt.Sprintf("%d pods without tolerations in the log: given the admission plugin's defaults (300s)", f.PodsNoTolerations))
+	}
+	if f.PodsNodeInferred > 0 {
+		ws = append(ws, fmt.Sprintf("%d pods whose node the log never names: placed on the node the controller wrote Unknown just before it marked them Ready=False (inferred)", f.PodsNodeInferred))
 	}
 	if f.PodsNoNode > 0 {
 		ws = append(ws, fmt.Sprintf("%d pods without a known node: left out of the replay", f.PodsNoNode))

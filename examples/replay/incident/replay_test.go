@@ -287,3 +287,33 @@ func TestLifecycleInLog(t *testing.T) {
 		t.Errorf("saved %v, want default/n1-web-1, deleted by alice", c.Saved)
 	}
 }
+
+func TestPodNodeInferred(t *testing.T) {
+	// Pods older than the log, whose only bodies are the controller's
+	// Ready=False patches (no spec): their node is the one written Unknown
+	// just before.
+	evs := slices.DeleteFunc(outage().build(), func(e audit.Event) bool {
+		return e.ObjectRef.Resource == "pods" && (e.Verb == "create")
+	})
+	for i := range evs {
+		e := &evs[i]
+		if e.ObjectRef.Resource == "pods" && e.ObjectRef.Subresource == "status" && e.Verb == "update" {
+			e.Verb = "patch"
+			e.RequestObject = []byte(`{"status":{"conditions":[{"type":"Ready","status":"False"}]}}`)
+		}
+	}
+	h, _, c := replayLog(t, evs, ReplayOptions{})
+	p := h.Pod("default", "n1-web-0")
+	if p == nil || p.Node != "n1" || !p.NodeInferred {
+		t.Fatalf("Pod(default/n1-web-0) = %+v, want on n1, inferred", p)
+	}
+	if ws := strings.Join(h.Doctor().Warnings(), "\n"); !strings.Contains(ws, "2 pods whose node the log never names") {
+		t.Errorf("Doctor().Warnings() = %q, want the inferred nodes", ws)
+	}
+	// The pods existed before the log: the replay marks them at the
+	// Unknown write and evicts them; only their pod-not-ready is earlier
+	// than recorded by at most the pass.
+	if len(c.Missing) != 0 || len(c.Extra) != 0 || len(c.Saved) != 0 {
+		t.Errorf("missing %v, extra %v, saved %v; want none", c.Missing, c.Extra, c.Saved)
+	}
+}
