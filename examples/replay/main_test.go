@@ -8,6 +8,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kubelifecycle/lifecycle/examples/policysim/sim"
 )
 
 const (
@@ -109,5 +112,26 @@ func TestOutputDeterministic(t *testing.T) {
 				t.Fatalf("-format %s, GOMAXPROCS=%d: output differs from the first run's", format, procs)
 			}
 		}
+	}
+}
+
+func TestExportScenario(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "outage.yaml")
+	if s, code := runArgs(t, "-phases", "1", "-node-monitor-grace-period=60s", "-export-scenario", out, logFile); code != 0 {
+		t.Fatalf("exit %d: %s", code, s)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := sim.LoadScenario(out, b)
+	if err != nil {
+		t.Fatalf("LoadScenario() error = %v\n%s", err, b)
+	}
+	if sc.Name != "outage" || len(sc.Zones) != 1 || sc.Zones[0].Nodes != 3 || sc.Policy.NodeMonitorGracePeriod.D() != time.Minute {
+		t.Errorf("scenario %+v, want outage: one zone of 3 nodes, grace 60s", sc)
+	}
+	if !strings.Contains(string(b), "#   n1 -> zone-a-1") {
+		t.Errorf("scenario lacks the name mapping:\n%s", b)
 	}
 }
