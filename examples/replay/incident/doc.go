@@ -62,8 +62,10 @@
 //   - Watch delivery: the controller's caches see each write at its
 //     stageTimestamp, except during the stalls given
 //     (ReplayOptions.LeaseWatchStalls, as policysim's lease-watch-stall:
-//     monitortest.LeaseStall; NodeWatchStalls: the kubelets' status posts
-//     wait until the stall ends, live reads included).
+//     monitortest.LeaseStall; NodeWatchStalls: the Node cache frozen the
+//     same way, its Node events held back). During a stall the Lease
+//     circuit breaker's live reads see the kubelets' writes, with
+//     resourceVersions that tell the cache is behind.
 //   - Clock skew: none; times are the apiserver's.
 //   - Objects older than the log: Ready, with a Lease renewed at the log's
 //     first event.

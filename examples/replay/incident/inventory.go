@@ -34,6 +34,8 @@ type NodeInfo struct {
 	Created, FirstSeen time.Time
 	// Deleted is when it was deleted (zero: never in the log).
 	Deleted time.Time
+	// HasLease: its kubelet renews a Lease in the log.
+	HasLease bool
 }
 
 // Existed reports whether the node existed before the log began.
@@ -196,8 +198,11 @@ func (in *inventory) add(it *item) error {
 	b := it.body
 	switch it.op {
 	case opLease:
-		_, err := in.node(it.node, it.at)
-		return err
+		n, err := in.node(it.node, it.at)
+		if err != nil {
+			return err
+		}
+		n.HasLease = true
 	case opNodeStatus:
 		if _, err := in.node(it.node, it.at); err != nil {
 			return err

@@ -211,10 +211,11 @@ func TestDoctorMetadataOnly(t *testing.T) {
 }
 
 func TestNodeWatchStall(t *testing.T) {
-	// Nodes without Leases in the log: only their status posts keep them
-	// healthy. n0 posts every 20s; a Node watch stall from +30s to +2m
-	// hides them from the controller, which writes n0 Unknown.
-	var evs []audit.Event
+	// Nodes without Leases in the log: only their status posts (every 20s)
+	// keep them healthy. A Node watch stall from +30s to +2m hides them
+	// from the controller's cache: without the circuit breaker it writes
+	// both nodes Unknown; with it, the live reads find newer heartbeats
+	// and it holds.
 	g := &gen{nodes: 2, duration: 3 * time.Minute}
 	for at := time.Duration(0); at <= g.duration; at += 20 * time.Second {
 		for i := range 2 {
@@ -223,19 +224,25 @@ func TestNodeWatchStall(t *testing.T) {
 				map[string]any{"status": map[string]any{"conditions": []map[string]any{{"type": "Ready", "status": "True"}}}}, g.node(n, "True", at, nil))
 		}
 	}
-	evs = g.events
+	evs := g.events
 	win := []Window{{From: epoch.Add(30 * time.Second), To: epoch.Add(2 * time.Minute)}}
 	for _, tt := range []struct {
+		gate        string
 		stalls      []Window
 		wantUnknown bool
-	}{{nil, false}, {win, true}} {
-		_, run, _ := replayLog(t, evs, ReplayOptions{NodeWatchStalls: tt.stalls})
+	}{
+		{"true", nil, false},
+		{"false", nil, false},
+		{"true", win, false},
+		{"false", win, true},
+	} {
+		_, run, _ := replayLog(t, evs, ReplayOptions{Policy: policy(t, "--feature-gates=NodeControllerLeaseCircuitBreaker="+tt.gate), NodeWatchStalls: tt.stalls})
 		unknown := false
 		for _, d := range run.Replayed {
 			unknown = unknown || (d.Kind == KindNodeUnknown && d.Node == "n0")
 		}
 		if unknown != tt.wantUnknown {
-			t.Errorf("node watch stalls %v: n0 written Unknown: %v, want %v (%v)", tt.stalls, unknown, tt.wantUnknown, run.Replayed)
+			t.Errorf("breaker %s, node watch stalls %v: n0 written Unknown: %v, want %v (%v)", tt.gate, tt.stalls, unknown, tt.wantUnknown, run.Replayed)
 		}
 		if tt.stalls != nil {
 			var kinds []string
