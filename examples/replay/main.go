@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	phases := fs.Int("phases", 5, "replay under `n` monitor pass phases spread over one --node-monitor-period and report how outcomes depend on it (1: only -phase)")
 	phase := fs.Duration("phase", 0, "the main replay's monitor pass `phase` after the log's first event, in [0, --node-monitor-period)")
 	export := fs.String("export-scenario", "", "write a policysim scenario with the same timeline to `file` (YAML)")
-	failMore := fs.Bool("fail-on-more-evictions", false, "exit 3 when the replay evicts pods the recording did not")
+	failMore := fs.Bool("fail-on-more-evictions", false, "exit 3 when the replay (with -sweep: any of its runs) evicts pods the recording did not")
 	lim := incident.DefaultLimits()
 	fs.IntVar(&lim.MaxNodes, "max-nodes", lim.MaxNodes, "refuse logs naming more than `n` nodes")
 	fs.IntVar(&lim.MaxPods, "max-pods", lim.MaxPods, "refuse logs naming more than `n` pods")
@@ -155,7 +155,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		return err
 	}
 	if len(axes) > 0 {
-		return runSweep(ctx, h, op, ropt, axes, *format, stdout)
+		return runSweep(ctx, h, op, ropt, axes, *format, *failMore, stdout)
 	}
 	src, err = op()
 	if err != nil {

@@ -94,6 +94,12 @@ func TestFailOnMoreEvictions(t *testing.T) {
 	if _, code := runArgs(t, "-node-monitor-grace-period=40s", path); code != 0 {
 		t.Errorf("without -fail-on-more-evictions: exit %d, want 0", code)
 	}
+	if out, code := runArgs(t, "-sweep", "node-monitor-grace-period=40s,10m", "-fail-on-more-evictions", path); code != 3 {
+		t.Errorf("-sweep: exit %d, want 3; output:\n%s", code, out)
+	}
+	if out, code := runArgs(t, "-sweep", "node-monitor-grace-period=5m,10m", "-fail-on-more-evictions", path); code != 0 {
+		t.Errorf("-sweep without evictions: exit %d, want 0; output:\n%s", code, out)
+	}
 }
 
 func TestOutputDeterministic(t *testing.T) {
