@@ -351,7 +351,7 @@ func writeOutcomes(b *strings.Builder, title string, os []PodOutcome, o func(tim
 	}
 }
 
-// WriteDoctorText writes the doctor's report.
+// WriteText writes the doctor's report.
 func (d Doctor) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Audit log: %s to %s, %d events\n", rfc(d.First), rfc(d.Last), d.Events)
