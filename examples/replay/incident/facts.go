@@ -197,7 +197,11 @@ func (h *History) Doctor() Doctor {
 	}
 	d.Decisions = append(d.Decisions, c)
 	n, _ = f.count(opCtlPodDelete)
-	d.Decisions = append(d.Decisions, Check{What: string(KindPodEvicted), From: fmt.Sprintf("the controller's pod deletions (%d; level Metadata is enough; %d DisruptionTarget conditions written before them, not compared)", n, f.DisruptionTargets)})
+	c = Check{What: string(KindPodEvicted), From: fmt.Sprintf("the controller's pod deletions (%d; level Metadata is enough; %d DisruptionTarget conditions written before them, not compared)", n, f.DisruptionTargets)}
+	if k := evictionsWithoutTaint(h.Recorded); k > 0 {
+		c.Warning = fmt.Sprintf("%d recorded evictions with no NoExecute taint added to their node before them in the log: the log may begin mid-outage (or the node's taint writes have no body); the replay cannot reproduce them", k)
+	}
+	d.Decisions = append(d.Decisions, c)
 	if !ctlAny {
 		d.Decisions = append(d.Decisions, Check{What: "recorded controller", From: "writes by " + strings.Join(users, ", "),
 			Warning: "none in the log: nothing to compare with (name the controller's user with -controller-user)"})
@@ -249,4 +253,24 @@ func (h *History) Doctor() Doctor {
 		"monitor passes: every --node-monitor-period from the log's first event plus a phase (-phases); the real controller's phase is unknown",
 	}
 	return d
+}
+
+// evictionsWithoutTaint counts the recorded pod evictions whose node the
+// log does not show tainted NoExecute before them.
+func evictionsWithoutTaint(recorded []Decision) int {
+	tainted := map[string]time.Time{}
+	n := 0
+	for _, d := range recorded { // in time order
+		switch {
+		case d.Kind == KindTaintAdded && strings.HasSuffix(d.Detail, ":NoExecute"):
+			if _, ok := tainted[d.Node]; !ok {
+				tainted[d.Node] = d.Time
+			}
+		case d.Kind == KindPodEvicted:
+			if _, ok := tainted[d.Node]; !ok {
+				n++
+			}
+		}
+	}
+	return n
 }
