@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,24 +158,35 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	if len(axes) > 0 {
 		return runSweep(ctx, h, op, ropt, axes, *format, *failMore, stdout)
 	}
-	src, err = op()
-	if err != nil {
-		return err
-	}
-	main, err := incident.Replay(ctx, h, src, ropt)
-	closeSource(src)
-	if err != nil {
-		return err
-	}
-	rep := incident.NewReport(h, ropt, main)
-	rep.Reader = notes
+	// The main replay, and the phase sensitivity: when the main replay's
+	// phase is one of them, its run is reused.
+	var (
+		main *incident.Run
+		pr   *incident.PhaseReport
+	)
 	if *phases > 1 {
-		pr, _, err := incident.Phases(ctx, h, op, ropt, incident.PhaseOffsets(pol.NodeMonitorPeriod, *phases))
+		offsets := incident.PhaseOffsets(pol.NodeMonitorPeriod, *phases)
+		var runs []*incident.Run
+		if pr, runs, err = incident.Phases(ctx, h, op, ropt, offsets); err != nil {
+			return err
+		}
+		if i := slices.Index(offsets, *phase); i >= 0 {
+			main = runs[i]
+		}
+	}
+	if main == nil {
+		if src, err = op(); err != nil {
+			return err
+		}
+		main, err = incident.Replay(ctx, h, src, ropt)
+		closeSource(src)
 		if err != nil {
 			return err
 		}
-		rep.Phases = pr
 	}
+	rep := incident.NewReport(h, ropt, main)
+	rep.Reader = notes
+	rep.Phases = pr
 	if *export != "" {
 		if err := exportScenario(*export, h, main); err != nil {
 			return err
