@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -90,6 +91,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	fs.Var(&sweeps, "sweep", "replay once per value and print one table: `flag=v1,v2,...` with a policy flag's name (repeatable: a grid)")
 	phases := fs.Int("phases", 5, "replay under `n` monitor pass phases spread over one --node-monitor-period and report how outcomes depend on it (1: only -phase)")
 	phase := fs.Duration("phase", 0, "the main replay's monitor pass `phase` after the log's first event, in [0, --node-monitor-period)")
+	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "run up to `n` replays of -phases or -sweep at once (each reads the log itself and holds its own cluster)")
 	export := fs.String("export-scenario", "", "write a policysim scenario with the same timeline to `file` (YAML)")
 	failMore := fs.Bool("fail-on-more-evictions", false, "exit 3 when the replay (with -sweep: any of its runs) evicts pods the recording did not")
 	lim := incident.DefaultLimits()
@@ -114,6 +116,9 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	}
 	if *format != "text" && *format != "json" {
 		return fmt.Errorf("replay: -format must be text or json, got %q", *format)
+	}
+	if *parallel < 1 {
+		return fmt.Errorf("replay: -parallel must be positive, got %d", *parallel)
 	}
 	if *phases < 1 || *phases > 100 {
 		return fmt.Errorf("replay: -phases must be in [1, 100], got %d", *phases)
@@ -156,7 +161,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		return err
 	}
 	if len(axes) > 0 {
-		return runSweep(ctx, h, op, ropt, axes, *format, *failMore, stdout)
+		return runSweep(ctx, h, op, ropt, axes, *parallel, *format, *failMore, stdout)
 	}
 	// The main replay, and the phase sensitivity: when the main replay's
 	// phase is one of them, its run is reused.
@@ -166,10 +171,11 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	)
 	if *phases > 1 {
 		offsets := incident.PhaseOffsets(pol.NodeMonitorPeriod, *phases)
-		var runs []*incident.Run
-		if pr, runs, err = incident.Phases(ctx, h, op, ropt, offsets); err != nil {
+		runs, err := runAll(ctx, h, op, ropt.AtPhases(offsets), *parallel)
+		if err != nil {
 			return err
 		}
+		pr = incident.NewPhaseReport(h, runs)
 		if i := slices.Index(offsets, *phase); i >= 0 {
 			main = runs[i]
 		}

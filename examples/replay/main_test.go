@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -108,7 +109,7 @@ func TestOutputDeterministic(t *testing.T) {
 		var first string
 		for i, procs := range []int{1, 4, 1} {
 			runtime.GOMAXPROCS(procs)
-			out, code := runArgs(t, "-format", format, "-lease-watch-stall", "+10s/+70s", logFile)
+			out, code := runArgs(t, "-format", format, "-parallel", fmt.Sprint(procs), "-lease-watch-stall", "+10s/+70s", logFile)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, out)
 			}
@@ -117,6 +118,12 @@ func TestOutputDeterministic(t *testing.T) {
 			} else if out != first {
 				t.Fatalf("-format %s, GOMAXPROCS=%d: output differs from the first run's", format, procs)
 			}
+		}
+		// A sweep, at once and one run at a time.
+		a, _ := runArgs(t, "-format", format, "-parallel", "4", "-sweep", "node-monitor-grace-period=40s,50s,60s", logFile)
+		b, _ := runArgs(t, "-format", format, "-parallel", "1", "-sweep", "node-monitor-grace-period=40s,50s,60s", logFile)
+		if a != b {
+			t.Fatalf("-format %s -sweep: -parallel 4 and 1 differ:\n%s\n%s", format, a, b)
 		}
 	}
 }
