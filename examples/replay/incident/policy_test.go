@@ -60,3 +60,23 @@ func TestPolicySet(t *testing.T) {
 		t.Errorf("DefaultPolicy().Config() = %+v, want v1.37.2's defaults with one worker", got)
 	}
 }
+
+func TestPolicyCopy(t *testing.T) {
+	base := DefaultPolicy()
+	if err := base.Set(FlagNodeMonitorGracePeriod, "40s"); err != nil {
+		t.Fatal(err)
+	}
+	c := base
+	if err := c.Set(FlagNodeMonitorPeriod, "1s"); err != nil {
+		t.Fatal(err)
+	}
+	if base.Given(FlagNodeMonitorPeriod) || base.NodeMonitorPeriod != 5*time.Second {
+		t.Errorf("Set on a copy changed the original: %+v", base)
+	}
+	if !c.Given(FlagNodeMonitorGracePeriod) || !c.Given(FlagNodeMonitorPeriod) {
+		t.Errorf("copy %+v: want both flags given", c)
+	}
+	if got, want := c.String(), "--node-monitor-period=1s --node-monitor-grace-period=40s"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
