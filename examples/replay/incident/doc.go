@@ -111,6 +111,10 @@
 // # Simplifications
 //
 //   - Node writes by others (cordons, user taints) are not replayed.
+//   - A pod deletion by someone else after the recorded controller deleted
+//     the pod (the kubelet's or the pod garbage collector's final
+//     deletion) is the recorded eviction's consequence and is not
+//     replayed; one before it is.
 //   - A kubelet's status post without a body (level Metadata) keeps its
 //     last reported Ready status (True at first).
 //   - Taint timeAdded has one-second precision in the API: recorded

@@ -132,6 +132,7 @@ type replayer struct {
 
 	kubeletReady map[string]v1.ConditionStatus // what each kubelet last reported
 	recUnknown   map[string]bool               // the recording has the node Unknown
+	recDeleted   map[podKey]bool               // the recorded controller deleted the pod
 	nodeSync     map[string]time.Time          // a planned kubelet reaction: its deadline
 	podSync      map[string]time.Time
 	// nodeFrozen is the controller's Node cache while its Node watch is
@@ -286,7 +287,7 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 		run: &Run{Policy: p, Phase: opt.Phase, Origin: h.First, End: h.Last, nodes: map[string]*nodeFacts{}, deleted: map[string]string{},
 			leaseStalls: opt.LeaseWatchStalls, nodeStalls: len(opt.NodeWatchStalls)},
 		cls:          newClassifier(h.opt.ControllerUsers, h.opt.Limits.withDefaults()),
-		kubeletReady: map[string]v1.ConditionStatus{}, recUnknown: map[string]bool{},
+		kubeletReady: map[string]v1.ConditionStatus{}, recUnknown: map[string]bool{}, recDeleted: map[podKey]bool{},
 		nodeSync: map[string]time.Time{}, podSync: map[string]time.Time{}}
 	r.build()
 	cfg := p.Config()
@@ -564,6 +565,9 @@ func (r *replayer) apply(it *item) {
 	case opNodeDelete:
 		r.c.DeleteNode(it.node)
 	case opPodCreate, opPodBind:
+		if it.op == opPodCreate {
+			delete(r.recDeleted, it.pod) // a new pod of the name
+		}
 		p := r.h.Pod(it.pod.Namespace, it.pod.Name)
 		if p == nil {
 			return
@@ -581,7 +585,15 @@ func (r *replayer) apply(it *item) {
 		if node != "" {
 			r.c.AddPod(ctx, r.newPod(p, node, now))
 		}
+	case opCtlPodDelete:
+		r.recDeleted[it.pod] = true
 	case opPodDelete:
+		if r.recDeleted[it.pod] {
+			// The end of the recorded controller's eviction (the kubelet's
+			// or the pod garbage collector's final deletion): its
+			// consequence, not an input.
+			return
+		}
 		key := types.NamespacedName{Namespace: it.pod.Namespace, Name: it.pod.Name}
 		if r.c.Pod(key) != nil {
 			_ = r.c.EvictPod(ctx, key, "", nil)

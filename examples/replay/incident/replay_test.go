@@ -324,3 +324,25 @@ func TestPodNodeInferred(t *testing.T) {
 		t.Errorf("missing %v, extra %v, saved %v; want none", c.Missing, c.Extra, c.Saved)
 	}
 }
+
+func TestFinalDeletionAfterEviction(t *testing.T) {
+	// After the recorded controller's (graceful) deletions, the pod garbage
+	// collector force-deletes the pods: not an input to the replay.
+	g := shipped("Request")
+	g.build()
+	for j := range g.podsPerNode {
+		g.add(g.evictAt+2*time.Second, "system:serviceaccount:kube-system:pod-garbage-collector", "delete",
+			audit.ObjectRef{Resource: "pods", Namespace: "default", Name: g.podName("n1", j)}, nil, nil)
+	}
+	evs := slices.Clone(g.events)
+	slices.SortStableFunc(evs, func(a, b audit.Event) int { return a.StageTimestamp.Compare(b.StageTimestamp) })
+	_, _, c := replayLog(t, evs, ReplayOptions{Policy: policy(t, "--node-monitor-grace-period=60s")})
+	if len(c.Saved) != 2 {
+		t.Fatalf("saved %v, want n1's 2 pods", c.Saved)
+	}
+	for _, s := range c.Saved {
+		if !strings.Contains(s.Reason, "untainted before the pod's toleration") {
+			t.Errorf("saved %s: %s, want the untaint as the reason", s.Pod, s.Reason)
+		}
+	}
+}
