@@ -266,7 +266,7 @@ func evictionsWithoutTaint(recorded []Decision) int {
 			if _, ok := tainted[d.Node]; !ok {
 				tainted[d.Node] = d.Time
 			}
-		case d.Kind == KindPodEvicted:
+		case d.Kind == KindPodEvicted && d.Node != "": // an unknown node is its own warning
 			if _, ok := tainted[d.Node]; !ok {
 				n++
 			}
