@@ -80,13 +80,15 @@ type condition struct {
 }
 
 // ready returns the status of the condition of type t in the body ("" when
-// the body has none).
+// the body has none with a status).
 func (o *object) ready(t string) v1.ConditionStatus {
 	if o == nil {
 		return ""
 	}
+	// The request's conditions come first; a patch's may carry only a
+	// heartbeat (no status), then the response's says.
 	for _, c := range o.StatusRaw.Conditions {
-		if c.Type == t {
+		if c.Type == t && c.Status != "" {
 			return v1.ConditionStatus(c.Status)
 		}
 	}

@@ -189,6 +189,17 @@ func TestRequestAndResponseBodies(t *testing.T) {
 		mk(2*time.Second, "patch", audit.ObjectRef{Resource: "nodes", Name: "n0"},
 			`{"spec":{"taints":[{"key":"node.kubernetes.io/unreachable","effect":"NoExecute","timeAdded":"2026-01-01T00:00:02Z"}]}}`, trimmed),
 		mk(3*time.Second, "patch", audit.ObjectRef{Resource: "nodes", Name: "n0"}, `{"spec":{"taints":null}}`, trimmed),
+		// A kubelet's heartbeat-only patch (no status) with the whole node
+		// in the response: Ready=True, then the controller's Unknown again.
+		func() audit.Event {
+			e := mk(4*time.Second, "patch", audit.ObjectRef{Resource: "nodes", Name: "n0", Subresource: "status"},
+				`{"status":{"conditions":[{"type":"Ready","lastHeartbeatTime":"2026-01-01T00:00:04Z"}]}}`,
+				`{"kind":"Node","metadata":{"name":"n0"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
+			e.User.Username = "system:node:n0"
+			return e
+		}(),
+		mk(5*time.Second, "patch", audit.ObjectRef{Resource: "nodes", Name: "n0", Subresource: "status"},
+			`{"status":{"conditions":[{"type":"Ready","status":"Unknown"}]}}`, trimmed),
 	}
 	h, err := Inventory(SliceSource(evs), Options{})
 	if err != nil {
@@ -198,7 +209,7 @@ func TestRequestAndResponseBodies(t *testing.T) {
 	for _, d := range h.Recorded {
 		got = append(got, fmt.Sprintf("%v %s %s %s", d.Time.Sub(epoch), d.Kind, d.Node, d.Detail))
 	}
-	want := []string{"1s node-unknown n0 ", "2s taint-added n0 node.kubernetes.io/unreachable:NoExecute", "3s taint-removed n0 node.kubernetes.io/unreachable:NoExecute"}
+	want := []string{"1s node-unknown n0 ", "2s taint-added n0 node.kubernetes.io/unreachable:NoExecute", "3s taint-removed n0 node.kubernetes.io/unreachable:NoExecute", "5s node-unknown n0 "}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("recorded:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
