@@ -155,7 +155,7 @@ func Compare(h *History, run *Run) *Comparison {
 			continue
 		}
 		if _, ok := recEv[d.Pod]; !ok {
-			c.NewlyLost = append(c.NewlyLost, PodOutcome{Pod: d.Pod, Node: d.Node, Evicted: d.Time, Reason: lostReason(run, d, recUnknown[d.Node])})
+			c.NewlyLost = append(c.NewlyLost, PodOutcome{Pod: d.Pod, Node: d.Node, Evicted: d.Time, Reason: lostReason(h, run, d, recUnknown[d.Node])})
 		}
 	}
 	return c
@@ -214,7 +214,15 @@ func savedReason(h *History, run *Run, d Decision) string {
 	return fmt.Sprintf("node %s tainted NoExecute at %s; the pod's eviction: %s", d.Node, o(f.taintedAt), strings.ToLower(x.State.String()))
 }
 
-func lostReason(run *Run, d Decision, recUnknown bool) string {
+func lostReason(h *History, run *Run, d Decision, recUnknown bool) string {
+	why := lostWhy(run, d, recUnknown)
+	if ns, name, _ := cut(d.Pod); h.Pod(ns, name) != nil && !h.Pod(ns, name).TolerationsKnown {
+		why += "; its tolerations are not in the log (the 300s defaults assumed: a DaemonSet pod would tolerate forever)"
+	}
+	return why
+}
+
+func lostWhy(run *Run, d Decision, recUnknown bool) string {
 	o := func(t time.Time) string { return Offset(run.Origin, t) }
 	f := run.nodes[d.Node]
 	if f == nil || f.unknownAt.IsZero() {
