@@ -1,0 +1,124 @@
+// Package incident replays a cluster's recorded outage, read from
+// kube-apiserver audit logs (audit.k8s.io/v1 Event JSON lines, read by
+// examples/replay/audit), through the node lifecycle controller's decision
+// loop, examples/nodecontroller/monitor on its in-memory cluster
+// examples/nodecontroller/monitor/monitortest, as examples/policysim/sim
+// drives it, under any policy given with kube-controller-manager's flag
+// names (Policy; default: v1.37.2's), and compares what the replay decides
+// with what the recorded controller wrote.
+//
+// # The caller loop
+//
+//	h, err := incident.Inventory(src1, incident.Options{})          // pass 1: the cluster, the recorded decisions
+//	doc := h.Doctor()                                               // what the log can and cannot tell
+//	run, err := incident.Replay(ctx, h, src2, incident.ReplayOptions{Policy: pol}) // pass 2: the replay
+//	rep := incident.NewReport(h, opt, run)                          // recorded vs replayed, saved and lost pods
+//	rep.WriteText(os.Stdout)                                        // or WriteJSON
+//
+// src1 and src2 are the same log opened twice (an Opener; *audit.Reader
+// in the command, SliceSource in tests): the first pass keeps the nodes,
+// pods and the recorded controller's decisions, the second streams the
+// kubelets' writes into the replay, so memory grows with the cluster, not
+// with the log. Phases and Sweep replay the log several times (one pass
+// each); Run.Scenario exports a policysim scenario of the timeline.
+//
+// # Files
+//
+//	source.go    Source, Opener, SliceSource
+//	classify.go  an audit event to what it is to the replay: an input or the recorded controller's write; bodies
+//	limits.go    Limits, ErrLimit
+//	inventory.go the first pass: History (nodes, pods, recorded decisions)
+//	facts.go     what the log holds and lacks: Facts, Doctor
+//	policy.go    Policy with kube-controller-manager's flag names, its monitor.Config
+//	replay.go    the second pass: the Monitor on monitortest, stalls, the kubelets' reactions
+//	decision.go  Decision and its kinds
+//	compare.go   Compare: matched, missing, extra, first divergence, pods saved and newly lost with reasons
+//	phases.go    the phase sensitivity
+//	sweep.go     sweeps over policy flags
+//	scenario.go  Run.Scenario: a policysim scenario of the timeline
+//	report.go    text and JSON output
+//
+// # What is read from the log (recorded)
+//
+//	input / decision          audit events                                          level needed
+//	Lease renewals            leases in kube-node-lease, update/patch by system:node:*   Metadata
+//	kubelet Ready             nodes/status update/patch by system:node:*               Request
+//	nodes, zones              node create/delete; whole Node bodies (labels)            Request
+//	pods, tolerations         pod create, pods/binding, whole Pod bodies                Request
+//	pod deletions (others)    pod delete, pods/eviction by anyone else                  Metadata
+//	node-unknown              the controller's nodes/status writes with Ready=Unknown   Request (inferred at Metadata)
+//	taint-added/-removed      the controller's node patches/updates (spec.taints)       Request
+//	pod-not-ready             the controller's pods/status writes with Ready=False      Request
+//	pod-evicted               the controller's pod deletions                            Metadata
+//
+// The recorded controller is the users of Options.ControllerUsers
+// (DefaultControllerUsers). A patch's taints are the whole new list (the
+// node lifecycle controller sends spec.taints whole, PatchNodeTaints); a
+// taint's time is its timeAdded. Only events at stage ResponseComplete
+// (or without a stage) with a 2xx code play a part.
+//
+// # What is modelled (History.Doctor lists it with the log's numbers)
+//
+//   - Watch delivery: the controller's caches see each write at its
+//     stageTimestamp, except during the stalls given
+//     (ReplayOptions.LeaseWatchStalls, as policysim's lease-watch-stall:
+//     monitortest.LeaseStall; NodeWatchStalls: the Node cache frozen the
+//     same way, its Node events held back). During a stall the Lease
+//     circuit breaker's live reads see the kubelets' writes, with
+//     resourceVersions that tell the cache is behind.
+//   - Clock skew: none; times are the apiserver's.
+//   - Objects older than the log: Ready, with a Lease renewed at the log's
+//     first event.
+//   - Kubelets facing a replayed write the recording lacks (a node written
+//     Unknown, pods written Ready=False, while the recording's controller
+//     had the node healthy): at the kubelet's next write in the log within
+//     10s (its node status update and pod status sync periods, as
+//     policysim's reconcile.go) it posts its Ready status again and puts
+//     its pods' Ready back; Run.Notes lists each reaction.
+//   - Monitor passes run every --node-monitor-period from the log's first
+//     event plus ReplayOptions.Phase: the real controller's phase is
+//     unknown, Phases measures how much it matters.
+//   - Pods without their own not-ready/unreachable tolerations get the
+//     admission plugin's defaults (300s).
+//   - A pod whose node the log never names (older than the log, only
+//     patched) is placed on the node the recorded controller wrote Unknown
+//     within the second before it marked the pod Ready=False, when that
+//     node is the only one (PodInfo.NodeInferred; the doctor counts them).
+//
+// # Time model
+//
+// The replay's t=0 is History.First, the first event that plays a part. At
+// every instant, in this order: the log's writes of that instant apply and
+// the kubelets react; stalls begin or end; the monitor pass runs (at
+// First+Phase+k×period); the taint and eviction passes run (at multiples
+// of 100ms from First, when Monitor.NextDeadline says they have work). The
+// replay ends at History.Last. No clock is read and no goroutine started:
+// every instant comes from the log or from the loop's arithmetic on it.
+//
+// # Determinism
+//
+// The Monitor runs with one worker; decisions are sorted by time, kind and
+// object; reports hold no map order. Two runs of a log give the same
+// bytes at any GOMAXPROCS (TestDeterministic).
+//
+// # Bounds
+//
+// Limits bound the nodes, pods, decisions, a body's bytes, labels and
+// taints; going over one is an error wrapping ErrLimit that names the limit
+// and its flag. A body that cannot be decoded is counted (Facts.BadBodies)
+// and the event used without it. Sweeps run at most MaxSweepRuns replays.
+//
+// # Simplifications
+//
+//   - Node writes by others (cordons, user taints) are not replayed.
+//   - A pod deletion by someone else after the recorded controller deleted
+//     the pod (the kubelet's or the pod garbage collector's final
+//     deletion) is the recorded eviction's consequence and is not
+//     replayed; one before it is.
+//   - A kubelet's status post without a body (level Metadata) keeps its
+//     last reported Ready status (True at first).
+//   - Taint timeAdded has one-second precision in the API: recorded
+//     taint times are whole seconds.
+//   - The first recorded node-unknown of a node is matched with the first
+//     replayed one, the second with the second, and so on.
+package incident

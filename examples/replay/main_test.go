@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubelifecycle/lifecycle/examples/policysim/sim"
+)
+
+const (
+	logFile  = "testdata/synthetic-outage.audit.jsonl"
+	metaFile = "testdata/synthetic-outage-metadata.audit.jsonl"
+)
+
+func runArgs(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := run(context.Background(), args, opener, &out, &errb)
+	if err != nil && exitCode(err) == 2 {
+		return err.Error(), 2
+	}
+	return out.String(), exitCode(err)
+}
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string
+	}{
+		{"doctor", []string{"-doctor", logFile}, 0, []string{"node-unknown: the controller's nodes/status writes", "0 warnings."}},
+		{"doctor metadata", []string{"-doctor", metaFile}, 0, []string{"WARNING: 4 status posts without a body", "WARNING: 6 pods without tolerations", "6 warnings."}},
+		{"defaults", []string{logFile}, 0, []string{"--node-monitor-grace-period=50s (assumed)", "node-unknown   n1", "Pods saved (the recording evicted them, the replay did not): 0"}},
+		{"grace 60s saves", []string{"-node-monitor-grace-period=60s", logFile}, 0, []string{"--node-monitor-grace-period=1m0s (given)", "Pods saved (the recording evicted them, the replay did not): 2",
+			"its Lease renewed at +2m20.01s after a gap of 1m30s, untainted before the pod's toleration (30s, to +2m30s) ran out", "saved in 5 of 5 phases: default/n1-web-0, default/n1-web-1"}},
+		{"json", []string{"-format", "json", "-phases", "1", logFile}, 0, []string{`"node-monitor-grace-period": {`, `"source": "assumed"`, `"kind": "taint-added"`, `"detail": "node.kubernetes.io/unreachable:NoExecute"`}},
+		{"sweep", []string{"-sweep", "node-monitor-grace-period=40s,60s", "-sweep", "feature-gates=NodeControllerLeaseCircuitBreaker=true,false", logFile}, 0,
+			[]string{"node-monitor-grace-period=40s feature-gates=NodeControllerLeaseCircuitBreaker=true", "node-monitor-grace-period=60s feature-gates=NodeControllerLeaseCircuitBreaker=false  7         7        2        0      2"}},
+		{"stall", []string{"-lease-watch-stall", "+10s/+70s", "-feature-gates=NodeControllerLeaseCircuitBreaker=false", "-phases", "1", logFile}, 0, []string{"lease-watch-stall: +10s to +1m10s (modelled)", "extra"}},
+		{"no file", nil, 2, []string{"no audit log given"}},
+		{"bad format", []string{"-format", "xml", logFile}, 2, []string{"-format must be text or json"}},
+		{"bad policy", []string{"-node-monitor-grace-period=-1s", logFile}, 2, []string{"must be positive"}},
+		{"bad gate", []string{"-feature-gates=Foo=true", logFile}, 2, []string{"unknown feature gate Foo"}},
+		{"bad stall", []string{"-lease-watch-stall", "+70s/+10s", logFile}, 2, []string{"TO must be after FROM"}},
+		{"bad sweep", []string{"-sweep", "node-eviction-rate", logFile}, 2, []string{"want flag=v1,v2 and so on"}},
+		{"limit", []string{"-max-nodes", "2", logFile}, 2, []string{"MaxNodes=2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code := runArgs(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("run(%q) exit %d, want %d; output:\n%s", tt.args, code, tt.wantCode, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("run(%q) output lacks %q:\n%s", tt.args, w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestFailOnMoreEvictions(t *testing.T) {
+	// The log without the recorded controller's pod deletions: the replay
+	// evicts pods the recording did not.
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if !strings.Contains(l, `"verb":"delete"`) {
+			kept = append(kept, l)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "no-deletes.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(kept, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runArgs(t, "-node-monitor-grace-period=40s", "-fail-on-more-evictions", path)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3; output:\n%s", code, out)
+	}
+	if !strings.Contains(out, "Pods newly lost (the replay evicted them, the recording did not): 2") {
+		t.Errorf("output lacks the 2 newly lost pods:\n%s", out)
+	}
+	if _, code := runArgs(t, "-node-monitor-grace-period=40s", path); code != 0 {
+		t.Errorf("without -fail-on-more-evictions: exit %d, want 0", code)
+	}
+	if out, code := runArgs(t, "-sweep", "node-monitor-grace-period=40s,10m", "-fail-on-more-evictions", path); code != 3 {
+		t.Errorf("-sweep: exit %d, want 3; output:\n%s", code, out)
+	}
+	if out, code := runArgs(t, "-sweep", "node-monitor-grace-period=5m,10m", "-fail-on-more-evictions", path); code != 0 {
+		t.Errorf("-sweep without evictions: exit %d, want 0; output:\n%s", code, out)
+	}
+}
+
+func TestOutputDeterministic(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, format := range []string{"json", "text"} {
+		var first string
+		for i, procs := range []int{1, 4, 1} {
+			runtime.GOMAXPROCS(procs)
+			out, code := runArgs(t, "-format", format, "-parallel", fmt.Sprint(procs), "-lease-watch-stall", "+10s/+70s", logFile)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, out)
+			}
+			if i == 0 {
+				first = out
+			} else if out != first {
+				t.Fatalf("-format %s, GOMAXPROCS=%d: output differs from the first run's", format, procs)
+			}
+		}
+		// A sweep, at once and one run at a time.
+		a, _ := runArgs(t, "-format", format, "-parallel", "4", "-sweep", "node-monitor-grace-period=40s,50s,60s", logFile)
+		b, _ := runArgs(t, "-format", format, "-parallel", "1", "-sweep", "node-monitor-grace-period=40s,50s,60s", logFile)
+		if a != b {
+			t.Fatalf("-format %s -sweep: -parallel 4 and 1 differ:\n%s\n%s", format, a, b)
+		}
+	}
+}
+
+func TestExportScenario(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "outage.yaml")
+	if s, code := runArgs(t, "-phases", "1", "-node-monitor-grace-period=60s", "-export-scenario", out, logFile); code != 0 {
+		t.Fatalf("exit %d: %s", code, s)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := sim.LoadScenario(out, b)
+	if err != nil {
+		t.Fatalf("LoadScenario() error = %v\n%s", err, b)
+	}
+	if sc.Name != "outage" || len(sc.Zones) != 1 || sc.Zones[0].Nodes != 3 || sc.Policy.NodeMonitorGracePeriod.D() != time.Minute {
+		t.Errorf("scenario %+v, want outage: one zone of 3 nodes, grace 60s", sc)
+	}
+	if !strings.Contains(string(b), "#   n1 -> zone-a-1") {
+		t.Errorf("scenario lacks the name mapping:\n%s", b)
+	}
+}
