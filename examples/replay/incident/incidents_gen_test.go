@@ -268,6 +268,25 @@ func incident127352() *reconstruction {
 	}
 }
 
+// incident127352WatchGap is #127352's defrag read as a watch gap: the
+// kubelets' renewals are stored (through apiservers on healthy etcd
+// members), but the controller's Lease watch is served by the apiserver
+// stuck on the defragmenting member, which sees nothing until its etcd
+// client fails over after the 40s keepalive (as openshift/ibm-roks-toolkit
+// #1021 describes: a node "in KCM" does not see its Lease renewal until the
+// kube-apiserver has recovered the etcd connection). The watch delivers
+// nothing from the defrag's start to 41s later plus a 2s resync (chosen).
+func incident127352WatchGap() *reconstruction {
+	r := incident127352()
+	r.file = "reconstructed-127352-watch-gap.audit.jsonl"
+	for i := range r.nodes {
+		r.nodes[i].resume = 0
+	}
+	r.silenceFrom, r.failCode = 0, 0
+	r.stall = [2]time.Duration{60 * time.Second, 103 * time.Second}
+	return r
+}
+
 // incidentGardener3947 is gardener/gardener#3947: the uplink between a
 // shoot's three nodes and its seed (control plane) is down for more than
 // 2 minutes (150s chosen); with --node-monitor-grace-period=120s
@@ -292,5 +311,5 @@ func incidentGardener3947() *reconstruction {
 
 // reconstructions lists the incidents of ../testdata/incidents.
 func reconstructions() []*reconstruction {
-	return []*reconstruction{incident121793(), incident127352(), incidentGardener3947()}
+	return []*reconstruction{incident121793(), incident127352(), incident127352WatchGap(), incidentGardener3947()}
 }

@@ -277,3 +277,25 @@ func TestIncidentGardener3947(t *testing.T) {
 			want: map[string]int{"shoot-worker-a": 5, "shoot-worker-b": 2, "shoot-worker-c": 1}},
 	})
 }
+
+// TestIncident127352WatchGap: the same defrag, read as a watch gap: the
+// renewals are stored, the controller's Lease watch delivers nothing from
+// the defrag's start until 41s later plus the resync (the input varied).
+func TestIncident127352WatchGap(t *testing.T) {
+	r := incident127352WatchGap()
+	stall := func(row incidentRow) []Window {
+		return []Window{{From: r.base.Add(60 * time.Second), To: r.base.Add(101*time.Second + row.relist)}}
+	}
+	runIncidentRows(t, r, stall, []incidentRow{
+		{name: "v1.36 grace 40s resync 2s", grace: "40s", relist: 2 * time.Second,
+			want: map[string]int{"worker-1": 5, "worker-2": 5, "worker-3": 5, "worker-4": 5, "worker-5": 4}},
+		{name: "v1.36 grace 50s resync 2s", grace: "50s", relist: 2 * time.Second, want: map[string]int{"worker-1": 2}},
+		{name: "v1.36 grace 50s resync 2s, recorded phase", grace: "50s", relist: 2 * time.Second, atRecorded: true, want: map[string]int{"worker-1": 1}},
+		{name: "v1.36 grace 50s resync 10s", grace: "50s", relist: 10 * time.Second, want: map[string]int{"worker-1": 5, "worker-2": 5, "worker-3": 5, "worker-4": 4, "worker-5": 2}},
+		{name: "v1.36 grace 55s resync 2s", grace: "55s", relist: 2 * time.Second, want: map[string]int{}},
+		{name: "v1.36 grace 55s resync 10s", grace: "55s", relist: 10 * time.Second, want: map[string]int{"worker-1": 5, "worker-2": 3, "worker-3": 1}},
+		// Here the breaker's live read finds the stored renewals.
+		{name: "v1.37 grace 40s resync 10s", breaker: true, grace: "40s", relist: 10 * time.Second, want: map[string]int{}},
+		{name: "v1.37 grace 50s resync 10s, reactions kept", breaker: true, grace: "50s", relist: 10 * time.Second, keepReactions: true, want: map[string]int{}},
+	})
+}
