@@ -224,9 +224,9 @@ func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 // after the last frame (HTTP2_READ_IDLE_TIMEOUT_SECONDS 30 +
 // HTTP2_PING_TIMEOUT_SECONDS 15) and relisted; meanwhile, with
 // --node-monitor-grace-period=40s, every node went Unknown. The log
-// starts at 22:59:00 CST; the quoted node 10.0.10.240 renews at :x8.453
-// (the controller said at 23:00:28.464 it had not been updated for
-// 40.011s); the watch's last frame was at 22:59:56.408 (45s before
+// starts at 22:59:00 CST; the quoted node 10.0.10.240 renews at :x7.9
+// (chosen), seen by the pass at 22:59:48.453 (the controller said at
+// 23:00:28.464 it had not been updated for 40.011s); the watch's last frame was at 22:59:56.408 (45s before
 // 23:00:41.408, when the watch ended) and the relist took 1s (chosen).
 func incident121793() *reconstruction {
 	return &reconstruction{
