@@ -47,6 +47,12 @@ type Facts struct {
 	// PodsNodeInferred counts the pods whose node is inferred
 	// (PodInfo.NodeInferred).
 	PodsNodeInferred int
+	// ReactionNodePosts and ReactionPodPosts count the kubelets' status
+	// posts that put Ready back within DefaultKubeletReaction of the
+	// recorded controller's Ready=Unknown write of their node, Ready=False
+	// write of their pod: reactions, left out of a replay that has not
+	// made the write (NoteReactionDropped).
+	ReactionNodePosts, ReactionPodPosts int64
 }
 
 type opFacts struct{ n, withBody int64 }
@@ -248,6 +254,7 @@ func (h *History) Doctor() Doctor {
 		fmt.Sprintf("apiserver clock skew: none; every time is the apiserver's (longest request in the log: %v); taint times are the controller's timeAdded", f.MaxLatency),
 		fmt.Sprintf("objects older than the log: %d nodes and %d pods existed before %s; each node is taken as Ready with its Lease renewed then, each pod as running and Ready", f.NodesBeforeLog, f.PodsBeforeLog, h.First.Format(time.RFC3339Nano)),
 		"kubelets facing a replayed write the recording lacks: a node written Unknown is posted Ready again, and pods written Ready=False are put back Ready, at the kubelet's next recorded write within 10s (node status update and pod status sync periods); a kubelet silent for 10s does not react",
+		fmt.Sprintf("kubelets reacting to the recorded controller's writes: %d node status posts and %d pod status posts put Ready back within 10s of the recorded controller's Ready=Unknown (node) or Ready=False (pod) write; a replay that has not made that write (the node not Unknown, the pod not Ready=False, and not written so within 10s) leaves each out, as the kubelet would not have posted then (its Lease renewals stay: they are periodic); the run's notes list each (recorded-reaction-dropped; -keep-reactions keeps them)", f.ReactionNodePosts, f.ReactionPodPosts),
 		"tolerations: the admission plugin's defaults (not-ready and unreachable, 300s) are added to pods without their own",
 		"pods the log never names (older than it and never written in it) are not in the replay: it cannot evict them, so newly lost pods are a lower bound",
 		"monitor passes: every --node-monitor-period from the log's first event plus a phase (-phases); the real controller's phase is unknown",

@@ -114,6 +114,9 @@ type inventory struct {
 	last   time.Time
 	// recent are the controller's node Unknown writes of the last second.
 	recent []recentUnknown
+	// reactions counts the kubelets' reactions to the controller's
+	// writes (Facts.ReactionNodePosts, ReactionPodPosts).
+	reactions *reactionWatch
 }
 
 type recentUnknown struct {
@@ -143,7 +146,8 @@ func Inventory(src Source, opt Options) (*History, error) {
 	lim := opt.Limits.withDefaults()
 	c := newClassifier(opt.ControllerUsers, lim)
 	in := &inventory{h: &History{opt: opt}, lim: lim, nodes: map[string]*NodeInfo{}, pods: map[podKey]*PodInfo{},
-		ready: map[string]v1.ConditionStatus{}, taints: map[string][]v1.Taint{}, podRdy: map[podKey]v1.ConditionStatus{}}
+		ready: map[string]v1.ConditionStatus{}, taints: map[string][]v1.Taint{}, podRdy: map[podKey]v1.ConditionStatus{},
+		reactions: newReactionWatch(DefaultKubeletReaction)}
 	in.h.Facts.levels = map[string]int64{}
 	in.h.Facts.ops = map[op]*opFacts{}
 	for {
@@ -207,8 +211,12 @@ func (in *inventory) add(it *item) error {
 		if _, err := in.node(it.node, it.at); err != nil {
 			return err
 		}
-		if r := b.ready(string(v1.NodeReady)); r != "" {
+		r := b.ready(string(v1.NodeReady))
+		if r != "" {
 			in.ready[it.node] = r
+		}
+		if _, ok := in.reactions.nodePost(it.node, it.at, r); ok {
+			h.Facts.ReactionNodePosts++
 		}
 		in.nodeBody(it.node, b)
 	case opNodeCreate:
@@ -261,6 +269,7 @@ func (in *inventory) add(it *item) error {
 		if r != "" {
 			in.ready[it.node] = r
 		}
+		in.reactions.ctlNode(it.node, it.at, r)
 	case opCtlNodeWrite:
 		if _, err := in.node(it.node, it.at); err != nil {
 			return err
@@ -316,8 +325,12 @@ func (in *inventory) add(it *item) error {
 		in.podBody(p, it, b)
 		switch it.op {
 		case opPodStatus:
-			if r := b.ready(string(v1.PodReady)); r != "" {
+			r := b.ready(string(v1.PodReady))
+			if r != "" {
 				in.podRdy[it.pod] = r
+			}
+			if _, ok := in.reactions.podPost(it.pod, it.node, it.at, r); ok {
+				h.Facts.ReactionPodPosts++
 			}
 		case opCtlPodStatus:
 			if b == nil {
@@ -328,6 +341,7 @@ func (in *inventory) add(it *item) error {
 				h.Facts.DisruptionTargets++
 			}
 			r := b.ready(string(v1.PodReady))
+			in.reactions.ctlPod(it.pod, it.at, r)
 			if r == v1.ConditionFalse && p.Node == "" {
 				if n, ok := in.inferNode(it.recv); ok {
 					p.Node, p.NodeInferred = n, true

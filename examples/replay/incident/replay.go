@@ -54,16 +54,23 @@ type ReplayOptions struct {
 	// recording lacks (0: DefaultKubeletReaction): at its first write in
 	// the log within it after the replayed write.
 	KubeletReaction time.Duration
+	// KeepRecordedReactions feeds every kubelet status post to the replay
+	// as a heartbeat, even one that reacts to a recorded controller write
+	// the replay has not made (by default such a post is left out, with a
+	// NoteReactionDropped: see reactionWatch).
+	KeepRecordedReactions bool
 	// Limits bound the replayed decisions (MaxDecisions).
 	Limits Limits
 }
 
 // Note is something the replay modelled rather than read: a kubelet's
-// reaction to a replayed write, a stall beginning or ending.
+// reaction to a replayed write, a recorded reaction left out, a stall
+// beginning or ending.
 type Note struct {
 	Time   time.Time
 	Kind   string // kubelet-reposted, kubelet-pods-ready, lease-watch-stalled, ...
 	Node   string
+	Pod    string // namespace/name, for a pod's reaction left out
 	Detail string
 }
 
@@ -71,10 +78,15 @@ type Note struct {
 const (
 	NoteKubeletReposted  = "kubelet-reposted"
 	NoteKubeletPodsReady = "kubelet-pods-ready"
-	NoteLeaseStalled     = "lease-watch-stalled"
-	NoteLeaseResumed     = "lease-watch-resumed"
-	NoteNodeStalled      = "node-watch-stalled"
-	NoteNodeResumed      = "node-watch-resumed"
+	// NoteReactionDropped: a kubelet's recorded status post (its node's
+	// Ready, or a pod's Ready=True: Note.Pod) reacted to a recorded
+	// controller write the replay has not made; it is not fed to the
+	// replay.
+	NoteReactionDropped = "recorded-reaction-dropped"
+	NoteLeaseStalled    = "lease-watch-stalled"
+	NoteLeaseResumed    = "lease-watch-resumed"
+	NoteNodeStalled     = "node-watch-stalled"
+	NoteNodeResumed     = "node-watch-resumed"
 )
 
 // Run is one finished replay.
@@ -135,6 +147,12 @@ type replayer struct {
 	recDeleted   map[podKey]bool               // the recorded controller deleted the pod
 	nodeSync     map[string]time.Time          // a planned kubelet reaction: its deadline
 	podSync      map[string]time.Time
+	// reactions finds the recorded kubelet posts that react to recorded
+	// controller writes; replayedUnknown and replayedNotReady are when the
+	// replay last wrote a node Unknown, a pod Ready=False.
+	reactions        *reactionWatch
+	replayedUnknown  map[string]time.Time
+	replayedNotReady map[podKey]time.Time
 	// nodeFrozen is the controller's Node cache while its Node watch is
 	// stalled (nil: not stalled).
 	nodeFrozen *frozenNodes
@@ -288,7 +306,8 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 			leaseStalls: opt.LeaseWatchStalls, nodeStalls: len(opt.NodeWatchStalls)},
 		cls:          newClassifier(h.opt.ControllerUsers, h.opt.Limits.withDefaults()),
 		kubeletReady: map[string]v1.ConditionStatus{}, recUnknown: map[string]bool{}, recDeleted: map[podKey]bool{},
-		nodeSync: map[string]time.Time{}, podSync: map[string]time.Time{}}
+		nodeSync: map[string]time.Time{}, podSync: map[string]time.Time{},
+		reactions: newReactionWatch(opt.KubeletReaction), replayedUnknown: map[string]time.Time{}, replayedNotReady: map[podKey]time.Time{}}
 	r.build()
 	cfg := p.Config()
 	// The cluster forwards every Lease change (LeaseChanged), so a pass
@@ -553,6 +572,12 @@ func (r *replayer) apply(it *item) {
 		}
 		r.kubeletReady[it.node] = ready
 		r.recUnknown[it.node] = ready == v1.ConditionUnknown
+		if ctl, ok := r.reactions.nodePost(it.node, it.at, ready); ok && r.dropNodeReaction(it.node, now) {
+			r.note(Note{Time: now, Kind: NoteReactionDropped, Node: it.node,
+				Detail: fmt.Sprintf("left out: the kubelet's recorded Ready=%s post reacts to the recorded controller's Ready=Unknown write at %s, which the replay has not made",
+					ready, Offset(r.origin, ctl))})
+			return
+		}
 		if r.c.PostNodeStatus(ctx, it.node, ready, now) {
 			r.beat(it.node, now)
 		}
@@ -601,7 +626,14 @@ func (r *replayer) apply(it *item) {
 		}
 	case opPodStatus:
 		key := types.NamespacedName{Namespace: it.pod.Namespace, Name: it.pod.Name}
-		if ready := b.ready(string(v1.PodReady)); ready != "" {
+		ready := b.ready(string(v1.PodReady))
+		if ctl, ok := r.reactions.podPost(it.pod, it.node, it.at, ready); ok && r.dropPodReaction(it.pod, now) {
+			r.note(Note{Time: now, Kind: NoteReactionDropped, Node: it.node, Pod: it.pod.String(),
+				Detail: fmt.Sprintf("left out: the kubelet's recorded Ready=True post of pod %s reacts to the recorded controller's Ready=False write at %s, which the replay has not made",
+					it.pod, Offset(r.origin, ctl))})
+			return
+		}
+		if ready != "" {
 			if pod := r.c.Pod(key); pod != nil && podReady(&pod.Status) != ready {
 				st := pod.Status.DeepCopy()
 				setPodReady(st, ready, now)
@@ -617,7 +649,39 @@ func (r *replayer) apply(it *item) {
 		if ready != "" {
 			r.recUnknown[it.node] = ready == v1.ConditionUnknown
 		}
+		r.reactions.ctlNode(it.node, it.at, ready)
+	case opCtlPodStatus:
+		r.reactions.ctlPod(it.pod, it.at, b.ready(string(v1.PodReady)))
 	}
+}
+
+// dropNodeReaction says whether a kubelet's post reacting to a recorded
+// Unknown write of node is left out at now: unless kept
+// (KeepRecordedReactions), when the replay has not made the write (the
+// node is not Unknown in the replay, and the replay did not write it
+// Unknown within the reaction time: the post may react to that write).
+func (r *replayer) dropNodeReaction(node string, now time.Time) bool {
+	if r.opt.KeepRecordedReactions {
+		return false
+	}
+	if n := r.c.GetNode(node); n != nil && nodeReady(n) == v1.ConditionUnknown {
+		return false
+	}
+	u, ok := r.replayedUnknown[node]
+	return !ok || now.Sub(u) > r.opt.KubeletReaction
+}
+
+// dropPodReaction is dropNodeReaction for a pod's Ready=True post after a
+// recorded Ready=False write.
+func (r *replayer) dropPodReaction(k podKey, now time.Time) bool {
+	if r.opt.KeepRecordedReactions {
+		return false
+	}
+	if pod := r.c.Pod(types.NamespacedName{Namespace: k.Namespace, Name: k.Name}); pod != nil && podReady(&pod.Status) == v1.ConditionFalse {
+		return false
+	}
+	u, ok := r.replayedNotReady[k]
+	return !ok || now.Sub(u) > r.opt.KubeletReaction
 }
 
 func setPodReady(st *v1.PodStatus, ready v1.ConditionStatus, now time.Time) {
@@ -698,6 +762,7 @@ func (r *replayer) emit(e monitor.Event) {
 	switch e.Kind {
 	case monitor.KindNodeUnknown:
 		d.Kind = KindNodeUnknown
+		r.replayedUnknown[e.Node] = e.At
 		if f := r.facts(e.Node); f.unknownAt.IsZero() {
 			f.unknownAt = e.At
 		}
@@ -726,6 +791,7 @@ func (r *replayer) emit(e monitor.Event) {
 
 func (r *replayer) podNotReady(pod *v1.Pod) {
 	node := pod.Spec.NodeName
+	r.replayedNotReady[podKey{pod.Namespace, pod.Name}] = r.now()
 	r.decide(Decision{Time: r.now(), Kind: KindPodNotReady, Node: node, Pod: pod.Namespace + "/" + pod.Name})
 	if !r.recUnknown[node] {
 		if _, ok := r.podSync[node]; !ok {

@@ -87,6 +87,7 @@ type noteJSON struct {
 	Time   string `json:"time"`
 	Kind   string `json:"kind"`
 	Node   string `json:"node,omitempty"`
+	Pod    string `json:"pod,omitempty"`
 	Detail string `json:"detail"`
 }
 
@@ -155,7 +156,7 @@ func (r *Report) json() reportJSON {
 	j.Recorded, j.Replayed = decisionsJSON(h.Recorded), decisionsJSON(run.Replayed)
 	j.Notes = []noteJSON{}
 	for _, n := range run.Notes {
-		j.Notes = append(j.Notes, noteJSON{rfc(n.Time), n.Kind, n.Node, n.Detail})
+		j.Notes = append(j.Notes, noteJSON{rfc(n.Time), n.Kind, n.Node, n.Pod, n.Detail})
 	}
 	j.Comparison.Matched = []matchJSON{}
 	for _, m := range c.Matched {
@@ -317,14 +318,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Phases != nil {
 		r.Phases.writeText(&b)
 	}
-	counts := map[string]int{}
+	counts, podDrops := map[string]int{}, 0
 	for _, n := range run.Notes {
 		counts[n.Kind]++
+		if n.Kind == NoteReactionDropped && n.Pod != "" {
+			podDrops++
+		}
 	}
 	if len(counts) > 0 {
 		b.WriteString("\nModelled during the replay:\n")
 		for _, n := range run.Notes {
-			if n.Kind == NoteKubeletReposted || n.Kind == NoteKubeletPodsReady {
+			if n.Kind == NoteKubeletReposted || n.Kind == NoteKubeletPodsReady || (n.Kind == NoteReactionDropped && n.Pod != "") {
 				continue
 			}
 			fmt.Fprintf(&b, "  %s %s: %s\n", o(n.Time), n.Kind, n.Detail)
@@ -335,10 +339,16 @@ func (r *Report) WriteText(w io.Writer) error {
 		if k := counts[NoteKubeletPodsReady]; k > 0 {
 			fmt.Fprintf(&b, "  %d pod status syncs putting back Ready after replayed Ready=False writes the recording lacks\n", k)
 		}
+		if k := counts[NoteReactionDropped]; k > 0 {
+			fmt.Fprintf(&b, "  %d recorded kubelet status posts left out (%d node, %d pod): reactions to recorded controller writes the replay did not make\n", k, k-podDrops, podDrops)
+		}
 	}
 	b.WriteString("\nModelled, not recorded (see -doctor):\n")
 	for _, m := range h.Doctor().Modelled {
 		fmt.Fprintf(&b, "  - %s\n", m)
+	}
+	if k := counts[NoteReactionDropped]; k > 0 {
+		fmt.Fprintf(&b, "  - this replay left out %d of those recorded reactions (%d node status posts, %d pod status posts; the notes list each)\n", k, k-podDrops, podDrops)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
