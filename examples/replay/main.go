@@ -93,6 +93,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	phase := fs.Duration("phase", 0, "the main replay's monitor pass `phase` after the log's first event, in [0, --node-monitor-period)")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "run up to `n` replays of -phases or -sweep at once (each reads the log itself and holds its own cluster)")
 	export := fs.String("export-scenario", "", "write a policysim scenario with the same timeline to `file` (YAML)")
+	keepReactions := fs.Bool("keep-reactions", false, "feed the replay the kubelets' status posts that react to a recorded controller write it did not make (by default they are left out and listed)")
 	failMore := fs.Bool("fail-on-more-evictions", false, "exit 3 when the replay (with -sweep: any of its runs) evicts pods the recording did not")
 	lim := incident.DefaultLimits()
 	fs.IntVar(&lim.MaxNodes, "max-nodes", lim.MaxNodes, "refuse logs naming more than `n` nodes")
@@ -153,7 +154,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		}
 		return d.WriteText(stdout)
 	}
-	ropt := incident.ReplayOptions{Policy: pol, Phase: *phase, Limits: lim}
+	ropt := incident.ReplayOptions{Policy: pol, Phase: *phase, Limits: lim, KeepRecordedReactions: *keepReactions}
 	if ropt.LeaseWatchStalls, err = parseWindows(h.First, "lease-watch-stall", leaseStalls); err != nil {
 		return err
 	}

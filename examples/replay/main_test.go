@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -146,5 +147,50 @@ func TestExportScenario(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "#   n1 -> zone-a-1") {
 		t.Errorf("scenario lacks the name mapping:\n%s", b)
+	}
+}
+
+// TestSweepRecordedReactions: #121793's kubelets post Ready 8-10s after
+// the recorded Unknown writes, in reaction to them. Replayed under 50s
+// (breaker off, the measured pass interval, the watch stalled to the
+// relist's end 1s after the watch ended) the replay has not written the
+// nodes Unknown yet and leaves those posts out: every node is still
+// written Unknown (none missing). -keep-reactions feeds them as
+// heartbeats, which "save" every node (all 15 recorded decisions missing).
+func TestSweepRecordedReactions(t *testing.T) {
+	file := filepath.Join("testdata", "incidents", "reconstructed-121793-lease-watch-http2.audit.jsonl")
+	args := []string{"-node-monitor-period=5001362us", "-feature-gates=NodeControllerLeaseCircuitBreaker=false",
+		"-lease-watch-stall", "2023-11-03T14:59:56.408Z/2023-11-03T15:00:42.408Z", "-sweep", "node-monitor-grace-period=40s,50s"}
+	missing := func(out string) map[string]string {
+		m := map[string]string{}
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 3 && strings.HasPrefix(f[0], "node-monitor-grace-period=") {
+				m[f[0]] = f[3]
+			}
+		}
+		return m
+	}
+	for _, tt := range []struct {
+		keep bool
+		want map[string]string
+	}{
+		{false, map[string]string{"node-monitor-grace-period=40s": "0", "node-monitor-grace-period=50s": "0"}},
+		{true, map[string]string{"node-monitor-grace-period=40s": "0", "node-monitor-grace-period=50s": "15"}},
+	} {
+		a := args
+		if tt.keep {
+			a = append([]string{"-keep-reactions"}, a...)
+		}
+		out, code := runArgs(t, append(a, file)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, out)
+		}
+		if got := missing(out); !maps.Equal(got, tt.want) {
+			t.Errorf("-keep-reactions=%v: missing per grace = %v, want %v:\n%s", tt.keep, got, tt.want, out)
+		}
+	}
+	out, _ := runArgs(t, "-doctor", file)
+	if !strings.Contains(out, "kubelets reacting to the recorded controller's writes: 5 node status posts and 0 pod status posts") {
+		t.Errorf("-doctor lacks the count of recorded reactions:\n%s", out)
 	}
 }

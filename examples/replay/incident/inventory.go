@@ -329,7 +329,7 @@ func (in *inventory) add(it *item) error {
 			if r != "" {
 				in.podRdy[it.pod] = r
 			}
-			if _, ok := in.reactions.podPost(it.pod, it.node, it.at, r); ok {
+			if _, ok := in.reactions.podPost(it.pod, it.at, r); ok {
 				h.Facts.ReactionPodPosts++
 			}
 		case opCtlPodStatus:

@@ -16,10 +16,11 @@ import (
 // would not have posted then (the mirror of the kubelet reaction the
 // replay models for its own writes, kubeletWrote).
 //
-// A kubelet puts its pods' Ready back after its node's (at its status
-// manager's next sync): a pod's post is also a reaction when it comes
-// within the reaction time after its node's reaction to a recorded write
-// made after the pod's.
+// The window is the one the replay gives a kubelet to react to its own
+// writes (ReplayOptions.KubeletReaction: the node status update period,
+// the status manager's sync period), counted from the recorded write: a
+// pod's Ready put back later (#121793's fixture: 18-20s after) is fed as
+// any post.
 //
 // Each recorded write is answered by the kubelet's first post after it
 // (of the node, of the pod with a Ready condition), in the window or not.
@@ -30,13 +31,10 @@ type reactionWatch struct {
 	within time.Duration
 	node   map[string]time.Time // the recorded controller's pending Ready=Unknown write of a node
 	pod    map[podKey]time.Time // the recorded controller's pending Ready=False write of a pod
-	// reacted is when each node's kubelet last reacted to a recorded
-	// Unknown write.
-	reacted map[string]time.Time
 }
 
 func newReactionWatch(within time.Duration) *reactionWatch {
-	return &reactionWatch{within: within, node: map[string]time.Time{}, pod: map[podKey]time.Time{}, reacted: map[string]time.Time{}}
+	return &reactionWatch{within: within, node: map[string]time.Time{}, pod: map[podKey]time.Time{}}
 }
 
 // ctlNode is the recorded controller writing node's Ready condition at at
@@ -68,16 +66,12 @@ func (w *reactionWatch) nodePost(node string, at time.Time, ready v1.ConditionSt
 		return time.Time{}, false
 	}
 	delete(w.node, node)
-	if ready == v1.ConditionUnknown || at.Sub(ctl) > w.within {
-		return ctl, false
-	}
-	w.reacted[node] = at
-	return ctl, true
+	return ctl, ready != v1.ConditionUnknown && at.Sub(ctl) <= w.within
 }
 
-// podPost is node's kubelet posting pod k's Ready=ready at at ("": the
-// post does not say, and answers nothing).
-func (w *reactionWatch) podPost(k podKey, node string, at time.Time, ready v1.ConditionStatus) (time.Time, bool) {
+// podPost is a kubelet posting pod k's Ready=ready at at ("": the post
+// does not say, and answers nothing).
+func (w *reactionWatch) podPost(k podKey, at time.Time, ready v1.ConditionStatus) (time.Time, bool) {
 	if ready == "" {
 		return time.Time{}, false
 	}
@@ -86,9 +80,5 @@ func (w *reactionWatch) podPost(k podKey, node string, at time.Time, ready v1.Co
 		return time.Time{}, false
 	}
 	delete(w.pod, k)
-	from := ctl
-	if n, ok := w.reacted[node]; ok && !n.Before(ctl) {
-		from = n
-	}
-	return ctl, ready == v1.ConditionTrue && at.Sub(from) <= w.within
+	return ctl, ready == v1.ConditionTrue && at.Sub(ctl) <= w.within
 }

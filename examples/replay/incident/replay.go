@@ -627,7 +627,7 @@ func (r *replayer) apply(it *item) {
 	case opPodStatus:
 		key := types.NamespacedName{Namespace: it.pod.Namespace, Name: it.pod.Name}
 		ready := b.ready(string(v1.PodReady))
-		if ctl, ok := r.reactions.podPost(it.pod, it.node, it.at, ready); ok && r.dropPodReaction(it.pod, now) {
+		if ctl, ok := r.reactions.podPost(it.pod, it.at, ready); ok && r.dropPodReaction(it.pod, now) {
 			r.note(Note{Time: now, Kind: NoteReactionDropped, Node: it.node, Pod: it.pod.String(),
 				Detail: fmt.Sprintf("left out: the kubelet's recorded Ready=True post of pod %s reacts to the recorded controller's Ready=False write at %s, which the replay has not made",
 					it.pod, Offset(r.origin, ctl))})
