@@ -31,6 +31,7 @@
 //	facts.go     what the log holds and lacks: Facts, Doctor
 //	policy.go    Policy with kube-controller-manager's flag names, its monitor.Config
 //	replay.go    the second pass: the Monitor on monitortest, stalls, the kubelets' reactions
+//	reactions.go the kubelets' recorded reactions to recorded controller writes (left out when the replay lacks the write)
 //	decision.go  Decision and its kinds
 //	compare.go   Compare: matched, missing, extra, first divergence, pods saved and newly lost with reasons
 //	phases.go    the phase sensitivity
@@ -75,6 +76,27 @@
 //     10s (its node status update and pod status sync periods, as
 //     policysim's reconcile.go) it posts its Ready status again and puts
 //     its pods' Ready back; Run.Notes lists each reaction.
+//   - Kubelets' recorded reactions to a recorded write the replay lacks
+//     (the mirror case): a kubelet's node status post (nodes/status by
+//     system:node:<name>) that puts Ready back (anything but Unknown)
+//     within ReplayOptions.KubeletReaction (10s) after the recorded
+//     controller wrote the node Ready=Unknown, or its pod status post of
+//     Ready=True within it after the recorded controller wrote the pod
+//     Ready=False, reacts to that write (the kubelet's first post after
+//     it answers it). When the replay has not made the same write (the
+//     node is not Unknown in the replay and the replay did not write it
+//     Unknown within the reaction time before the post; likewise the
+//     pod's Ready=False), the counterfactual kubelet would not have posted
+//     then: the post is not fed to the replay (no heartbeat, no status
+//     change, no trigger for the replay's own modelled reactions; the
+//     kubelet's Lease renewals are periodic and stay). Each is a Note of
+//     kind NoteReactionDropped; the report counts them; Facts.
+//     ReactionNodePosts and ReactionPodPosts (the doctor's list) count
+//     the candidates in the log. ReplayOptions.KeepRecordedReactions
+//     (-keep-reactions) feeds them as any post. The recording's view of
+//     the node still follows the post (the node healthy again), so a
+//     later replayed Unknown write is one the recording lacks and the
+//     kubelet reacts to it as above.
 //   - Monitor passes run every --node-monitor-period from the log's first
 //     event plus ReplayOptions.Phase: the real controller's phase is
 //     unknown, Phases measures how much it matters.
