@@ -327,8 +327,17 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if len(counts) > 0 {
 		b.WriteString("\nModelled during the replay:\n")
+		listed := 0
 		for _, n := range run.Notes {
 			if n.Kind == NoteKubeletReposted || n.Kind == NoteKubeletPodsReady || (n.Kind == NoteReactionDropped && n.Pod != "") {
+				continue
+			}
+			if n.Kind == NoteReactionDropped {
+				// The first few by name; all are counted below (and in JSON).
+				if listed++; listed > maxListedReactions {
+					continue
+				}
+				fmt.Fprintf(&b, "  %s %s %s: %s\n", o(n.Time), n.Kind, n.Node, n.Detail)
 				continue
 			}
 			fmt.Fprintf(&b, "  %s %s: %s\n", o(n.Time), n.Kind, n.Detail)
@@ -340,7 +349,11 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %d pod status syncs putting back Ready after replayed Ready=False writes the recording lacks\n", k)
 		}
 		if k := counts[NoteReactionDropped]; k > 0 {
-			fmt.Fprintf(&b, "  %d recorded kubelet status posts left out (%d node, %d pod): reactions to recorded controller writes the replay did not make\n", k, k-podDrops, podDrops)
+			more := ""
+			if k-podDrops > maxListedReactions {
+				more = fmt.Sprintf("; the first %d node posts named above, all in the JSON notes", maxListedReactions)
+			}
+			fmt.Fprintf(&b, "  %d recorded kubelet status posts left out (%d node, %d pod): reactions to recorded controller writes the replay did not make%s\n", k, k-podDrops, podDrops, more)
 		}
 	}
 	b.WriteString("\nModelled, not recorded (see -doctor):\n")
@@ -353,6 +366,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// maxListedReactions bounds the node reactions left out that the text
+// report names one by one.
+const maxListedReactions = 20
 
 func writeOutcomes(b *strings.Builder, title string, os []PodOutcome, o func(time.Time) string) {
 	fmt.Fprintf(b, "\n%s: %d\n", title, len(os))
