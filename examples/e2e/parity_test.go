@@ -96,6 +96,9 @@ type parityScenario struct {
 	known []parity.Known
 	// flags are extra flags for both controllers (names without dashes).
 	flags []string
+	// replayKnown are the differences expected between KCM's recording and
+	// its self-replay (selfReplay), each with its reason.
+	replayKnown []replayKnown
 	// noBetaLabels are nodes whose deprecated beta.kubernetes.io/os and
 	// arch labels the test removes before the controllers start (a node
 	// registered without them): both controllers add them back.
@@ -272,9 +275,12 @@ func runParity(t *testing.T, sc parityScenario) {
 	t0 := time.Now()
 	var up, nc parity.Trace
 	sideBySide(t, bins, ours, append(parityFlags(""), sc.flags...), func(t *testing.T, side string, start controllerStarter) {
-		tr := runParitySide(t, sc, bins, start)
+		tr, auditLog := runParitySide(t, sc, bins, start)
 		if side == sideUpstream {
 			up = tr
+			if !t.Failed() {
+				selfReplay(t, "parity-"+sc.name, auditLog, append(parityFlags(""), sc.flags...), sc.replayKnown)
+			}
 		} else {
 			nc = tr
 		}
@@ -330,11 +336,12 @@ func runParity(t *testing.T, sc parityScenario) {
 	}
 }
 
-// runParitySide runs sc on a fresh cluster with the controller start
-// starts, and returns the controller's trace.
-func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start controllerStarter) parity.Trace {
+// runParitySide runs sc on a fresh recorded cluster (startRecordedCluster)
+// with the controller start starts, and returns the controller's trace
+// and the audit log.
+func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start controllerStarter) (parity.Trace, string) {
 	ctx := context.Background()
-	c, auditLog := startAuditedCluster(t, bins)
+	c, auditLog := startRecordedCluster(t, bins, sc.nodes)
 	cs := c.Clientset(t)
 	w := startWorld(t, c, parityNS, sc.nodes, sc.pods, sc.silent, parityRenewPeriod)
 	for _, name := range sc.noBetaLabels {
@@ -388,7 +395,7 @@ func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start
 			t.Errorf("silent node %s: Ready = %s, want Unknown", name, readyStatus(n))
 		}
 	}
-	return controllerTrace(t, auditLog, origin, silenced)
+	return controllerTrace(t, auditLog, origin, silenced), auditLog
 }
 
 // startAuditedCluster starts a fresh etcd and kube-apiserver for one test,
@@ -402,13 +409,20 @@ func startAuditedCluster(t *testing.T, bins cluster.Binaries) (*cluster.Cluster,
 // policy. The audit log is in a temporary directory of the test's own.
 func startAuditedClusterWith(t *testing.T, bins cluster.Binaries, policyYAML string) (*cluster.Cluster, string) {
 	t.Helper()
+	return startAuditedClusterOpts(t, bins, policyYAML, nil)
+}
+
+// startAuditedClusterOpts is startAuditedClusterWith with the token users
+// users besides admin (cluster.Options.Users).
+func startAuditedClusterOpts(t *testing.T, bins cluster.Binaries, policyYAML string, users []cluster.TokenUser) (*cluster.Cluster, string) {
+	t.Helper()
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	auditLog := filepath.Join(dir, "audit.log")
 	if err := os.WriteFile(policy, []byte(policyYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.Start(context.Background(), cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Logf: t.Logf})
+	c, err := cluster.Start(context.Background(), cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Users: users, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("cluster.Start() = %v", err)
 	}
@@ -422,7 +436,8 @@ func startAuditedClusterWith(t *testing.T, bins cluster.Binaries, policyYAML str
 }
 
 // controllerTrace reads the audit log and returns the controller's writes
-// and Events (every admin request not made by the test's own clients),
+// and Events (kube-controller-manager's own identity's requests and every
+// admin request not made by the test's own clients),
 // with times from origin; those before start are setup.
 func controllerTrace(t *testing.T, auditLog string, origin, start time.Time) parity.Trace {
 	t.Helper()
@@ -430,9 +445,7 @@ func controllerTrace(t *testing.T, auditLog string, origin, start time.Time) par
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := parity.BuildTrace(events, func(e *parity.AuditEvent) bool {
-		return e.User.Username == "admin" && e.UserAgent != testUserAgent
-	}, origin, start)
+	tr, err := parity.BuildTrace(events, recordedController, origin, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,6 +478,7 @@ func sideBySide(t *testing.T, bins cluster.Binaries, ours string, flags []string
 			t.Parallel()
 			side(t, sideUpstream, func(c *cluster.Cluster) (*cluster.Process, error) {
 				extra := append(prefixed("--", flags), strings.Fields(os.Getenv(envKCMFlags))...)
+				extra = append(extra, kcmKubeconfig(t, c)...)
 				return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, extra...)
 			})
 		})

@@ -1,0 +1,299 @@
+package e2e
+
+// Recordings of kube-controller-manager v1.37.2 for examples/replay, and
+// their self-replay: the KCM side of the parity scenarios runs on an
+// apiserver whose audit policy is examples/replay/audit's shipped policy
+// merged with the parity trace's (recordPolicy), with the identities a
+// real cluster has (kubelets as system:node:<name> in system:nodes,
+// kube-controller-manager as system:kube-controller-manager). After the
+// scenario, selfReplay replays the log with examples/replay/incident under
+// the flags KCM ran with and requires every Unknown write, taint, pod set
+// NotReady and deletion KCM made to be reproduced: the same objects, none
+// missing, none extra, each within one --node-monitor-period (at the best
+// of the monitor pass phases tried: KCM's own phase is unknown). With
+// LIFECYCLE_E2E_RECORD_DIR=dir each log is saved as
+// dir/<scenario>.audit.jsonl.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubelifecycle/lifecycle/examples/e2e/cluster"
+	"github.com/kubelifecycle/lifecycle/examples/e2e/parity"
+	"github.com/kubelifecycle/lifecycle/examples/replay/audit"
+	"github.com/kubelifecycle/lifecycle/examples/replay/incident"
+)
+
+// envRecordDir names the directory where the recorded KCM audit logs are
+// saved (unset: not saved).
+const envRecordDir = "LIFECYCLE_E2E_RECORD_DIR"
+
+// kcmUser is kube-controller-manager's own identity (what it runs as
+// without --use-service-account-credentials), one of
+// incident.DefaultControllerUsers.
+const kcmUser = "system:kube-controller-manager"
+
+// recordPolicy is the audit policy of the recorded runs: first the shipped
+// replay policy's Lease rule (kubelet renewals at Metadata: parity's rules
+// log nothing from kube-node-lease), then parity's rules (every write to
+// Nodes, Pods and Events at RequestResponse: the kubelets' node status at
+// more than the Request the replay needs, and the parity trace keeps the
+// bodies it diffs against), then the ServiceAccount rule of parity.Policy
+// and the shipped policy's pod bindings. The shipped policy's rule for the
+// controller's reads (Metadata) is left out: the parity trace would count
+// them as the controller's requests, and the replay does not read them.
+var recordPolicy = parity.PolicyWithFirst(`- level: Metadata
+  userGroups: ["system:nodes"]
+  verbs: ["update", "patch"]
+  namespaces: ["kube-node-lease"]
+  resources:
+  - group: coordination.k8s.io
+    resources: ["leases"]
+`, `- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+- level: Request
+  verbs: ["create"]
+  resources:
+  - group: ""
+    resources: ["pods/binding"]
+`)
+
+// recordUsers are the token users of a recorded cluster of nodes: the
+// kubelets (in system:nodes, authorized by the system:node ClusterRole,
+// see startRecordedCluster) and kube-controller-manager (in
+// system:masters, as the admin it otherwise runs as here).
+func recordUsers(nodes []worldNode) []cluster.TokenUser {
+	users := []cluster.TokenUser{{Name: kcmUser, Groups: []string{"system:masters"}}}
+	for _, n := range nodes {
+		users = append(users, cluster.TokenUser{Name: "system:node:" + n.name, Groups: []string{"system:nodes"}})
+	}
+	return users
+}
+
+// startRecordedCluster is startAuditedClusterWith(recordPolicy) with the
+// identities of recordUsers. The apiserver authorizes with RBAC only (no
+// Node authorizer, no NodeRestriction), so the group system:nodes is bound
+// to the system:node ClusterRole, as clusters did before the Node
+// authorizer (the binding RBAC bootstraps without subjects).
+func startRecordedCluster(t *testing.T, bins cluster.Binaries, nodes []worldNode) (*cluster.Cluster, string) {
+	t.Helper()
+	c, auditLog := startAuditedClusterOpts(t, bins, recordPolicy, recordUsers(nodes))
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "lifecycle-e2e-nodes"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:nodes"}},
+	}
+	if _, err := c.Clientset(t).RbacV1().ClusterRoleBindings().Create(context.Background(), crb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("binding system:nodes to system:node: %v", err)
+	}
+	return c, auditLog
+}
+
+// kcmKubeconfig returns the --kubeconfig flag for kube-controller-manager
+// as kcmUser when c has that user (a recorded cluster), else nothing.
+func kcmKubeconfig(t *testing.T, c *cluster.Cluster) []string {
+	t.Helper()
+	if c.UserToken(kcmUser) == "" {
+		return nil
+	}
+	p := filepath.Join(filepath.Dir(c.Kubeconfig()), "kubeconfig-kcm")
+	if err := c.WriteKubeconfigFor(p, kcmUser); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--kubeconfig=" + p} // the last --kubeconfig wins
+}
+
+// nodeIdentity is the node agents' transport on a recorded cluster: a
+// request to a node's Lease or to the node (its status included), when
+// the cluster has a token for system:node:<name>, is made with that token
+// instead of the admin's, as the node's kubelet makes it. The agent serves
+// many nodes with one client, so the identity is chosen by the request's
+// path. Creates (the name is in the body) and pod requests stay the
+// admin's.
+type nodeIdentity struct {
+	c  *cluster.Cluster
+	rt http.RoundTripper
+}
+
+const (
+	leasePathPrefix = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/"
+	nodePathPrefix  = "/api/v1/nodes/"
+)
+
+// nodeOfPath returns the node whose Lease or Node the path names.
+func nodeOfPath(path string) string {
+	if name, ok := strings.CutPrefix(path, leasePathPrefix); ok && !strings.Contains(name, "/") {
+		return name
+	}
+	if rest, ok := strings.CutPrefix(path, nodePathPrefix); ok {
+		name, sub, _ := strings.Cut(rest, "/")
+		if sub == "" || sub == "status" {
+			return name
+		}
+	}
+	return ""
+}
+
+func (n *nodeIdentity) RoundTrip(req *http.Request) (*http.Response, error) {
+	if name := nodeOfPath(req.URL.Path); name != "" {
+		if tok := n.c.UserToken("system:node:" + name); tok != "" {
+			req = req.Clone(req.Context())
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+	}
+	return n.rt.RoundTrip(req)
+}
+
+// recordedController selects the controller's requests in a recorded
+// cluster's audit log, for the parity trace: kcmUser's, or the admin's
+// other than the test's own clients' (examples/nodecontroller's).
+func recordedController(e *parity.AuditEvent) bool {
+	return e.User.Username == kcmUser || (e.User.Username == "admin" && e.UserAgent != testUserAgent)
+}
+
+// replayKnown is a difference between the recording and its self-replay
+// that is expected, with its reason: where the library deliberately
+// differs from upstream (the issue number), or where upstream's choice is
+// arbitrary.
+type replayKnown struct {
+	// Kind is the decision kind; Detail, if set, its detail (a taint).
+	Kind   incident.Kind
+	Detail string
+	// Missing: the recording has it and the replay does not (else extra).
+	Missing bool
+	Reason  string
+}
+
+func (k replayKnown) matches(d incident.Decision, missing bool) bool {
+	return k.Missing == missing && d.Kind == k.Kind && (k.Detail == "" || d.Detail == k.Detail)
+}
+
+// replayPhases is how many monitor pass phases, spread over one period,
+// selfReplay tries.
+const replayPhases = 5
+
+// selfReplay replays the KCM audit log auditLog (scenario name) with
+// examples/replay/incident under flags (timingFlags' and the scenario's,
+// without dashes; those that are not policy flags are ignored) and fails
+// the test unless the best of replayPhases monitor pass phases reproduces
+// every decision KCM made: none missing, none extra (but the known ones,
+// each listed with its reason), each within one --node-monitor-period.
+// It saves the log to $LIFECYCLE_E2E_RECORD_DIR first.
+func selfReplay(t *testing.T, name, auditLog string, flags []string, known []replayKnown) {
+	t.Helper()
+	t0 := time.Now()
+	if dir := os.Getenv(envRecordDir); dir != "" {
+		b, err := os.ReadFile(auditLog)
+		if err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, name+".audit.jsonl"), b, 0o644)
+		}
+		if err != nil {
+			t.Errorf("saving the recording: %v", err)
+		}
+	}
+	pol := incident.DefaultPolicy()
+	for _, f := range flags {
+		k, v, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if slices.Contains(incident.PolicyFlags, k) {
+			if err := pol.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	open := func() (incident.Source, error) { return audit.Open([]string{auditLog}, audit.Limits{}) }
+	src, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := incident.Inventory(src, incident.Options{})
+	if err != nil {
+		t.Fatalf("self-replay of %s: %v", name, err)
+	}
+	opt := incident.ReplayOptions{Policy: pol}
+	_, runs, err := incident.Phases(context.Background(), h, open, opt, incident.PhaseOffsets(pol.NodeMonitorPeriod, replayPhases))
+	if err != nil {
+		t.Fatalf("self-replay of %s: %v", name, err)
+	}
+	best := bestReplay(h, runs, known)
+	opt.Phase = best.run.Phase
+	t.Logf("self-replay %s: %s (phase %v, the best of %d; %v)%s", name, best, best.run.Phase, replayPhases, time.Since(t0).Round(time.Millisecond), best.explained)
+	if len(best.cmp.Matched) == 0 {
+		t.Errorf("self-replay %s: no decision of KCM's matched; want some", name)
+	}
+	if best.unexplained > 0 || best.late > 0 {
+		var b bytes.Buffer
+		_ = incident.NewReport(h, opt, best.run).WriteText(&b)
+		t.Errorf("self-replay %s: %d missing or extra without a known reason, %d matches more than a monitor period apart; the report:\n%s", name, best.unexplained, best.late, b.String())
+	}
+}
+
+// replayResult is one phase's replay judged against the recording.
+type replayResult struct {
+	run *incident.Run
+	cmp *incident.Comparison
+	// unexplained: missing and extra decisions no known difference
+	// explains; explained lists the others with their reasons, a line each.
+	unexplained int
+	explained   string
+	// late: matches more than a monitor period apart; maxDelta: the
+	// largest |replayed - recorded| of the matches.
+	late     int
+	maxDelta time.Duration
+}
+
+func (r replayResult) String() string {
+	return fmt.Sprintf("%d recorded, %d matched, %d missing, %d extra (%d unexplained), max |delta| %v, %d over a monitor period",
+		len(r.cmp.Matched)+len(r.cmp.Missing), len(r.cmp.Matched), len(r.cmp.Missing), len(r.cmp.Extra), r.unexplained, r.maxDelta, r.late)
+}
+
+// bestReplay judges each run and returns the best: fewest unexplained
+// differences, then fewest late matches, then the smallest largest delta.
+func bestReplay(h *incident.History, runs []*incident.Run, known []replayKnown) replayResult {
+	var best replayResult
+	for i, run := range runs {
+		r := replayResult{run: run, cmp: incident.Compare(h, run)}
+		for _, m := range []struct {
+			ds      []incident.Decision
+			missing bool
+		}{{r.cmp.Missing, true}, {r.cmp.Extra, false}} {
+			for _, d := range m.ds {
+				j := slices.IndexFunc(known, func(k replayKnown) bool { return k.matches(d, m.missing) })
+				if j < 0 {
+					r.unexplained++
+					continue
+				}
+				what := "extra"
+				if m.missing {
+					what = "missing"
+				}
+				r.explained += fmt.Sprintf("\n  known %s %s %s%s %s: %s", what, d.Kind, d.Node, d.Pod, d.Detail, known[j].Reason)
+			}
+		}
+		for _, m := range r.cmp.Matched {
+			d := m.Delta().Abs()
+			r.maxDelta = max(r.maxDelta, d)
+			if d > run.Policy.NodeMonitorPeriod {
+				r.late++
+			}
+		}
+		if i == 0 || r.unexplained < best.unexplained ||
+			(r.unexplained == best.unexplained && (r.late < best.late || (r.late == best.late && r.maxDelta < best.maxDelta))) {
+			best = r
+		}
+	}
+	return best
+}
