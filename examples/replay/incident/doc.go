@@ -62,6 +62,8 @@
 //     unknown, Phases measures how much it matters.
 //   - Pods without their own not-ready/unreachable tolerations get the
 //     admission plugin's defaults (300s).
+//   - Nodes created in the log start with their create's taints and the
+//     not-ready:NoSchedule taint of the NodeTaint admission plugin.
 //
 // # Time model
 //

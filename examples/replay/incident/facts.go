@@ -232,6 +232,7 @@ func (h *History) Doctor() Doctor {
 		fmt.Sprintf("objects older than the log: %d nodes and %d pods existed before %s; each node is taken as Ready with its Lease renewed then, each pod as running and Ready", f.NodesBeforeLog, f.PodsBeforeLog, h.First.Format(time.RFC3339Nano)),
 		"kubelets facing a replayed write the recording lacks: a node written Unknown is posted Ready again, and pods written Ready=False are put back Ready, at the kubelet's next recorded write within 10s (node status update and pod status sync periods); a kubelet silent for 10s does not react",
 		"tolerations: the admission plugin's defaults (not-ready and unreachable, 300s) are added to pods without their own",
+		"nodes created in the log: with the taints of their create (the response's when logged) and the NodeTaint admission plugin's not-ready:NoSchedule",
 		"monitor passes: every --node-monitor-period from the log's first event plus a phase (-phases); the real controller's phase is unknown",
 	}
 	return d

@@ -270,6 +270,21 @@ func (r *replayer) newNode(n *NodeInfo, created time.Time, ready bool) *v1.Node 
 	return node
 }
 
+// createTaints returns a created node's taints: the body's (a response
+// shows what admission added, a request what the creator asked for) with
+// the not-ready:NoSchedule taint the NodeTaint admission plugin
+// (plugin/pkg/admission/nodetaint, on by default) adds to every new node,
+// which the controller removes once the node is Ready.
+func createTaints(b *object) []v1.Taint {
+	ts, _, _ := b.taints()
+	if !slices.ContainsFunc(ts, func(t v1.Taint) bool {
+		return t.Key == v1.TaintNodeNotReady && t.Effect == v1.TaintEffectNoSchedule
+	}) {
+		ts = append(ts, v1.Taint{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule})
+	}
+	return ts
+}
+
 func (r *replayer) newPod(p *PodInfo, node string, created time.Time) *v1.Pod {
 	tol := taints.WithDefaultTolerations(p.Tolerations, defaultToleration, defaultToleration)
 	pod := monitortest.NewPod(p.Namespace, p.Name, node, created, tol...)
@@ -466,7 +481,9 @@ func (r *replayer) apply(it *item) {
 		r.kubeletWrote(it.node)
 	case opNodeCreate:
 		if n := r.h.Node(it.node); n != nil && r.c.GetNode(it.node) == nil {
-			r.c.AddNode(ctx, r.newNode(n, now, false), nil)
+			node := r.newNode(n, now, false)
+			node.Spec.Taints = createTaints(b)
+			r.c.AddNode(ctx, node, nil)
 		}
 	case opNodeDelete:
 		r.c.DeleteNode(it.node)
