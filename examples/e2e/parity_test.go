@@ -341,7 +341,7 @@ func runParity(t *testing.T, sc parityScenario) {
 // and the audit log.
 func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start controllerStarter) (parity.Trace, string) {
 	ctx := context.Background()
-	c, auditLog := startRecordedCluster(t, bins, sc.nodes)
+	c, auditLog := startRecordedCluster(t, bins, recordPolicy, sc.nodes)
 	cs := c.Clientset(t)
 	w := startWorld(t, c, parityNS, sc.nodes, sc.pods, sc.silent, parityRenewPeriod)
 	for _, name := range sc.noBetaLabels {
@@ -479,7 +479,11 @@ func sideBySide(t *testing.T, bins cluster.Binaries, ours string, flags []string
 			side(t, sideUpstream, func(c *cluster.Cluster) (*cluster.Process, error) {
 				extra := append(prefixed("--", flags), strings.Fields(os.Getenv(envKCMFlags))...)
 				extra = append(extra, kcmKubeconfig(t, c)...)
-				return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, extra...)
+				p, err := c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, extra...)
+				if err == nil {
+					selfReplayAtEnd(t, c, p, flags)
+				}
+				return p, err
 			})
 		})
 		t.Run(sideOurs, func(t *testing.T) {

@@ -23,11 +23,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubelifecycle/lifecycle/examples/e2e/cluster"
 	"github.com/kubelifecycle/lifecycle/examples/e2e/parity"
@@ -53,14 +57,7 @@ const kcmUser = "system:kube-controller-manager"
 // and the shipped policy's pod bindings. The shipped policy's rule for the
 // controller's reads (Metadata) is left out: the parity trace would count
 // them as the controller's requests, and the replay does not read them.
-var recordPolicy = parity.PolicyWithFirst(`- level: Metadata
-  userGroups: ["system:nodes"]
-  verbs: ["update", "patch"]
-  namespaces: ["kube-node-lease"]
-  resources:
-  - group: coordination.k8s.io
-    resources: ["leases"]
-`, `- level: Metadata
+var recordPolicy = parity.PolicyWithFirst(recordLeaseRule, `- level: Metadata
   userGroups: ["system:serviceaccounts"]
 - level: Request
   verbs: ["create"]
@@ -68,6 +65,18 @@ var recordPolicy = parity.PolicyWithFirst(`- level: Metadata
   - group: ""
     resources: ["pods/binding"]
 `)
+
+// recordLeaseRule is the shipped replay policy's rule for the kubelets'
+// Lease renewals (examples/replay/audit/policy.yaml), in parity's YAML
+// layout.
+const recordLeaseRule = `- level: Metadata
+  userGroups: ["system:nodes"]
+  verbs: ["update", "patch"]
+  namespaces: ["kube-node-lease"]
+  resources:
+  - group: coordination.k8s.io
+    resources: ["leases"]
+`
 
 // recordUsers are the token users of a recorded cluster of nodes: the
 // kubelets (in system:nodes, authorized by the system:node ClusterRole,
@@ -81,14 +90,14 @@ func recordUsers(nodes []worldNode) []cluster.TokenUser {
 	return users
 }
 
-// startRecordedCluster is startAuditedClusterWith(recordPolicy) with the
-// identities of recordUsers. The apiserver authorizes with RBAC only (no
+// startRecordedCluster is startAuditedClusterWith(policy) with the
+// identities of recordUsers: policy is recordPolicy, or one with its rules. The apiserver authorizes with RBAC only (no
 // Node authorizer, no NodeRestriction), so the group system:nodes is bound
 // to the system:node ClusterRole, as clusters did before the Node
 // authorizer (the binding RBAC bootstraps without subjects).
-func startRecordedCluster(t *testing.T, bins cluster.Binaries, nodes []worldNode) (*cluster.Cluster, string) {
+func startRecordedCluster(t *testing.T, bins cluster.Binaries, policy string, nodes []worldNode) (*cluster.Cluster, string) {
 	t.Helper()
-	c, auditLog := startAuditedClusterOpts(t, bins, recordPolicy, recordUsers(nodes))
+	c, auditLog := startAuditedClusterOpts(t, bins, policy, recordUsers(nodes))
 	crb := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "lifecycle-e2e-nodes"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node"},
@@ -97,7 +106,69 @@ func startRecordedCluster(t *testing.T, bins cluster.Binaries, nodes []worldNode
 	if _, err := c.Clientset(t).RbacV1().ClusterRoleBindings().Create(context.Background(), crb, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("binding system:nodes to system:node: %v", err)
 	}
+	recordings.Store(c, &recording{auditLog: auditLog})
+	t.Cleanup(func() { recordings.Delete(c) })
 	return c, auditLog
+}
+
+// recording is the audit log of a recorded cluster, and whether it has
+// been self-replayed.
+type recording struct {
+	auditLog string
+	replayed atomic.Bool
+}
+
+// recordings maps each running recorded cluster to its recording.
+var recordings sync.Map // *cluster.Cluster → *recording
+
+// selfReplayAtEnd self-replays the recorded cluster c's log, named after
+// the test, when the test ends with kube-controller-manager p stopped and
+// nothing failed, unless it was self-replayed before (runParity does,
+// with its scenario's known differences). flags are KCM's (without
+// dashes). Nothing on a cluster that is not recorded.
+func selfReplayAtEnd(t *testing.T, c *cluster.Cluster, p *cluster.Process, flags []string) {
+	v, ok := recordings.Load(c)
+	if !ok {
+		return
+	}
+	rec := v.(*recording)
+	t.Cleanup(func() {
+		if t.Failed() || !p.Exited() || rec.replayed.Load() {
+			return
+		}
+		test, _, _ := strings.Cut(t.Name(), "/")
+		selfReplay(t, recordingName(test), rec.auditLog, flags, nil)
+	})
+}
+
+// recordingName is the name of a test's recording: "TestNodeClockSkew"
+// becomes "node-clock-skew", "TestFaultAPIServerOverloaded"
+// "fault-api-server-overloaded".
+func recordingName(test string) string {
+	rs := []rune(strings.TrimPrefix(test, "Test"))
+	var b strings.Builder
+	for i, r := range rs {
+		if unicode.IsUpper(r) {
+			// A word starts here: after a lower-case letter, or as the
+			// last capital of an acronym ("APIServer": api-server).
+			if i > 0 && (unicode.IsLower(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
+				b.WriteByte('-')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// markReplayed notes that auditLog has been self-replayed.
+func markReplayed(auditLog string) {
+	recordings.Range(func(_, v any) bool {
+		if rec := v.(*recording); rec.auditLog == auditLog {
+			rec.replayed.Store(true)
+		}
+		return true
+	})
 }
 
 // kcmKubeconfig returns the --kubeconfig flag for kube-controller-manager
@@ -112,6 +183,29 @@ func kcmKubeconfig(t *testing.T, c *cluster.Cluster) []string {
 		t.Fatal(err)
 	}
 	return []string{"--kubeconfig=" + p} // the last --kubeconfig wins
+}
+
+// kcmProxyKubeconfig returns the kubeconfig for kube-controller-manager:
+// kubeconfig (the admin's, through a fault proxy) with kcmUser's token
+// when c has that user (a recorded cluster), else kubeconfig.
+func kcmProxyKubeconfig(t *testing.T, c *cluster.Cluster, kubeconfig string) string {
+	t.Helper()
+	tok := c.UserToken(kcmUser)
+	if tok == "" {
+		return kubeconfig
+	}
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ai := range cfg.AuthInfos {
+		ai.Token = tok
+	}
+	out := kubeconfig + "-kcm"
+	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // nodeIdentity is the node agents' transport on a recorded cluster: a
@@ -192,6 +286,7 @@ const replayPhases = 5
 // It saves the log to $LIFECYCLE_E2E_RECORD_DIR first.
 func selfReplay(t *testing.T, name, auditLog string, flags []string, known []replayKnown) {
 	t.Helper()
+	markReplayed(auditLog)
 	t0 := time.Now()
 	if dir := os.Getenv(envRecordDir); dir != "" {
 		b, err := os.ReadFile(auditLog)

@@ -74,29 +74,25 @@ func TestRecordedKCM(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			best, bestLate := -1, 0
-			for i, run := range runs {
-				c := Compare(h, run)
-				late := 0
-				for _, m := range c.Matched {
+			// The best phase: fewest differences, then the smallest
+			// largest delta.
+			var run *Run
+			var c *Comparison
+			var maxDelta time.Duration
+			bestBad := -1
+			for _, r := range runs {
+				rc := Compare(h, r)
+				bad, md := len(rc.Missing)+len(rc.Extra), time.Duration(0)
+				for _, m := range rc.Matched {
 					if m.Delta().Abs() > pol.NodeMonitorPeriod {
-						late++
+						bad++
+					}
+					if m.Delta().Abs() > md.Abs() {
+						md = m.Delta()
 					}
 				}
-				if len(c.Missing)+len(c.Extra)+late == 0 {
-					best = i
-					break
-				}
-				if best < 0 || late < bestLate {
-					best, bestLate = i, late
-				}
-			}
-			run := runs[best]
-			c := Compare(h, run)
-			var maxDelta time.Duration
-			for _, m := range c.Matched {
-				if m.Delta().Abs() > maxDelta.Abs() {
-					maxDelta = m.Delta()
+				if bestBad < 0 || bad < bestBad || bad == bestBad && md.Abs() < maxDelta.Abs() {
+					run, c, maxDelta, bestBad = r, rc, md, bad
 				}
 			}
 			t.Logf("%d recorded, %d matched, %d missing, %d extra, max delta %v (phase %v)", len(h.Recorded), len(c.Matched), len(c.Missing), len(c.Extra), maxDelta, run.Phase)
