@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -54,9 +55,10 @@ const kcmUser = "system:kube-controller-manager"
 // Nodes, Pods and Events at RequestResponse: the kubelets' node status at
 // more than the Request the replay needs, and the parity trace keeps the
 // bodies it diffs against), then the ServiceAccount rule of parity.Policy
-// and the shipped policy's pod bindings. The shipped policy's rule for the
-// controller's reads (Metadata) is left out: the parity trace would count
-// them as the controller's requests, and the replay does not read them.
+// and the shipped policy's other rules: pod bindings, and the
+// controller's reads of Nodes and Leases at Metadata (when it started:
+// controllerStart). The parity trace leaves the reads out
+// (recordedWriter).
 var recordPolicy = parity.PolicyWithFirst(recordLeaseRule, `- level: Metadata
   userGroups: ["system:serviceaccounts"]
 - level: Request
@@ -64,6 +66,14 @@ var recordPolicy = parity.PolicyWithFirst(recordLeaseRule, `- level: Metadata
   resources:
   - group: ""
     resources: ["pods/binding"]
+- level: Metadata
+  users: ["system:serviceaccount:kube-system:node-controller", "`+kcmUser+`"]
+  verbs: ["get", "list", "watch"]
+  resources:
+  - group: ""
+    resources: ["nodes"]
+  - group: coordination.k8s.io
+    resources: ["leases"]
 `)
 
 // recordLeaseRule is the shipped replay policy's rule for the kubelets'
@@ -256,6 +266,36 @@ func recordedController(e *parity.AuditEvent) bool {
 	return e.User.Username == kcmUser || (e.User.Username == "admin" && e.UserAgent != testUserAgent)
 }
 
+// recordedWriter selects the controller's writes (and Events) for the
+// parity trace: recordedController's requests but reads.
+func recordedWriter(e *parity.AuditEvent) bool {
+	return recordedController(e) && !slices.Contains([]string{"get", "list", "watch"}, e.Verb)
+}
+
+// controllerStart returns when the recorded controller first listed Nodes
+// in the audit log (zero if it never did): it started then, after the log
+// began (the test's nodes register first).
+func controllerStart(t *testing.T, auditLog string) time.Time {
+	t.Helper()
+	r, err := audit.Open([]string{auditLog}, audit.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return time.Time{}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Verb == "list" && e.ObjectRef != nil && e.ObjectRef.Resource == "nodes" && slices.Contains(incident.DefaultControllerUsers, e.EffectiveUser().Username) {
+			return e.RequestReceivedTimestamp
+		}
+	}
+}
+
 // replayKnown is a difference between the recording and its self-replay
 // that is expected, with its reason: where the library deliberately
 // differs from upstream (the issue number), or where upstream's choice is
@@ -318,7 +358,7 @@ func selfReplay(t *testing.T, name, auditLog string, flags []string, known []rep
 	if err != nil {
 		t.Fatalf("self-replay of %s: %v", name, err)
 	}
-	opt := incident.ReplayOptions{Policy: pol}
+	opt := incident.ReplayOptions{Policy: pol, ControllerStart: controllerStart(t, auditLog)}
 	_, runs, err := incident.Phases(context.Background(), h, open, opt, incident.PhaseOffsets(pol.NodeMonitorPeriod, replayPhases))
 	if err != nil {
 		t.Fatalf("self-replay of %s: %v", name, err)

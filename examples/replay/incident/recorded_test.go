@@ -44,6 +44,7 @@ func TestRecordedKCM(t *testing.T) {
 		{"parity-one-silent-node", parityFlags},
 		{"parity-zone-dark", parityFlags},
 		{"parity-all-dark", parityFlags},
+		{"parity-large-zone-40-of-60", parityFlags},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join("..", "testdata", "kcm", tt.name+".audit.jsonl.gz")

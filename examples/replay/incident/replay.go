@@ -39,6 +39,13 @@ type ReplayOptions struct {
 	// event (History.First): passes run at First + Phase + k ×
 	// Policy.NodeMonitorPeriod. In [0, NodeMonitorPeriod).
 	Phase time.Duration
+	// ControllerStart is when the controller started, if after the log's
+	// first event (zero: before it): no pass runs before it, and the
+	// monitor passes run at ControllerStart + Phase + k ×
+	// Policy.NodeMonitorPeriod. A recording that begins before its
+	// controller ran (a test cluster's nodes registering first) shows
+	// when: the controller's first list of nodes.
+	ControllerStart time.Time
 	// LeaseWatchStalls and NodeWatchStalls are when the controller's Lease
 	// and Node caches stall (modelled: the log cannot tell). During a Lease
 	// stall the cache keeps the Leases as they were when it began
@@ -337,7 +344,8 @@ func (r *replayer) loop(src Source) error {
 	mp, tp := cfg.MonitorPeriod, cfg.TaintPeriod
 	end := r.h.Last.Sub(r.origin)
 	stalls := r.stallChanges()
-	nextMonitor, nextTick := r.opt.Phase, time.Duration(0)
+	start := max(r.opt.ControllerStart.Sub(r.origin), 0)
+	nextMonitor, nextTick := start+r.opt.Phase, start
 	var (
 		it     item
 		have   bool
@@ -402,7 +410,7 @@ func (r *replayer) loop(src Source) error {
 			r.run.MonitorPasses++
 			nextMonitor += mp
 		}
-		if t%tp == 0 && r.hasWork(t) {
+		if t%tp == 0 && t >= start && r.hasWork(t) {
 			r.m.TaintPass(r.ctx, r.now())
 			r.m.EvictionPass(r.ctx, r.now())
 		}
