@@ -272,9 +272,11 @@ func recordedWriter(e *parity.AuditEvent) bool {
 	return recordedController(e) && !slices.Contains([]string{"get", "list", "watch"}, e.Verb)
 }
 
-// controllerStart returns when the recorded controller first listed Nodes
-// in the audit log (zero if it never did): it started then, after the log
-// began (the test's nodes register first).
+// controllerStart returns when the recorded controller first listed (or,
+// with client-go's WatchListClient, began a watch that sends the initial
+// list) Nodes in the audit log: it started then, after the log began (the
+// test's nodes register first). Zero if it never did. A watch is logged
+// when it ends, with the time it was received: the whole log is read.
 func controllerStart(t *testing.T, auditLog string) time.Time {
 	t.Helper()
 	r, err := audit.Open([]string{auditLog}, audit.Limits{})
@@ -282,16 +284,18 @@ func controllerStart(t *testing.T, auditLog string) time.Time {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	var first time.Time
 	for {
 		e, err := r.Next()
 		if err == io.EOF {
-			return time.Time{}
+			return first
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Verb == "list" && e.ObjectRef != nil && e.ObjectRef.Resource == "nodes" && slices.Contains(incident.DefaultControllerUsers, e.EffectiveUser().Username) {
-			return e.RequestReceivedTimestamp
+		if (e.Verb == "list" || e.Verb == "watch") && e.ObjectRef != nil && e.ObjectRef.Resource == "nodes" && slices.Contains(incident.DefaultControllerUsers, e.EffectiveUser().Username) &&
+			(first.IsZero() || e.RequestReceivedTimestamp.Before(first)) {
+			first = e.RequestReceivedTimestamp
 		}
 	}
 }
@@ -315,7 +319,7 @@ func (k replayKnown) matches(d incident.Decision, missing bool) bool {
 
 // replayPhases is how many monitor pass phases, spread over one period,
 // selfReplay tries.
-const replayPhases = 5
+const replayPhases = 10
 
 // selfReplay replays the KCM audit log auditLog (scenario name) with
 // examples/replay/incident under flags (timingFlags' and the scenario's,

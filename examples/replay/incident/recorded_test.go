@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ var parityFlags = []string{"node-monitor-period=1s", "node-monitor-grace-period=
 
 // recordedPhases is how many monitor pass phases, spread over one period,
 // a self-replay tries: the recorded controller's phase is unknown.
-const recordedPhases = 5
+const recordedPhases = 10
 
 // TestRecordedKCM replays recordings of kube-controller-manager v1.37.2
 // (../testdata/kcm, see its README) under KCM's own flags and requires the
@@ -40,11 +41,14 @@ func TestRecordedKCM(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		flags []string
+		// known are the recorded decisions the library deliberately does
+		// not make, each with its reason.
+		known []recordedKnown
 	}{
-		{"parity-one-silent-node", parityFlags},
-		{"parity-zone-dark", parityFlags},
-		{"parity-all-dark", parityFlags},
-		{"parity-large-zone-40-of-60", parityFlags},
+		{"parity-one-silent-node", parityFlags, nil},
+		{"parity-zone-dark", parityFlags, nil},
+		{"parity-all-dark", parityFlags, fullDisruptionRace},
+		{"parity-large-zone-40-of-60", parityFlags, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join("..", "testdata", "kcm", tt.name+".audit.jsonl.gz")
@@ -71,7 +75,11 @@ func TestRecordedKCM(t *testing.T) {
 			if len(h.Recorded) == 0 {
 				t.Fatalf("%s: no recorded decision", path)
 			}
-			_, runs, err := Phases(context.Background(), h, open, ReplayOptions{Policy: pol}, PhaseOffsets(pol.NodeMonitorPeriod, recordedPhases))
+			start, err := firstControllerList(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, runs, err := Phases(context.Background(), h, open, ReplayOptions{Policy: pol, ControllerStart: start}, PhaseOffsets(pol.NodeMonitorPeriod, recordedPhases))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,6 +91,7 @@ func TestRecordedKCM(t *testing.T) {
 			bestBad := -1
 			for _, r := range runs {
 				rc := Compare(h, r)
+				rc.Missing = explain(t, rc.Missing, tt.known, false)
 				bad, md := len(rc.Missing)+len(rc.Extra), time.Duration(0)
 				for _, m := range rc.Matched {
 					if m.Delta().Abs() > pol.NodeMonitorPeriod {
@@ -96,19 +105,84 @@ func TestRecordedKCM(t *testing.T) {
 					run, c, maxDelta, bestBad = r, rc, md, bad
 				}
 			}
+			explain(t, Compare(h, run).Missing, tt.known, true)
 			t.Logf("%d recorded, %d matched, %d missing, %d extra, max delta %v (phase %v)", len(h.Recorded), len(c.Matched), len(c.Missing), len(c.Extra), maxDelta, run.Phase)
 			if len(c.Missing)+len(c.Extra) > 0 || maxDelta.Abs() > pol.NodeMonitorPeriod {
 				var b strings.Builder
-				_ = NewReport(h, ReplayOptions{Policy: pol, Phase: run.Phase}, run).WriteText(&b)
+				_ = NewReport(h, ReplayOptions{Policy: pol, Phase: run.Phase, ControllerStart: start}, run).WriteText(&b)
 				t.Errorf("self-replay of %s: %d missing, %d extra, max delta %v (want 0, 0, at most %v):\n%s", path, len(c.Missing), len(c.Extra), maxDelta, pol.NodeMonitorPeriod, b.String())
 			}
 		})
 	}
 }
 
+// recordedKnown is a recorded decision of upstream's that the library
+// deliberately does not make.
+type recordedKnown struct {
+	Kind   Kind
+	Detail string // "": any
+	Reason string
+}
+
+// fullDisruptionRace: kube-controller-manager v1.37.2 may taint a node
+// NoExecute and evict its pods when every node goes dark at once
+// (examples/e2e's allDarkKnown); intermittent upstream.
+var fullDisruptionRace = []recordedKnown{
+	{KindTaintAdded, "node.kubernetes.io/unreachable:NoExecute", "kubernetes/kubernetes#111385: upstream's tainting goroutine races handleDisruption's stale copy of the node in full disruption; the library excludes tainting passes during a monitor pass and removes the taints from the current node"},
+	{KindPodEvicted, "", "kubernetes/kubernetes#111385: upstream evicts the pod after that taint, in full disruption; the library does not"},
+}
+
+// explain returns the missing decisions known does not explain, and logs
+// the explained ones with their reasons when log is set.
+func explain(t *testing.T, missing []Decision, known []recordedKnown, log bool) []Decision {
+	var out []Decision
+	for _, d := range missing {
+		i := slices.IndexFunc(known, func(k recordedKnown) bool { return k.Kind == d.Kind && (k.Detail == "" || k.Detail == d.Detail) })
+		if i < 0 {
+			out = append(out, d)
+			continue
+		}
+		if log {
+			t.Logf("known: missing %s %s%s %s: %s", d.Kind, d.Node, d.Pod, d.Detail, known[i].Reason)
+		}
+	}
+	return out
+}
+
+// isControllerList reports whether e is the recorded controller listing
+// Nodes: a list, or with client-go's WatchListClient a watch that sends
+// the initial list (logged when it ends, received when it began).
+func isControllerList(e *audit.Event) bool {
+	return (e.Verb == "list" || e.Verb == "watch") && e.ObjectRef != nil && e.ObjectRef.Resource == "nodes" && slices.Contains(DefaultControllerUsers, e.EffectiveUser().Username)
+}
+
+// firstControllerList returns when the recorded controller first listed
+// Nodes in the log at path (zero if never): when it started.
+func firstControllerList(path string) (time.Time, error) {
+	r, err := audit.Open([]string{path}, audit.Limits{})
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer r.Close()
+	var first time.Time
+	for {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return first, nil
+		}
+		if err != nil {
+			return time.Time{}, err
+		}
+		if isControllerList(e) && (first.IsZero() || e.RequestReceivedTimestamp.Before(first)) {
+			first = e.RequestReceivedTimestamp
+		}
+	}
+}
+
 // trimRecording writes the lines of the audit log from that play a part in
-// a replay (classify: Leases, nodes, pods, the controller's writes) to to,
-// gzipped, unchanged and in their order. The replay of the trimmed log is
+// a replay (classify: Leases, nodes, pods, the controller's writes), and
+// the controller's first list of Nodes (its start), to to, gzipped,
+// unchanged and in their order. The replay of the trimmed log is
 // the replay of the whole: History.First and Last are those of the events
 // that play a part.
 func trimRecording(from, to string) error {
@@ -118,6 +192,8 @@ func trimRecording(from, to string) error {
 	}
 	c := newClassifier(nil, DefaultLimits())
 	keep := map[int64]bool{}
+	var first time.Time
+	var firstLine int64
 	for {
 		e, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -126,11 +202,17 @@ func trimRecording(from, to string) error {
 		if err != nil {
 			return err
 		}
+		if isControllerList(e) && (first.IsZero() || e.RequestReceivedTimestamp.Before(first)) {
+			first, firstLine = e.RequestReceivedTimestamp, e.Source.Line
+		}
 		if _, ok, err := c.classify(e); err != nil {
 			return err
 		} else if ok {
 			keep[e.Source.Line] = true
 		}
+	}
+	if firstLine > 0 {
+		keep[firstLine] = true
 	}
 	f, err := os.Open(from)
 	if err != nil {
