@@ -285,7 +285,7 @@ func runParity(t *testing.T, sc parityScenario) {
 		if side == sideUpstream {
 			up = tr
 			if !t.Failed() {
-				selfReplay(t, "parity-"+sc.name, auditLog, append(parityFlags(""), sc.flags...), sc.replayKnown)
+				selfReplay(t, "parity-"+sc.name, auditLog, append(parityFlags(""), sc.flags...), sc.replayKnown, sc.orderFree)
 			}
 		} else {
 			nc = tr

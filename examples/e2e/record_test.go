@@ -10,7 +10,10 @@ package e2e
 // the flags KCM ran with and requires every Unknown write, taint, pod set
 // NotReady and deletion KCM made to be reproduced: the same objects, none
 // missing, none extra, each within one --node-monitor-period (at the best
-// of the monitor pass phases tried: KCM's own phase is unknown). With
+// of the monitor pass phases tried: KCM's own phase is unknown; plus
+// replayLoadSlack for this machine's load, counted in the log). The
+// replay's controller starts when KCM did and runs to the recording's
+// end (recordingSpan). With
 // LIFECYCLE_E2E_RECORD_DIR=dir each log is saved as
 // dir/<scenario>.audit.jsonl.
 
@@ -147,7 +150,7 @@ func selfReplayAtEnd(t *testing.T, c *cluster.Cluster, p *cluster.Process, flags
 			return
 		}
 		test, _, _ := strings.Cut(t.Name(), "/")
-		selfReplay(t, recordingName(test), rec.auditLog, flags, nil)
+		selfReplay(t, recordingName(test), rec.auditLog, flags, nil, false)
 	})
 }
 
@@ -272,30 +275,35 @@ func recordedWriter(e *parity.AuditEvent) bool {
 	return recordedController(e) && !slices.Contains([]string{"get", "list", "watch"}, e.Verb)
 }
 
-// controllerStart returns when the recorded controller first listed (or,
-// with client-go's WatchListClient, began a watch that sends the initial
-// list) Nodes in the audit log: it started then, after the log began (the
-// test's nodes register first). Zero if it never did. A watch is logged
-// when it ends, with the time it was received: the whole log is read.
-func controllerStart(t *testing.T, auditLog string) time.Time {
+// recordingSpan returns when the recorded controller started and when the
+// recording ended. start: its first list (or, with client-go's
+// WatchListClient, the start of a watch that sends the initial list) of
+// Nodes, after the log began (the test's nodes register first); zero if
+// it never listed. A watch is logged when it ends, with the time it was
+// received: the whole log is read. end: the last event's time (the
+// controller's watches ending when it stopped), later than the last
+// event the replay reads when the kubelets went silent.
+func recordingSpan(t *testing.T, auditLog string) (start, end time.Time) {
 	t.Helper()
 	r, err := audit.Open([]string{auditLog}, audit.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	var first time.Time
 	for {
 		e, err := r.Next()
 		if err == io.EOF {
-			return first
+			return start, end
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		if e.StageTimestamp.After(end) {
+			end = e.StageTimestamp
+		}
 		if (e.Verb == "list" || e.Verb == "watch") && e.ObjectRef != nil && e.ObjectRef.Resource == "nodes" && slices.Contains(incident.DefaultControllerUsers, e.EffectiveUser().Username) &&
-			(first.IsZero() || e.RequestReceivedTimestamp.Before(first)) {
-			first = e.RequestReceivedTimestamp
+			(start.IsZero() || e.RequestReceivedTimestamp.Before(start)) {
+			start = e.RequestReceivedTimestamp
 		}
 	}
 }
@@ -317,6 +325,14 @@ func (k replayKnown) matches(d incident.Decision, missing bool) bool {
 	return k.Missing == missing && d.Kind == k.Kind && (k.Detail == "" || d.Detail == k.Detail)
 }
 
+// replayLoadSlack is how much later than one --node-monitor-period KCM's
+// write may land and still count as matched: KCM's own latency from its
+// decision to the logged write (taint eviction's worker, the client, the
+// apiserver) on the shared 2-core machine, where two apiservers, two etcds
+// and two controllers run at once; parityTolerance's 1 s for the same
+// noise. The log says how many matches needed it.
+const replayLoadSlack = time.Second
+
 // replayPhases is how many monitor pass phases, spread over one period,
 // selfReplay tries.
 const replayPhases = 10
@@ -326,9 +342,16 @@ const replayPhases = 10
 // without dashes; those that are not policy flags are ignored) and fails
 // the test unless the best of replayPhases monitor pass phases reproduces
 // every decision KCM made: none missing, none extra (but the known ones,
-// each listed with its reason), each within one --node-monitor-period.
-// It saves the log to $LIFECYCLE_E2E_RECORD_DIR first.
-func selfReplay(t *testing.T, name, auditLog string, flags []string, known []replayKnown) {
+// each listed with its reason), each within one --node-monitor-period
+// (plus replayLoadSlack, counted). It saves the log to $LIFECYCLE_E2E_RECORD_DIR first.
+//
+// With orderFree, the decisions of a kind (and taint) are paired by rank
+// in time rather than by object, and the objects compared as sets: KCM's
+// pick among the tied nodes of a rate-limited zone queue is its map's
+// order (arbitrary), so the replay cannot follow it object by object; the
+// check is then that the same objects got each decision and the k-th of
+// KCM's came within a monitor period of the k-th of the replay's.
+func selfReplay(t *testing.T, name, auditLog string, flags []string, known []replayKnown, orderFree bool) {
 	t.Helper()
 	markReplayed(auditLog)
 	t0 := time.Now()
@@ -362,12 +385,13 @@ func selfReplay(t *testing.T, name, auditLog string, flags []string, known []rep
 	if err != nil {
 		t.Fatalf("self-replay of %s: %v", name, err)
 	}
-	opt := incident.ReplayOptions{Policy: pol, ControllerStart: controllerStart(t, auditLog)}
+	start, end := recordingSpan(t, auditLog)
+	opt := incident.ReplayOptions{Policy: pol, ControllerStart: start, End: end}
 	_, runs, err := incident.Phases(context.Background(), h, open, opt, incident.PhaseOffsets(pol.NodeMonitorPeriod, replayPhases))
 	if err != nil {
 		t.Fatalf("self-replay of %s: %v", name, err)
 	}
-	best := bestReplay(h, runs, known)
+	best := bestReplay(h, runs, known, orderFree)
 	opt.Phase = best.run.Phase
 	t.Logf("self-replay %s: %s (phase %v, the best of %d; %v)%s", name, best, best.run.Phase, replayPhases, time.Since(t0).Round(time.Millisecond), best.explained)
 	if len(best.cmp.Matched) == 0 {
@@ -376,7 +400,7 @@ func selfReplay(t *testing.T, name, auditLog string, flags []string, known []rep
 	if best.unexplained > 0 || best.late > 0 {
 		var b bytes.Buffer
 		_ = incident.NewReport(h, opt, best.run).WriteText(&b)
-		t.Errorf("self-replay %s: %d missing or extra without a known reason, %d matches more than a monitor period apart; the report:\n%s", name, best.unexplained, best.late, b.String())
+		t.Errorf("self-replay %s: %d missing or extra without a known reason, %d matches more than a monitor period plus %v apart; the report:\n%s", name, best.unexplained, best.late, replayLoadSlack, b.String())
 	}
 }
 
@@ -392,19 +416,105 @@ type replayResult struct {
 	// largest |replayed - recorded| of the matches.
 	late     int
 	maxDelta time.Duration
+	// slack: matches more than a monitor period apart, within
+	// replayLoadSlack more.
+	slack int
+}
+
+// byRank re-pairs c's decisions by rank in time within each kind and
+// taint (see selfReplay's orderFree). A kind whose recorded and replayed
+// objects differ as sets keeps its pairing by object.
+func byRank(c *incident.Comparison) *incident.Comparison {
+	type side struct {
+		times   []time.Time
+		objects []string
+		ds      []incident.Decision
+	}
+	rec, rep := map[string]*side{}, map[string]*side{}
+	var keys []string
+	add := func(m map[string]*side, d incident.Decision, at time.Time) {
+		k := string(d.Kind) + " " + d.Detail
+		s := m[k]
+		if s == nil {
+			s = &side{}
+			m[k] = s
+			if rec[k] == nil || rep[k] == nil {
+				keys = append(keys, k)
+			}
+		}
+		s.times = append(s.times, at)
+		s.objects = append(s.objects, d.Node+" "+d.Pod)
+		d.Time = at
+		s.ds = append(s.ds, d)
+	}
+	for _, m := range c.Matched {
+		d := incident.Decision{Kind: m.Kind, Node: m.Node, Pod: m.Pod, Detail: m.Detail}
+		add(rec, d, m.Recorded)
+		add(rep, d, m.Replayed)
+	}
+	for _, d := range c.Missing {
+		add(rec, d, d.Time)
+	}
+	for _, d := range c.Extra {
+		add(rep, d, d.Time)
+	}
+	out := &incident.Comparison{Saved: c.Saved, NewlyLost: c.NewlyLost, First: c.First}
+	for _, k := range keys {
+		a, b := rec[k], rep[k]
+		if a == nil || b == nil {
+			if a != nil {
+				out.Missing = append(out.Missing, a.ds...)
+			}
+			if b != nil {
+				out.Extra = append(out.Extra, b.ds...)
+			}
+			continue
+		}
+		slices.Sort(a.objects)
+		slices.Sort(b.objects)
+		if !slices.Equal(a.objects, b.objects) {
+			// Not the same objects: pair by object as Compare did.
+			for _, m := range c.Matched {
+				if string(m.Kind)+" "+m.Detail == k {
+					out.Matched = append(out.Matched, m)
+				}
+			}
+			for _, d := range c.Missing {
+				if string(d.Kind)+" "+d.Detail == k {
+					out.Missing = append(out.Missing, d)
+				}
+			}
+			for _, d := range c.Extra {
+				if string(d.Kind)+" "+d.Detail == k {
+					out.Extra = append(out.Extra, d)
+				}
+			}
+			continue
+		}
+		slices.SortFunc(a.ds, func(x, y incident.Decision) int { return x.Time.Compare(y.Time) })
+		slices.SortFunc(b.ds, func(x, y incident.Decision) int { return x.Time.Compare(y.Time) })
+		for i := range a.ds {
+			d := a.ds[i]
+			out.Matched = append(out.Matched, incident.Match{Kind: d.Kind, Node: d.Node, Pod: d.Pod, Detail: d.Detail, Recorded: d.Time, Replayed: b.ds[i].Time})
+		}
+	}
+	return out
 }
 
 func (r replayResult) String() string {
-	return fmt.Sprintf("%d recorded, %d matched, %d missing, %d extra (%d unexplained), max |delta| %v, %d over a monitor period",
-		len(r.cmp.Matched)+len(r.cmp.Missing), len(r.cmp.Matched), len(r.cmp.Missing), len(r.cmp.Extra), r.unexplained, r.maxDelta, r.late)
+	return fmt.Sprintf("%d recorded, %d matched, %d missing, %d extra (%d unexplained), max |delta| %v, %d over a monitor period (%d of them within the %v load slack)",
+		len(r.cmp.Matched)+len(r.cmp.Missing), len(r.cmp.Matched), len(r.cmp.Missing), len(r.cmp.Extra), r.unexplained, r.maxDelta, r.late+r.slack, r.slack, replayLoadSlack)
 }
 
 // bestReplay judges each run and returns the best: fewest unexplained
 // differences, then fewest late matches, then the smallest largest delta.
-func bestReplay(h *incident.History, runs []*incident.Run, known []replayKnown) replayResult {
+func bestReplay(h *incident.History, runs []*incident.Run, known []replayKnown, orderFree bool) replayResult {
 	var best replayResult
 	for i, run := range runs {
 		r := replayResult{run: run, cmp: incident.Compare(h, run)}
+		if orderFree {
+			r.cmp = byRank(r.cmp)
+		}
 		for _, m := range []struct {
 			ds      []incident.Decision
 			missing bool
@@ -425,12 +535,14 @@ func bestReplay(h *incident.History, runs []*incident.Run, known []replayKnown) 
 		for _, m := range r.cmp.Matched {
 			d := m.Delta().Abs()
 			r.maxDelta = max(r.maxDelta, d)
-			if d > run.Policy.NodeMonitorPeriod {
+			if d > run.Policy.NodeMonitorPeriod+replayLoadSlack {
 				r.late++
+			} else if d > run.Policy.NodeMonitorPeriod {
+				r.slack++
 			}
 		}
 		if i == 0 || r.unexplained < best.unexplained ||
-			(r.unexplained == best.unexplained && (r.late < best.late || (r.late == best.late && r.maxDelta < best.maxDelta))) {
+			(r.unexplained == best.unexplained && (r.late+r.slack < best.late+best.slack || (r.late+r.slack == best.late+best.slack && r.maxDelta < best.maxDelta))) {
 			best = r
 		}
 	}

@@ -46,6 +46,11 @@ type ReplayOptions struct {
 	// controller ran (a test cluster's nodes registering first) shows
 	// when: the controller's first list of nodes.
 	ControllerStart time.Time
+	// End is when the replay ends, if after the log's last event that
+	// plays a part (zero: History.Last): a recording whose last events
+	// play no part (every kubelet silent) still shows the controller did
+	// nothing more until then.
+	End time.Time
 	// LeaseWatchStalls and NodeWatchStalls are when the controller's Lease
 	// and Node caches stall (modelled: the log cannot tell). During a Lease
 	// stall the cache keeps the Leases as they were when it began
@@ -194,9 +199,13 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 		return nil, fmt.Errorf("incident: phase %v outside [0, %v)", opt.Phase, p.NodeMonitorPeriod)
 	}
 	lim := opt.Limits.withDefaults()
-	if passes := int64(h.Last.Sub(h.First) / p.NodeMonitorPeriod); passes > lim.MaxMonitorPasses {
+	last := h.Last
+	if opt.End.After(last) {
+		last = opt.End
+	}
+	if passes := int64(last.Sub(h.First) / p.NodeMonitorPeriod); passes > lim.MaxMonitorPasses {
 		return nil, fmt.Errorf("%w: %d monitor passes (the log's %v every --%s=%v), over MaxMonitorPasses=%d (-max-monitor-passes)",
-			ErrLimit, passes, h.Last.Sub(h.First), FlagNodeMonitorPeriod, p.NodeMonitorPeriod, lim.MaxMonitorPasses)
+			ErrLimit, passes, last.Sub(h.First), FlagNodeMonitorPeriod, p.NodeMonitorPeriod, lim.MaxMonitorPasses)
 	}
 	if opt.KubeletReaction <= 0 {
 		opt.KubeletReaction = DefaultKubeletReaction
@@ -207,7 +216,7 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 		}
 	}
 	r := &replayer{ctx: ctx, h: h, opt: opt, lim: lim, origin: h.First,
-		run: &Run{Policy: p, Phase: opt.Phase, Origin: h.First, End: h.Last, nodes: map[string]*nodeFacts{}, deleted: map[string]string{},
+		run: &Run{Policy: p, Phase: opt.Phase, Origin: h.First, End: last, nodes: map[string]*nodeFacts{}, deleted: map[string]string{},
 			leaseStalls: opt.LeaseWatchStalls, nodeStalls: len(opt.NodeWatchStalls)},
 		cls:          newClassifier(h.opt.ControllerUsers, h.opt.Limits.withDefaults()),
 		kubeletReady: map[string]v1.ConditionStatus{}, recUnknown: map[string]bool{},
@@ -342,7 +351,7 @@ const deadlineMargin = time.Millisecond
 func (r *replayer) loop(src Source) error {
 	cfg := r.m.Config()
 	mp, tp := cfg.MonitorPeriod, cfg.TaintPeriod
-	end := r.h.Last.Sub(r.origin)
+	end := r.run.End.Sub(r.origin)
 	stalls := r.stallChanges()
 	start := max(r.opt.ControllerStart.Sub(r.origin), 0)
 	nextMonitor, nextTick := start+r.opt.Phase, start
