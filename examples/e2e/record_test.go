@@ -318,11 +318,14 @@ type replayKnown struct {
 	Detail string
 	// Missing: the recording has it and the replay does not (else extra).
 	Missing bool
-	Reason  string
+	// Repeat: only a missing decision that repeats an earlier matched one
+	// of the same object (isRepeat).
+	Repeat bool
+	Reason string
 }
 
-func (k replayKnown) matches(d incident.Decision, missing bool) bool {
-	return k.Missing == missing && d.Kind == k.Kind && (k.Detail == "" || d.Detail == k.Detail)
+func (k replayKnown) matches(c *incident.Comparison, d incident.Decision, missing bool) bool {
+	return k.Missing == missing && d.Kind == k.Kind && (k.Detail == "" || d.Detail == k.Detail) && (!k.Repeat || isRepeat(c, d))
 }
 
 // replayLoadSlack is how much later than one --node-monitor-period KCM's
@@ -422,83 +425,88 @@ type replayResult struct {
 }
 
 // byRank re-pairs c's decisions by rank in time within each kind and
-// taint (see selfReplay's orderFree). A kind whose recorded and replayed
-// objects differ as sets keeps its pairing by object.
+// taint (see selfReplay's orderFree) when the recorded and replayed
+// objects of that kind are the same set; other kinds keep Compare's
+// pairing. A recorded decision that repeats an earlier one of the same
+// object (KCM deleting a deleted pod again) stays missing (isRepeat).
 func byRank(c *incident.Comparison) *incident.Comparison {
-	type side struct {
-		times   []time.Time
-		objects []string
-		ds      []incident.Decision
-	}
-	rec, rep := map[string]*side{}, map[string]*side{}
-	var keys []string
-	add := func(m map[string]*side, d incident.Decision, at time.Time) {
-		k := string(d.Kind) + " " + d.Detail
-		s := m[k]
-		if s == nil {
-			s = &side{}
-			m[k] = s
-			if rec[k] == nil || rep[k] == nil {
-				keys = append(keys, k)
-			}
-		}
-		s.times = append(s.times, at)
-		s.objects = append(s.objects, d.Node+" "+d.Pod)
-		d.Time = at
-		s.ds = append(s.ds, d)
-	}
+	key := func(d incident.Decision) string { return string(d.Kind) + " " + d.Detail }
+	obj := func(d incident.Decision) string { return string(d.Kind) + " " + d.Node + " " + d.Pod + " " + d.Detail }
+	var recAll, repAll []incident.Decision
 	for _, m := range c.Matched {
 		d := incident.Decision{Kind: m.Kind, Node: m.Node, Pod: m.Pod, Detail: m.Detail}
-		add(rec, d, m.Recorded)
-		add(rep, d, m.Replayed)
+		d.Time = m.Recorded
+		recAll = append(recAll, d)
+		d.Time = m.Replayed
+		repAll = append(repAll, d)
 	}
-	for _, d := range c.Missing {
-		add(rec, d, d.Time)
-	}
-	for _, d := range c.Extra {
-		add(rep, d, d.Time)
-	}
+	recAll = append(recAll, c.Missing...)
+	repAll = append(repAll, c.Extra...)
+	slices.SortStableFunc(recAll, func(a, b incident.Decision) int { return a.Time.Compare(b.Time) })
+	slices.SortStableFunc(repAll, func(a, b incident.Decision) int { return a.Time.Compare(b.Time) })
 	out := &incident.Comparison{Saved: c.Saved, NewlyLost: c.NewlyLost, First: c.First}
+	seen := map[string]bool{}
+	rec, rep := map[string][]incident.Decision{}, map[string][]incident.Decision{}
+	var keys []string
+	for _, d := range recAll {
+		if seen[obj(d)] {
+			out.Missing = append(out.Missing, d) // a repeat
+			continue
+		}
+		seen[obj(d)] = true
+		if rec[key(d)] == nil {
+			keys = append(keys, key(d))
+		}
+		rec[key(d)] = append(rec[key(d)], d)
+	}
+	for _, d := range repAll {
+		if rec[key(d)] == nil && rep[key(d)] == nil {
+			keys = append(keys, key(d))
+		}
+		rep[key(d)] = append(rep[key(d)], d)
+	}
+	objects := func(ds []incident.Decision) []string {
+		var o []string
+		for _, d := range ds {
+			o = append(o, obj(d))
+		}
+		slices.Sort(o)
+		return o
+	}
 	for _, k := range keys {
 		a, b := rec[k], rep[k]
-		if a == nil || b == nil {
-			if a != nil {
-				out.Missing = append(out.Missing, a.ds...)
-			}
-			if b != nil {
-				out.Extra = append(out.Extra, b.ds...)
+		if len(a) > 0 && slices.Equal(objects(a), objects(b)) {
+			for i, d := range a {
+				out.Matched = append(out.Matched, incident.Match{Kind: d.Kind, Node: d.Node, Pod: d.Pod, Detail: d.Detail, Recorded: d.Time, Replayed: b[i].Time})
 			}
 			continue
 		}
-		slices.Sort(a.objects)
-		slices.Sort(b.objects)
-		if !slices.Equal(a.objects, b.objects) {
-			// Not the same objects: pair by object as Compare did.
-			for _, m := range c.Matched {
-				if string(m.Kind)+" "+m.Detail == k {
-					out.Matched = append(out.Matched, m)
-				}
+		// Not the same objects: pair by object, as Compare does.
+		for _, m := range c.Matched {
+			if string(m.Kind)+" "+m.Detail == k {
+				out.Matched = append(out.Matched, m)
 			}
-			for _, d := range c.Missing {
-				if string(d.Kind)+" "+d.Detail == k {
-					out.Missing = append(out.Missing, d)
-				}
-			}
-			for _, d := range c.Extra {
-				if string(d.Kind)+" "+d.Detail == k {
-					out.Extra = append(out.Extra, d)
-				}
-			}
-			continue
 		}
-		slices.SortFunc(a.ds, func(x, y incident.Decision) int { return x.Time.Compare(y.Time) })
-		slices.SortFunc(b.ds, func(x, y incident.Decision) int { return x.Time.Compare(y.Time) })
-		for i := range a.ds {
-			d := a.ds[i]
-			out.Matched = append(out.Matched, incident.Match{Kind: d.Kind, Node: d.Node, Pod: d.Pod, Detail: d.Detail, Recorded: d.Time, Replayed: b.ds[i].Time})
+		for _, d := range c.Missing {
+			if key(d) == k && !slices.ContainsFunc(out.Missing, func(x incident.Decision) bool { return x == d }) {
+				out.Missing = append(out.Missing, d)
+			}
+		}
+		for _, d := range c.Extra {
+			if key(d) == k {
+				out.Extra = append(out.Extra, d)
+			}
 		}
 	}
 	return out
+}
+
+// isRepeat reports whether the missing decision d repeats a matched one
+// of the same object made earlier.
+func isRepeat(c *incident.Comparison, d incident.Decision) bool {
+	return slices.ContainsFunc(c.Matched, func(m incident.Match) bool {
+		return m.Kind == d.Kind && m.Node == d.Node && m.Pod == d.Pod && m.Detail == d.Detail && m.Recorded.Before(d.Time)
+	})
 }
 
 func (r replayResult) String() string {
@@ -520,7 +528,7 @@ func bestReplay(h *incident.History, runs []*incident.Run, known []replayKnown, 
 			missing bool
 		}{{r.cmp.Missing, true}, {r.cmp.Extra, false}} {
 			for _, d := range m.ds {
-				j := slices.IndexFunc(known, func(k replayKnown) bool { return k.matches(d, m.missing) })
+				j := slices.IndexFunc(known, func(k replayKnown) bool { return k.matches(r.cmp, d, m.missing) })
 				if j < 0 {
 					r.unexplained++
 					continue

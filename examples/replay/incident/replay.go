@@ -143,6 +143,7 @@ type replayer struct {
 	podSync      map[string]time.Time
 	nodeStalled  bool
 	nodeBuf      []bufPost
+	attached     bool // the controller runs (ReplayOptions.ControllerStart)
 	err          error
 }
 
@@ -232,8 +233,9 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 		return nil, fmt.Errorf("incident: %w", err)
 	}
 	r.m = m
-	r.c.Attach(m)
-	r.c.Sync(ctx)
+	if !opt.ControllerStart.After(h.First) {
+		r.attach()
+	}
 	if err := r.loop(src); err != nil {
 		return nil, err
 	}
@@ -242,6 +244,15 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 }
 
 func (r *replayer) now() time.Time { return r.origin.Add(r.t) }
+
+// attach starts the controller: the Monitor receives the cluster's
+// objects as they are (its informers' initial list) and every change
+// from then on.
+func (r *replayer) attach() {
+	r.c.Attach(r.m)
+	r.c.Sync(r.ctx)
+	r.attached = true
+}
 
 // build fills the cluster at the origin with what existed before the log:
 // each node Ready with its Lease renewed at the origin, each pod of a known
@@ -393,6 +404,9 @@ func (r *replayer) loop(src Source) error {
 		if si < len(stalls) && stalls[si].at < t {
 			t = stalls[si].at
 		}
+		if !r.attached && start < t {
+			t = start
+		}
 		t = min(t, nextTick)
 		if t > end {
 			r.t = end
@@ -413,6 +427,9 @@ func (r *replayer) loop(src Source) error {
 		for si < len(stalls) && stalls[si].at <= t {
 			r.applyStall(stalls[si])
 			si++
+		}
+		if !r.attached && t >= start {
+			r.attach()
 		}
 		if t == nextMonitor {
 			r.m.MonitorPass(r.ctx, r.now())
