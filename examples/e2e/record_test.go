@@ -150,7 +150,7 @@ func selfReplayAtEnd(t *testing.T, c *cluster.Cluster, p *cluster.Process, flags
 			return
 		}
 		test, _, _ := strings.Cut(t.Name(), "/")
-		selfReplay(t, recordingName(test), rec.auditLog, flags, nil, false)
+		selfReplay(t, recordingName(test), rec.auditLog, flags, nil, false, "")
 	})
 }
 
@@ -354,7 +354,10 @@ const replayPhases = 10
 // order (arbitrary), so the replay cannot follow it object by object; the
 // check is then that the same objects got each decision and the k-th of
 // KCM's came within a monitor period of the k-th of the replay's.
-func selfReplay(t *testing.T, name, auditLog string, flags []string, known []replayKnown, orderFree bool) {
+//
+// A non-empty gap names why the scenario is not reproduced yet: the result
+// is logged with it and does not fail the test.
+func selfReplay(t *testing.T, name, auditLog string, flags []string, known []replayKnown, orderFree bool, gap string) {
 	t.Helper()
 	markReplayed(auditLog)
 	t0 := time.Now()
@@ -399,6 +402,10 @@ func selfReplay(t *testing.T, name, auditLog string, flags []string, known []rep
 	t.Logf("self-replay %s: %s (phase %v, the best of %d; %v)%s", name, best, best.run.Phase, replayPhases, time.Since(t0).Round(time.Millisecond), best.explained)
 	if len(best.cmp.Matched) == 0 {
 		t.Errorf("self-replay %s: no decision of KCM's matched; want some", name)
+	}
+	if (best.unexplained > 0 || best.late > 0) && gap != "" {
+		t.Logf("self-replay %s: NOT REPRODUCED (reported, not a failure): %d missing or extra without a known reason, %d matches more than a monitor period plus %v apart; known gap: %s", name, best.unexplained, best.late, replayLoadSlack, gap)
+		return
 	}
 	if best.unexplained > 0 || best.late > 0 {
 		var b bytes.Buffer

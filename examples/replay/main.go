@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,8 +91,9 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	fs.Var(&sweeps, "sweep", "replay once per value and print one table: `flag=v1,v2,...` with a policy flag's name (repeatable: a grid)")
 	phases := fs.Int("phases", 5, "replay under `n` monitor pass phases spread over one --node-monitor-period and report how outcomes depend on it (1: only -phase)")
 	phase := fs.Duration("phase", 0, "the main replay's monitor pass `phase` after the log's first event, in [0, --node-monitor-period)")
+	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "run up to `n` replays of -phases or -sweep at once (each reads the log itself and holds its own cluster)")
 	export := fs.String("export-scenario", "", "write a policysim scenario with the same timeline to `file` (YAML)")
-	failMore := fs.Bool("fail-on-more-evictions", false, "exit 3 when the replay evicts pods the recording did not")
+	failMore := fs.Bool("fail-on-more-evictions", false, "exit 3 when the replay (with -sweep: any of its runs) evicts pods the recording did not")
 	lim := incident.DefaultLimits()
 	fs.IntVar(&lim.MaxNodes, "max-nodes", lim.MaxNodes, "refuse logs naming more than `n` nodes")
 	fs.IntVar(&lim.MaxPods, "max-pods", lim.MaxPods, "refuse logs naming more than `n` pods")
@@ -113,6 +116,9 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	}
 	if *format != "text" && *format != "json" {
 		return fmt.Errorf("replay: -format must be text or json, got %q", *format)
+	}
+	if *parallel < 1 {
+		return fmt.Errorf("replay: -parallel must be positive, got %d", *parallel)
 	}
 	if *phases < 1 || *phases > 100 {
 		return fmt.Errorf("replay: -phases must be in [1, 100], got %d", *phases)
@@ -155,25 +161,38 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		return err
 	}
 	if len(axes) > 0 {
-		return runSweep(ctx, h, op, ropt, axes, *format, stdout)
+		return runSweep(ctx, h, op, ropt, axes, *parallel, *format, *failMore, stdout)
 	}
-	src, err = op()
-	if err != nil {
-		return err
-	}
-	main, err := incident.Replay(ctx, h, src, ropt)
-	closeSource(src)
-	if err != nil {
-		return err
-	}
-	rep := incident.NewReport(h, ropt, main)
+	// The main replay, and the phase sensitivity: when the main replay's
+	// phase is one of them, its run is reused.
+	var (
+		main *incident.Run
+		pr   *incident.PhaseReport
+	)
 	if *phases > 1 {
-		pr, _, err := incident.Phases(ctx, h, op, ropt, incident.PhaseOffsets(pol.NodeMonitorPeriod, *phases))
+		offsets := incident.PhaseOffsets(pol.NodeMonitorPeriod, *phases)
+		runs, err := runAll(ctx, h, op, ropt.AtPhases(offsets), *parallel)
 		if err != nil {
 			return err
 		}
-		rep.Phases = pr
+		pr = incident.NewPhaseReport(h, runs)
+		if i := slices.Index(offsets, *phase); i >= 0 {
+			main = runs[i]
+		}
 	}
+	if main == nil {
+		if src, err = op(); err != nil {
+			return err
+		}
+		main, err = incident.Replay(ctx, h, src, ropt)
+		closeSource(src)
+		if err != nil {
+			return err
+		}
+	}
+	rep := incident.NewReport(h, ropt, main)
+	rep.Reader = notes
+	rep.Phases = pr
 	if *export != "" {
 		if err := exportScenario(*export, h, main); err != nil {
 			return err

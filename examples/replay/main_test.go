@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kubelifecycle/lifecycle/examples/policysim/sim"
 )
 
 const (
@@ -91,6 +95,12 @@ func TestFailOnMoreEvictions(t *testing.T) {
 	if _, code := runArgs(t, "-node-monitor-grace-period=40s", path); code != 0 {
 		t.Errorf("without -fail-on-more-evictions: exit %d, want 0", code)
 	}
+	if out, code := runArgs(t, "-sweep", "node-monitor-grace-period=40s,10m", "-fail-on-more-evictions", path); code != 3 {
+		t.Errorf("-sweep: exit %d, want 3; output:\n%s", code, out)
+	}
+	if out, code := runArgs(t, "-sweep", "node-monitor-grace-period=5m,10m", "-fail-on-more-evictions", path); code != 0 {
+		t.Errorf("-sweep without evictions: exit %d, want 0; output:\n%s", code, out)
+	}
 }
 
 func TestOutputDeterministic(t *testing.T) {
@@ -99,7 +109,7 @@ func TestOutputDeterministic(t *testing.T) {
 		var first string
 		for i, procs := range []int{1, 4, 1} {
 			runtime.GOMAXPROCS(procs)
-			out, code := runArgs(t, "-format", format, "-lease-watch-stall", "+10s/+70s", logFile)
+			out, code := runArgs(t, "-format", format, "-parallel", fmt.Sprint(procs), "-lease-watch-stall", "+10s/+70s", logFile)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, out)
 			}
@@ -109,5 +119,32 @@ func TestOutputDeterministic(t *testing.T) {
 				t.Fatalf("-format %s, GOMAXPROCS=%d: output differs from the first run's", format, procs)
 			}
 		}
+		// A sweep, at once and one run at a time.
+		a, _ := runArgs(t, "-format", format, "-parallel", "4", "-sweep", "node-monitor-grace-period=40s,50s,60s", logFile)
+		b, _ := runArgs(t, "-format", format, "-parallel", "1", "-sweep", "node-monitor-grace-period=40s,50s,60s", logFile)
+		if a != b {
+			t.Fatalf("-format %s -sweep: -parallel 4 and 1 differ:\n%s\n%s", format, a, b)
+		}
+	}
+}
+
+func TestExportScenario(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "outage.yaml")
+	if s, code := runArgs(t, "-phases", "1", "-node-monitor-grace-period=60s", "-export-scenario", out, logFile); code != 0 {
+		t.Fatalf("exit %d: %s", code, s)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := sim.LoadScenario(out, b)
+	if err != nil {
+		t.Fatalf("LoadScenario() error = %v\n%s", err, b)
+	}
+	if sc.Name != "outage" || len(sc.Zones) != 1 || sc.Zones[0].Nodes != 3 || sc.Policy.NodeMonitorGracePeriod.D() != time.Minute {
+		t.Errorf("scenario %+v, want outage: one zone of 3 nodes, grace 60s", sc)
+	}
+	if !strings.Contains(string(b), "#   n1 -> zone-a-1") {
+		t.Errorf("scenario lacks the name mapping:\n%s", b)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"sync"
 
 	"github.com/kubelifecycle/lifecycle/examples/replay/incident"
 )
@@ -19,13 +20,59 @@ func parseSweeps(vals []string) ([]incident.SweepAxis, error) {
 	return axes, nil
 }
 
-func runSweep(ctx context.Context, h *incident.History, open incident.Opener, opt incident.ReplayOptions, axes []incident.SweepAxis, format string, w io.Writer) error {
-	rows, err := incident.Sweep(ctx, h, open, opt, axes)
+// runSweep runs and prints the sweep; with failMore, a run that evicts
+// pods the recording did not makes it return errMoreEvictions.
+func runSweep(ctx context.Context, h *incident.History, open incident.Opener, opt incident.ReplayOptions, axes []incident.SweepAxis, parallel int, format string, failMore bool, w io.Writer) error {
+	opts, settings, err := incident.SweepOptions(opt, axes)
 	if err != nil {
 		return err
 	}
-	if format == "json" {
-		return incident.WriteSweepJSON(w, rows)
+	runs, err := runAll(ctx, h, open, opts, parallel)
+	if err != nil {
+		return err
 	}
-	return incident.WriteSweepText(w, rows)
+	rows := make([]incident.SweepRow, len(runs))
+	for i, run := range runs {
+		rows[i] = incident.NewSweepRow(h, settings[i], run)
+	}
+	if format == "json" {
+		err = incident.WriteSweepJSON(w, rows)
+	} else {
+		err = incident.WriteSweepText(w, rows)
+	}
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if failMore && r.Lost > 0 {
+			return errMoreEvictions
+		}
+	}
+	return nil
+}
+
+// runAll replays the log under each of opts, up to parallel at once (each
+// reads the log itself), and returns the runs in opts' order, or the
+// error of the first that failed.
+func runAll(ctx context.Context, h *incident.History, open incident.Opener, opts []incident.ReplayOptions, parallel int) ([]*incident.Run, error) {
+	runs := make([]*incident.Run, len(opts))
+	errs := make([]error, len(opts))
+	sem := make(chan struct{}, max(parallel, 1))
+	var wg sync.WaitGroup
+	for i, o := range opts {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			runs[i], errs[i] = incident.ReplayOpen(ctx, h, open, o)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return runs, nil
 }

@@ -14,6 +14,7 @@ type slot struct {
 	err    error  // for SkipMalformed and SkipNotEvent
 	stage  string // for SkipStage
 	sub    int    // index in a subscription record's logEvents, or -1
+	size   int    // the length of the event's JSON text
 }
 
 // rawMsg is an envelope's payload: a JSON string's raw text or an object.
@@ -40,13 +41,22 @@ type envelope struct {
 // decoder turns one line into slots. It is reused for every line of a
 // Reader; the events it returns are fresh.
 type decoder struct {
-	s, inner scanner
-	in       interner
-	keyBuf   []byte
-	buf      []byte // an envelope payload's unescaped value
-	msgs     []rawMsg
-	scratch  Event
-	out      []slot
+	s, inner  scanner
+	in        interner
+	keyBuf    []byte
+	buf       []byte // an envelope payload's unescaped value
+	msgs      []rawMsg
+	scratch   Event
+	ref       ObjectRef // scratch.ObjectRef points here while decoding
+	statusBuf Status    // scratch.ResponseStatus points here while decoding
+	out       []slot
+}
+
+// eventBlock allocates an event with its ObjectRef and Status at once.
+type eventBlock struct {
+	ev     Event
+	ref    ObjectRef
+	status Status
 }
 
 func newDecoder() *decoder {
@@ -55,6 +65,10 @@ func newDecoder() *decoder {
 	d.inner.in = &d.in
 	return d
 }
+
+// maxLogEvents bounds the events of one CloudWatch subscription record
+// (CloudWatch Logs puts at most 10000 log events in a batch).
+const maxLogEvents = 10000
 
 var (
 	errNotObject = errors.New("not a JSON object")
@@ -79,7 +93,8 @@ func (d *decoder) line(line []byte) (Format, error) {
 			d.skip(SkipMalformed, fmt.Errorf("not a JSON object and not a CloudWatch export line: %v", err))
 			return FormatUnknown, nil
 		}
-		d.event(line[sp+1:], -1)
+		// Another log stream of the log group (text) is SkipOtherLog.
+		d.payload(rawMsg{raw: line[sp+1:], plain: true}, -1)
 		return FormatCloudWatchExport, nil
 	default:
 		d.skip(SkipMalformed, errNotObject)
@@ -107,13 +122,16 @@ func (d *decoder) line(line []byte) (Format, error) {
 			for i, m := range d.msgs {
 				d.payload(m, i)
 			}
+			if len(d.msgs) == 0 {
+				d.out = append(d.out, slot{reason: SkipOtherLog, err: errors.New("CloudWatch subscription record without logEvents"), sub: -1})
+			}
 		default:
 			d.skip(SkipNotEvent, fmt.Errorf("CloudWatch subscription record with messageType %q", env.messageType))
 		}
 		return FormatCloudWatchSubscription, nil
 	case env.hasLog:
 		if env.category != "" && env.category != "kube-audit" && env.category != "kube-audit-admin" {
-			d.out = append(d.out, slot{reason: SkipOtherLog, err: fmt.Errorf("Azure diagnostic category %q", env.category), sub: -1})
+			d.out = append(d.out, slot{reason: SkipOtherLog, err: fmt.Errorf("diagnostic category %q (Azure)", env.category), sub: -1})
 		} else {
 			d.payload(env.log, -1)
 		}
@@ -122,7 +140,7 @@ func (d *decoder) line(line []byte) (Format, error) {
 		d.payload(env.message, -1)
 		return FormatCloudWatchMessage, nil
 	}
-	d.finish(&d.scratch, env.kind, env.apiVersion, -1)
+	d.finish(&d.scratch, env.kind, env.apiVersion, -1, len(line))
 	return FormatPlain, nil
 }
 
@@ -159,11 +177,11 @@ func (d *decoder) event(b []byte, sub int) {
 		d.out = append(d.out, slot{reason: SkipMalformed, err: err, sub: sub})
 		return
 	}
-	d.finish(&d.scratch, env.kind, env.apiVersion, sub)
+	d.finish(&d.scratch, env.kind, env.apiVersion, sub, len(b))
 }
 
 // finish checks a decoded event and appends its slot.
-func (d *decoder) finish(ev *Event, kind, apiVersion string, sub int) {
+func (d *decoder) finish(ev *Event, kind, apiVersion string, sub, size int) {
 	switch {
 	case kind != "" && kind != "Event":
 		d.out = append(d.out, slot{reason: SkipNotEvent, err: fmt.Errorf("kind %q", kind), sub: sub})
@@ -185,9 +203,16 @@ func (d *decoder) finish(ev *Event, kind, apiVersion string, sub int) {
 		d.out = append(d.out, slot{reason: SkipZeroTime, err: errors.New("no stageTimestamp"), sub: sub})
 		return
 	}
-	e := new(Event)
-	*e = *ev
-	d.out = append(d.out, slot{ev: e, sub: sub})
+	blk := &eventBlock{ev: *ev}
+	if ev.ObjectRef != nil {
+		blk.ref = *ev.ObjectRef
+		blk.ev.ObjectRef = &blk.ref
+	}
+	if ev.ResponseStatus != nil {
+		blk.status = *ev.ResponseStatus
+		blk.ev.ResponseStatus = &blk.status
+	}
+	d.out = append(d.out, slot{ev: &blk.ev, sub: sub, size: size})
 }
 
 // object decodes an audit event object into ev, and kind and apiVersion
@@ -335,7 +360,11 @@ func (d *decoder) envelopeField(s *scanner, key []byte, env *envelope) error {
 				if err := s.skip(); err != nil {
 					return err
 				}
+				d.msgs = append(d.msgs, rawMsg{}) // counted as SkipOtherLog
 				continue
+			}
+			if len(d.msgs) == maxLogEvents {
+				return fmt.Errorf("more than %d logEvents", maxLogEvents)
 			}
 			if err := s.open('{'); err != nil {
 				return err
@@ -439,7 +468,8 @@ func (d *decoder) objectRef(s *scanner) (*ObjectRef, error) {
 	if err := s.open('{'); err != nil {
 		return nil, err
 	}
-	o := new(ObjectRef)
+	o := &d.ref
+	*o = ObjectRef{}
 	first := true
 	for {
 		key, ok, err := s.member(&first, d.keyBuf)
@@ -477,7 +507,8 @@ func (d *decoder) status(s *scanner) (*Status, error) {
 	if err := s.open('{'); err != nil {
 		return nil, err
 	}
-	st := new(Status)
+	st := &d.statusBuf
+	*st = Status{}
 	first := true
 	for {
 		key, ok, err := s.member(&first, d.keyBuf)

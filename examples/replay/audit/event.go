@@ -85,4 +85,5 @@ type Position struct {
 	Line int64
 }
 
+// String returns "file:line".
 func (p Position) String() string { return fmt.Sprintf("%s:%d", p.File, p.Line) }

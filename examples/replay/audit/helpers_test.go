@@ -99,3 +99,45 @@ func drain(t testing.TB, r *Reader) result {
 	res.stats = r.Stats()
 	return res
 }
+
+var (
+	jsonMarshal   = json.Marshal
+	jsonUnmarshal = json.Unmarshal
+)
+
+// randomEvent is a deterministic event exercising escapes, unicode, nulls
+// and nested objects.
+func randomEvent(i int) Event {
+	strs := []string{"", "plain", `quote " and \ backslash`, "tab\tnewline\n", "unicode é 日本 \u2028", "emoji 😀", "<html>&amp;", "\x01control"}
+	s := func(k int) string { return strs[(i*7+k*3)%len(strs)] }
+	e := Event{
+		Level:                    []string{"Metadata", "Request", "RequestResponse"}[i%3],
+		AuditID:                  fmt.Sprintf("id-%d-%s", i, s(1)),
+		Stage:                    []string{"ResponseComplete", "Panic", ""}[i%3],
+		RequestURI:               "/api/v1/nodes/n" + s(2),
+		Verb:                     s(3),
+		User:                     User{Username: s(4)},
+		UserAgent:                s(5),
+		RequestReceivedTimestamp: at(time.Duration(i) * time.Millisecond),
+		StageTimestamp:           at(time.Duration(i)*time.Millisecond + time.Duration(i%7)*time.Nanosecond),
+	}
+	if i%2 == 0 {
+		e.User.Groups = []string{"system:nodes", s(6)}
+	}
+	if i%4 != 3 {
+		e.ObjectRef = &ObjectRef{Resource: "nodes", Namespace: s(7), Name: s(8), UID: s(9), APIGroup: s(10), APIVersion: "v1", Subresource: s(11)}
+	}
+	if i%5 != 4 {
+		e.ResponseStatus = &Status{Code: 200 + i%300, Reason: s(12), Message: s(13)}
+	}
+	if i%3 != 0 {
+		e.RequestObject = json.RawMessage(fmt.Sprintf(`{"kind":"Node","a":[1,2.5,-3e2,true,false,null,{"x":%s}],"b":{}}`, quote(s(14))))
+	}
+	if i%3 == 2 {
+		e.ResponseObject = json.RawMessage(`[{"nested":[[[]]]},"s",0]`)
+	}
+	if i%2 == 1 {
+		e.Annotations = map[string]string{"authorization.k8s.io/decision": "allow", s(15): s(16)}
+	}
+	return e
+}

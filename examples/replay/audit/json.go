@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -74,11 +76,24 @@ func (s *scanner) rawString() (raw []byte, plain bool, err error) {
 	start := s.i
 	plain = true
 	ascii := true
-	for s.i < len(s.b) {
-		c := s.b[s.i]
+	b := s.b
+	for {
+		i := s.i
+		// Eight bytes at a time while none needs a look (SWAR).
+		for i+8 <= len(b) && !specialWord(binary.LittleEndian.Uint64(b[i:])) {
+			i += 8
+		}
+		for i < len(b) && strPlain[b[i]] {
+			i++
+		}
+		s.i = i
+		if i >= len(b) {
+			break
+		}
+		c := b[i]
 		switch {
 		case c == '"':
-			raw = s.b[start:s.i]
+			raw = b[start:i]
 			s.i++
 			if !ascii && !utf8.Valid(raw) {
 				plain = false
@@ -87,36 +102,55 @@ func (s *scanner) rawString() (raw []byte, plain bool, err error) {
 		case c == '\\':
 			plain = false
 			s.i++
-			if s.i >= len(s.b) {
+			if s.i >= len(b) {
 				return nil, false, errEnd
 			}
-			switch s.b[s.i] {
+			switch b[s.i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				s.i++
 			case 'u':
-				if s.i+5 > len(s.b) {
+				if s.i+5 > len(b) {
 					return nil, false, errEnd
 				}
-				for _, h := range s.b[s.i+1 : s.i+5] {
+				for _, h := range b[s.i+1 : s.i+5] {
 					if unhex(h) < 0 {
 						return nil, false, s.errf("invalid \\u escape")
 					}
 				}
 				s.i += 5
 			default:
-				return nil, false, s.errf("invalid escape %q", s.b[s.i])
+				return nil, false, s.errf("invalid escape %q", b[s.i])
 			}
 		case c < 0x20:
 			return nil, false, s.errf("control character in string")
-		default:
-			if c >= 0x80 {
-				ascii = false
-			}
+		default: // >= 0x80
+			ascii = false
 			s.i++
 		}
 	}
 	return nil, false, errEnd
 }
+
+const (
+	lo7 = 0x0101010101010101
+	hi7 = 0x8080808080808080
+)
+
+// specialWord reports whether one of the 8 bytes of w is '"', '\\', a
+// control character or not ASCII.
+func specialWord(w uint64) bool {
+	hasZero := func(x uint64) uint64 { return (x - lo7) &^ x & hi7 }
+	return (w&hi7)|((w-0x20*lo7)&^w&hi7)|hasZero(w^('"'*lo7))|hasZero(w^('\\'*lo7)) != 0
+}
+
+// strPlain marks the bytes a string scan passes over: printable ASCII
+// other than '"' and '\\'.
+var strPlain = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func unhex(c byte) int {
 	switch {
@@ -134,49 +168,56 @@ func unhex(c byte) int {
 // invalid UTF-8 and lone surrogates with U+FFFD as encoding/json does.
 func unescape(dst, raw []byte) []byte {
 	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c == '\\' {
-			i++
-			switch raw[i] {
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				r := hex4(raw[i+1:])
-				i += 5
-				if utf16.IsSurrogate(r) {
-					if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-						if r2 := utf16.DecodeRune(r, hex4(raw[i+2:])); r2 != utf8.RuneError {
-							i += 6
-							dst = utf8.AppendRune(dst, r2)
-							continue
-						}
-					}
-					r = utf8.RuneError
-				}
-				dst = utf8.AppendRune(dst, r)
-				continue
-			default: // '"', '\\', '/'
-				dst = append(dst, raw[i])
+		if raw[i] != '\\' {
+			// Copy the run up to the next escape at once.
+			j := bytes.IndexByte(raw[i:], '\\')
+			if j < 0 {
+				j = len(raw) - i
 			}
-			i++
+			run := raw[i : i+j]
+			if utf8.Valid(run) {
+				dst = append(dst, run...)
+			} else {
+				for k := 0; k < len(run); {
+					r, n := utf8.DecodeRune(run[k:])
+					dst = utf8.AppendRune(dst, r)
+					k += n
+				}
+			}
+			i += j
 			continue
 		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, c)
-			i++
+		i++
+		switch raw[i] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := hex4(raw[i+1:])
+			i += 5
+			if utf16.IsSurrogate(r) {
+				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
+					if r2 := utf16.DecodeRune(r, hex4(raw[i+2:])); r2 != utf8.RuneError {
+						i += 6
+						dst = utf8.AppendRune(dst, r2)
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			dst = utf8.AppendRune(dst, r)
 			continue
+		default: // '"', '\\', '/'
+			dst = append(dst, raw[i])
 		}
-		r, n := utf8.DecodeRune(raw[i:])
-		dst = utf8.AppendRune(dst, r)
-		i += n
+		i++
 	}
 	return dst
 }
@@ -205,17 +246,6 @@ func (s *scanner) str(intern bool) (string, error) {
 		return s.in.get(raw), nil
 	}
 	return string(raw), nil
-}
-
-// bytesValue reads a string value into a byte slice: raw itself when it
-// has no escapes, else its value appended to buf[:0].
-func (s *scanner) bytesValue(buf []byte) (val, newBuf []byte, err error) {
-	raw, plain, err := s.rawString()
-	if err != nil || plain {
-		return raw, buf, err
-	}
-	buf = unescape(buf[:0], raw)
-	return buf, buf, nil
 }
 
 func (s *scanner) null() error {

@@ -26,17 +26,26 @@ type Limits struct {
 	// ErrLimit: the input has more events per ReorderWindow than allowed.
 	MaxBuffered int
 
+	// MaxBufferedBytes bounds the JSON text of the events held in the
+	// reorder buffers of all inputs together (default 1 GiB; a decoded
+	// event takes about as much memory as its text). Exceeding it is an
+	// error wrapping ErrLimit: large events (RequestResponse level) too
+	// dense for ReorderWindow.
+	MaxBufferedBytes int64
+
 	// MaxSpan is how far after the stream's anchor (the earliest of the
 	// inputs' first events) an event may be (default 31 days). A later
 	// event, or one more than ReorderWindow before the anchor, is a
 	// SkipOutOfSpan.
 	MaxSpan time.Duration
 
-	// MaxDedup is the number of recently returned (auditID, stage) keys
-	// remembered to drop repeats (default 65536, about 5 MiB). A repeat is
-	// caught if fewer than MaxDedup events were returned between the two
-	// copies; exact copies have the same stageTimestamp, so the merge
-	// returns them next to each other.
+	// MaxDedup is the most (auditID, stage) keys remembered to drop
+	// repeats (default 65536, at most about 8 MiB). Keys are remembered for
+	// the run of events with the same stageTimestamp: copies of one event
+	// have the same stageTimestamp and the merge returns them in that run.
+	// A run longer than MaxDedup starts over, so a repeat is missed only if
+	// more than MaxDedup events share its timestamp. A repeat with another
+	// stageTimestamp is not a copy and is returned.
 	MaxDedup int
 
 	// MaxEvents is the most events Next returns (default 100 million).
@@ -67,16 +76,17 @@ type Limits struct {
 // DefaultLimits returns the defaults used for zero fields of Limits.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxLineBytes:  16 << 20,
-		ReorderWindow: 5 * time.Second,
-		MaxBuffered:   100000,
-		MaxSpan:       31 * 24 * time.Hour,
-		MaxDedup:      1 << 16,
-		MaxEvents:     100_000_000,
-		MaxFiles:      128,
-		MaxSkips:      1000,
-		SniffLines:    100,
-		OverlapSlack:  time.Minute,
+		MaxLineBytes:     16 << 20,
+		ReorderWindow:    5 * time.Second,
+		MaxBuffered:      100000,
+		MaxBufferedBytes: 1 << 30,
+		MaxSpan:          31 * 24 * time.Hour,
+		MaxDedup:         1 << 16,
+		MaxEvents:        100_000_000,
+		MaxFiles:         128,
+		MaxSkips:         1000,
+		SniffLines:       100,
+		OverlapSlack:     time.Minute,
 	}
 }
 
@@ -112,6 +122,7 @@ func (lim Limits) withDefaults() (Limits, error) {
 	fixInt("MaxLineBytes", &lim.MaxLineBytes, d.MaxLineBytes)
 	fixDur("ReorderWindow", &lim.ReorderWindow, d.ReorderWindow)
 	fixInt("MaxBuffered", &lim.MaxBuffered, d.MaxBuffered)
+	fixInt64("MaxBufferedBytes", &lim.MaxBufferedBytes, d.MaxBufferedBytes)
 	fixDur("MaxSpan", &lim.MaxSpan, d.MaxSpan)
 	fixInt("MaxDedup", &lim.MaxDedup, d.MaxDedup)
 	fixInt64("MaxEvents", &lim.MaxEvents, d.MaxEvents)
@@ -153,6 +164,7 @@ type InputError struct {
 	Err error
 }
 
+// Error returns "audit: file: after line N: cause".
 func (e *InputError) Error() string {
 	return fmt.Sprintf("audit: %s: after line %d: %v", e.Pos.File, e.Pos.Line, e.Err)
 }

@@ -47,6 +47,13 @@ func (lr *lineReader) next() (line []byte, long int64, err error) {
 				lr.line++
 				return trimLine(seg), 0, nil
 			default:
+				if need := len(lr.buf) + len(seg); need > cap(lr.buf) {
+					// Double (append grows large slices by 1.25x, which
+					// allocates 5 times the final size in total).
+					nb := make([]byte, len(lr.buf), max(need, min(2*cap(lr.buf), lr.max+1)))
+					copy(nb, lr.buf)
+					lr.buf = nb
+				}
 				lr.buf = append(lr.buf, seg...)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -27,9 +28,10 @@ type Reader struct {
 	anchor    time.Time
 	anchorPos Position
 
-	buffered int
-	returned int64
-	err      error // sticky: io.EOF, a fatal error or errClosed
+	buffered      int
+	bufferedBytes int64
+	returned      int64
+	err           error // sticky: io.EOF, a fatal error or errClosed
 
 	skips     [numSkipReasons]SkipStats
 	bad       int64
@@ -41,8 +43,9 @@ type Reader struct {
 // item is a buffered event; seq orders events of one input with equal
 // timestamps by line (and by position within a line).
 type item struct {
-	ev  *Event
-	seq int64
+	ev   *Event
+	seq  int64
+	size int64 // the event's JSON text length, for MaxBufferedBytes
 }
 
 func (a item) less(b item) bool {
@@ -66,6 +69,7 @@ type input struct {
 
 	buf         []item // min-heap
 	newest      time.Time
+	newestLine  int64 // the line of the newest event
 	released    time.Time
 	hasReleased bool
 	head        item
@@ -139,7 +143,8 @@ func NewReader(names []string, rs []io.Reader, lim Limits) (*Reader, error) {
 
 // Next returns the next event in stageTimestamp order (ties in input
 // order, then line order), or io.EOF at the end. Each event is new: the
-// caller may keep it.
+// caller may keep it. Apart from decoding, an event costs O(log inputs)
+// in the merge and O(log buffered) in its input's reorder buffer.
 //
 // An error wrapping ErrLimit, ErrUnsupportedFormat or ErrNotAuditLog ends
 // the stream: later calls return it again. An *InputError (for example a
@@ -179,7 +184,7 @@ func (r *Reader) Next() (*Event, error) {
 		ev := in.head.ev
 		in.head = item{}
 		if first, dup := r.dedup.seen(ev); dup {
-			if err := r.skip(ev.Source, SkipDuplicate, func() string {
+			if err := r.skip(in, ev.Source, SkipDuplicate, func() string {
 				return fmt.Sprintf("auditID %s stage %s already returned from %s", ev.AuditID, ev.Stage, first)
 			}); err != nil {
 				r.err = err
@@ -198,21 +203,40 @@ func (r *Reader) Next() (*Event, error) {
 	}
 }
 
-// prime reads each input up to its first event and anchors the stream at
-// the earliest of them.
+// primeEvents is how many events of each input are read to choose the
+// anchor.
+const primeEvents = 16
+
+// prime reads the first events of each input and anchors the stream at
+// the earliest of them, leaving out those more than MaxSpan from their
+// median: a wild first line (an apiserver started before its clock was
+// set) does not anchor the stream, it is skipped as out of span.
 func (r *Reader) prime() error {
+	target := max(1, min(primeEvents, r.lim.MaxBuffered/len(r.inputs)))
+	var all []time.Time
 	for _, in := range r.inputs {
-		for len(in.buf) == 0 && !in.eof {
+		for len(in.buf) < target && !in.eof {
 			if err := r.readLine(in); err != nil {
 				return err
 			}
 		}
+		for _, it := range in.buf {
+			all = append(all, it.ev.StageTimestamp)
+		}
 	}
 	r.primed = true
-	for _, in := range r.inputs {
-		for _, it := range in.buf {
-			if !r.anchored || it.ev.StageTimestamp.Before(r.anchor) {
-				r.anchored, r.anchor, r.anchorPos = true, it.ev.StageTimestamp, it.ev.Source
+	if len(all) > 0 {
+		slices.SortFunc(all, time.Time.Compare)
+		median := all[len(all)/2]
+		for _, in := range r.inputs {
+			for _, it := range in.buf {
+				ts := it.ev.StageTimestamp
+				if d := ts.Sub(median); d > r.lim.MaxSpan || -d > r.lim.MaxSpan {
+					continue
+				}
+				if !r.anchored || ts.Before(r.anchor) || (ts.Equal(r.anchor) && it.ev.Source.Line < r.anchorPos.Line && it.ev.Source.File == r.anchorPos.File) {
+					r.anchored, r.anchor, r.anchorPos = true, ts, it.ev.Source
+				}
 			}
 		}
 	}
@@ -222,8 +246,9 @@ func (r *Reader) prime() error {
 		for _, it := range primed {
 			if reason := r.spanCheck(it.ev); reason != "" {
 				r.buffered--
+				r.bufferedBytes -= it.size
 				in.stats.Read--
-				if err := r.skip(it.ev.Source, SkipOutOfSpan, func() string { return reason }); err != nil {
+				if err := r.skip(in, it.ev.Source, SkipOutOfSpan, func() string { return reason }); err != nil {
 					return err
 				}
 				continue
@@ -241,11 +266,11 @@ func (r *Reader) prime() error {
 func (in *input) rangeReset() {
 	in.stats.First, in.stats.Last, in.newest = time.Time{}, time.Time{}, time.Time{}
 	for _, it := range in.buf {
-		in.note(it.ev.StageTimestamp)
+		in.note(it.ev.StageTimestamp, it.ev.Source.Line)
 	}
 }
 
-func (in *input) note(ts time.Time) {
+func (in *input) note(ts time.Time, line int64) {
 	if in.stats.First.IsZero() || ts.Before(in.stats.First) {
 		in.stats.First = ts
 	}
@@ -253,7 +278,7 @@ func (in *input) note(ts time.Time) {
 		in.stats.Last = ts
 	}
 	if ts.After(in.newest) {
-		in.newest = ts
+		in.newest, in.newestLine = ts, line
 	}
 }
 
@@ -278,6 +303,7 @@ func (r *Reader) fill(in *input) error {
 		if len(in.buf) > 0 && (in.eof || !in.buf[0].ev.StageTimestamp.After(in.newest.Add(-r.lim.ReorderWindow))) {
 			it := in.pop()
 			r.buffered--
+			r.bufferedBytes -= it.size
 			in.released, in.hasReleased = it.ev.StageTimestamp, true
 			in.head = it
 			r.pushInput(in)
@@ -367,11 +393,11 @@ func (r *Reader) readLine(in *input) error {
 	switch {
 	case long > 0:
 		in.nonBlank++
-		err = r.skip(pos, SkipLongLine, func() string {
+		err = r.skip(in, pos, SkipLongLine, func() string {
 			return fmt.Sprintf("line of %d bytes is longer than Limits.MaxLineBytes=%d", long, r.lim.MaxLineBytes)
 		})
 	case len(line) == 0:
-		err = r.skip(pos, SkipBlank, func() string { return "blank line" })
+		err = r.skip(in, pos, SkipBlank, func() string { return "blank line" })
 	default:
 		in.nonBlank++
 		err = r.decodeLine(in, pos, line)
@@ -405,13 +431,13 @@ func (r *Reader) decodeLine(in *input, pos Position, line []byte) error {
 			if sl.reason == SkipStage || sl.reason == SkipZeroTime {
 				in.decoded++
 			}
-			if err := r.skip(pos, sl.reason, sl.detail); err != nil {
+			if err := r.skip(in, pos, sl.reason, sl.detail); err != nil {
 				return err
 			}
 			continue
 		}
 		in.decoded++
-		if err := r.accept(in, pos, sl.ev); err != nil {
+		if err := r.accept(in, pos, sl.ev, int64(sl.size)); err != nil {
 			return err
 		}
 	}
@@ -435,33 +461,41 @@ func (sl *slot) detail() string {
 }
 
 // accept applies the time checks to ev and buffers it.
-func (r *Reader) accept(in *input, pos Position, ev *Event) error {
+func (r *Reader) accept(in *input, pos Position, ev *Event, size int64) error {
 	ev.Source = pos
 	ts := ev.StageTimestamp
-	if r.primed {
+	if r.anchored {
 		if reason := r.spanCheck(ev); reason != "" {
-			return r.skip(pos, SkipOutOfSpan, func() string { return reason })
+			return r.skip(in, pos, SkipOutOfSpan, func() string { return reason })
 		}
 	}
 	if in.hasReleased && ts.Before(in.released) {
-		return r.skip(pos, SkipOutOfOrder, func() string {
-			return fmt.Sprintf("stageTimestamp %s is out of order by %v, beyond Limits.ReorderWindow=%v",
-				ts.Format(time.RFC3339Nano), in.newest.Sub(ts), r.lim.ReorderWindow)
+		return r.skip(in, pos, SkipOutOfOrder, func() string {
+			return fmt.Sprintf("stageTimestamp %s is out of order by %v, beyond Limits.ReorderWindow=%v (the newest event read is line %d at %s)",
+				ts.Format(time.RFC3339Nano), in.newest.Sub(ts), r.lim.ReorderWindow, in.newestLine, in.newest.Format(time.RFC3339Nano))
 		})
 	}
 	if r.buffered >= r.lim.MaxBuffered {
 		return limitErr("MaxBuffered", r.lim.MaxBuffered, "%s: too many events within Limits.ReorderWindow=%v of each other", pos, r.lim.ReorderWindow)
 	}
-	in.push(item{ev: ev, seq: in.seq})
+	if r.bufferedBytes+size > r.lim.MaxBufferedBytes {
+		return limitErr("MaxBufferedBytes", r.lim.MaxBufferedBytes, "%s: too many bytes of events within Limits.ReorderWindow=%v of each other", pos, r.lim.ReorderWindow)
+	}
+	in.push(item{ev: ev, seq: in.seq, size: size})
 	in.seq++
 	r.buffered++
+	r.bufferedBytes += size
 	in.stats.Read++
-	in.note(ts)
+	in.note(ts, pos.Line)
 	return nil
 }
 
 // skip counts a skipped line; detail is called only for kept samples.
-func (r *Reader) skip(pos Position, reason SkipReason, detail func() string) error {
+func (r *Reader) skip(in *input, pos Position, reason SkipReason, detail func() string) error {
+	in.stats.Skipped++
+	if reason.Bad() {
+		in.stats.BadSkips++
+	}
 	st := &r.skips[reason]
 	st.Reason = reason
 	st.Count++
@@ -652,37 +686,75 @@ func (r *Reader) popInput() *input {
 	return top
 }
 
-// dedup remembers the last max (auditID, stage) keys returned.
+// dedup remembers the (auditID, stage) keys returned at the current
+// stageTimestamp. Copies of one event (the same file given twice,
+// overlapping exports, an event in two envelopes) have the same
+// stageTimestamp, and the merge returns events in stageTimestamp order, so
+// every copy is returned within the run of events at that timestamp; the
+// set is forgotten when the timestamp moves on. Memory is bounded by the
+// longest run of equal timestamps, and at most max keys: a run longer than
+// that starts over (later repeats in it are not caught).
 type dedup struct {
 	max  int
-	m    map[dedupKey]Position
-	ring []dedupKey
-	next int
+	ts   time.Time
+	keys []dedupEntry          // the run, searched linearly while short
+	m    map[dedupKey]Position // the run's index once it is long
 }
 
 type dedupKey struct{ id, stage string }
 
-// seen reports whether ev's key was remembered (and where it was first
-// returned), and remembers it otherwise. Events without an auditID are
-// never duplicates.
+type dedupEntry struct {
+	key dedupKey
+	pos Position
+}
+
+// dedupScan is the run length up to which keys are searched linearly.
+const dedupScan = 16
+
+// seen reports whether ev's key was returned in the current run (and
+// where), and remembers it otherwise. Events without an auditID are never
+// duplicates.
 func (d *dedup) seen(ev *Event) (Position, bool) {
+	if !ev.StageTimestamp.Equal(d.ts) {
+		d.ts = ev.StageTimestamp
+		d.reset()
+	}
 	if ev.AuditID == "" {
 		return Position{}, false
 	}
 	k := dedupKey{ev.AuditID, ev.Stage}
-	if p, ok := d.m[k]; ok {
-		return p, true
-	}
-	if d.m == nil {
-		d.m = make(map[dedupKey]Position)
-	}
-	if len(d.ring) < d.max {
-		d.ring = append(d.ring, k)
+	if d.m != nil {
+		if p, ok := d.m[k]; ok {
+			return p, true
+		}
 	} else {
-		delete(d.m, d.ring[d.next])
-		d.ring[d.next] = k
-		d.next = (d.next + 1) % d.max
+		for _, e := range d.keys {
+			if e.key == k {
+				return e.pos, true
+			}
+		}
 	}
-	d.m[k] = ev.Source
+	if len(d.keys) >= d.max {
+		d.reset()
+	}
+	d.keys = append(d.keys, dedupEntry{k, ev.Source})
+	switch {
+	case d.m != nil:
+		d.m[k] = ev.Source
+	case len(d.keys) > dedupScan:
+		d.m = make(map[dedupKey]Position, 2*len(d.keys))
+		for _, e := range d.keys {
+			d.m[e.key] = e.pos
+		}
+	}
 	return Position{}, false
+}
+
+func (d *dedup) reset() {
+	clear(d.keys)
+	d.keys = d.keys[:0]
+	if cap(d.keys) > 4096 {
+		d.keys = nil
+	}
+	d.m = nil
 }

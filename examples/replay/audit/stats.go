@@ -38,6 +38,7 @@ const (
 
 var formatNames = [numFormats]string{"unknown", "plain", "azure-diagnostics", "cloudwatch-s3-export", "cloudwatch-message", "cloudwatch-subscription", "gke-cloud-logging"}
 
+// String returns the format's name, as used in Stats warnings.
 func (f Format) String() string {
 	if f < 0 || f >= numFormats {
 		return fmt.Sprintf("Format(%d)", int(f))
@@ -50,7 +51,7 @@ type SkipReason int
 
 // The skip reasons. Bad reasons (see Bad) count toward Limits.MaxSkips.
 const (
-	skipInvalid SkipReason = iota
+	_ SkipReason = iota // invalid
 	// SkipLongLine: the line is longer than Limits.MaxLineBytes (bad).
 	SkipLongLine
 	// SkipMalformed: invalid JSON, a non-object line, a field of the wrong
@@ -85,6 +86,7 @@ const (
 
 var skipNames = [numSkipReasons]string{"invalid", "line too long", "malformed", "not an audit event", "zero stageTimestamp", "out of order", "out of span", "stage", "duplicate", "control message", "blank", "other log"}
 
+// String returns the reason as used in Skip.String.
 func (s SkipReason) String() string {
 	if s <= 0 || s >= numSkipReasons {
 		return fmt.Sprintf("SkipReason(%d)", int(s))
@@ -107,6 +109,7 @@ type Skip struct {
 	Detail string
 }
 
+// String returns "file:line: reason: detail".
 func (s Skip) String() string { return fmt.Sprintf("%s: %s: %s", s.Pos, s.Reason, s.Detail) }
 
 // SkipStats counts the skips of one reason.
@@ -124,6 +127,9 @@ type FileStats struct {
 	Lines  int64  // lines read
 	Read   int64  // events accepted into the merge (before dedup)
 	Events int64  // events returned by Next
+	// Skipped counts this input's skipped lines and events, BadSkips
+	// those whose reason is Bad (Stats.Skipped has the reasons).
+	Skipped, BadSkips int64
 	// First and Last are the earliest and latest stageTimestamp of the
 	// events accepted from this input (zero when none).
 	First, Last time.Time

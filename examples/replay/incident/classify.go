@@ -1,6 +1,7 @@
 package incident
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -79,13 +80,15 @@ type condition struct {
 }
 
 // ready returns the status of the condition of type t in the body ("" when
-// the body has none).
+// the body has none with a status).
 func (o *object) ready(t string) v1.ConditionStatus {
 	if o == nil {
 		return ""
 	}
+	// The request's conditions come first; a patch's may carry only a
+	// heartbeat (no status), then the response's says.
 	for _, c := range o.StatusRaw.Conditions {
-		if c.Type == t {
+		if c.Type == t && c.Status != "" {
 			return v1.ConditionStatus(c.Status)
 		}
 	}
@@ -234,40 +237,54 @@ func (c *classifier) classify(e *audit.Event) (item, bool, error) {
 	return it, true, nil
 }
 
-// decode reads the body of e into it.body: the response when it is the
-// object (level RequestResponse), else the request (a patch for patches).
+// decode reads the bodies of e into it.body. The request says what the
+// write set (a patch's conditions and taints, a Binding's node); the
+// response (level RequestResponse) is the whole object after it. The body
+// merges both: the request's Ready condition and taints first, the rest
+// from whichever has it.
 func (c *classifier) decode(e *audit.Event, it *item) error {
-	raw, whole := e.ResponseObject, true
-	if len(raw) == 0 || it.op == opCtlPodDelete || it.op == opPodDelete || it.op == opPodBind {
-		// A delete's request is DeleteOptions and its response the object
-		// (or a Status); a binding's request is the Binding.
-		if len(e.ResponseObject) > 0 && (it.op == opCtlPodDelete || it.op == opPodDelete) {
-			raw = e.ResponseObject
-		} else {
-			raw, whole = e.RequestObject, e.Verb != "patch"
+	req, err := c.parse(e, e.RequestObject, it)
+	if err != nil {
+		return err
+	}
+	resp, err := c.parse(e, e.ResponseObject, it)
+	if err != nil {
+		return err
+	}
+	if req != nil && (req.Kind == "DeleteOptions" || req.Kind == "Status") {
+		req = nil // a delete's options
+	}
+	if resp != nil && resp.Kind == "Status" {
+		resp = nil // a delete's or a binding's answer
+	}
+	if req == nil && resp == nil {
+		return nil
+	}
+	o := &object{whole: resp != nil || (req != nil && e.Verb != "patch")}
+	for _, b := range []*object{req, resp} {
+		if b == nil {
+			continue
 		}
+		o.Kind = cmp.Or(o.Kind, b.Kind)
+		o.Metadata.Name = cmp.Or(o.Metadata.Name, b.Metadata.Name)
+		o.Metadata.Namespace = cmp.Or(o.Metadata.Namespace, b.Metadata.Namespace)
+		o.Metadata.UID = cmp.Or(o.Metadata.UID, b.Metadata.UID)
+		o.Metadata.CreationTimestamp = cmp.Or(o.Metadata.CreationTimestamp, b.Metadata.CreationTimestamp)
+		if o.Metadata.Labels == nil {
+			o.Metadata.Labels = b.Metadata.Labels
+		}
+		o.Spec.NodeName = cmp.Or(o.Spec.NodeName, b.Spec.NodeName)
+		if len(o.Spec.Tolerations) == 0 {
+			o.Spec.Tolerations = b.Spec.Tolerations
+		}
+		// The request's taints (a patch sends the whole list) before the
+		// response's.
+		if len(o.Spec.Taints) == 0 {
+			o.Spec.Taints = b.Spec.Taints
+		}
+		o.StatusRaw.Conditions = append(o.StatusRaw.Conditions, b.StatusRaw.Conditions...)
+		o.Target.Name = cmp.Or(o.Target.Name, b.Target.Name)
 	}
-	if len(raw) == 0 {
-		return nil
-	}
-	if max := c.lim.MaxObjectBytes; max > 0 && int64(len(raw)) > max {
-		return fmt.Errorf("%w: %s: %s %s body of %d bytes, over MaxObjectBytes=%d (-max-object-bytes)", ErrLimit, e.Source, e.Verb, refString(e.ObjectRef), len(raw), max)
-	}
-	var o object
-	if err := json.Unmarshal(raw, &o); err != nil {
-		it.bad = shorten(err.Error())
-		return nil
-	}
-	if o.Kind == "Status" || o.Kind == "DeleteOptions" {
-		return nil
-	}
-	if n := c.lim.MaxLabels; n > 0 && len(o.Metadata.Labels) > n {
-		return fmt.Errorf("%w: %s: %s has %d labels, over MaxLabels=%d (-max-labels)", ErrLimit, e.Source, refString(e.ObjectRef), len(o.Metadata.Labels), n)
-	}
-	if n := c.lim.MaxTaints; n > 0 && (len(o.Spec.Tolerations) > n) {
-		return fmt.Errorf("%w: %s: %s has %d tolerations, over MaxTaints=%d (-max-taints)", ErrLimit, e.Source, refString(e.ObjectRef), len(o.Spec.Tolerations), n)
-	}
-	o.whole = whole
 	// Only the labels the monitor reads are kept.
 	if o.Metadata.Labels != nil {
 		keep := map[string]string{}
@@ -278,8 +295,32 @@ func (c *classifier) decode(e *audit.Event, it *item) error {
 		}
 		o.Metadata.Labels = keep
 	}
-	it.body = &o
+	it.body = o
 	return nil
+}
+
+// parse decodes one body (nil when empty or unreadable: it.bad says why).
+func (c *classifier) parse(e *audit.Event, raw []byte, it *item) (*object, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if max := c.lim.MaxObjectBytes; max > 0 && int64(len(raw)) > max {
+		return nil, fmt.Errorf("%w: %s: %s %s body of %d bytes, over MaxObjectBytes=%d (-max-object-bytes)", ErrLimit, e.Source, e.Verb, refString(e.ObjectRef), len(raw), max)
+	}
+	var o object
+	if err := json.Unmarshal(raw, &o); err != nil {
+		if it.bad == "" {
+			it.bad = shorten(err.Error())
+		}
+		return nil, nil
+	}
+	if n := c.lim.MaxLabels; n > 0 && len(o.Metadata.Labels) > n {
+		return nil, fmt.Errorf("%w: %s: %s has %d labels, over MaxLabels=%d (-max-labels)", ErrLimit, e.Source, refString(e.ObjectRef), len(o.Metadata.Labels), n)
+	}
+	if n := c.lim.MaxTaints; n > 0 && len(o.Spec.Tolerations) > n {
+		return nil, fmt.Errorf("%w: %s: %s has %d tolerations, over MaxTaints=%d (-max-taints)", ErrLimit, e.Source, refString(e.ObjectRef), len(o.Spec.Tolerations), n)
+	}
+	return &o, nil
 }
 
 func refString(r *audit.ObjectRef) string {

@@ -144,12 +144,18 @@ func Compare(h *History, run *Run) *Comparison {
 			c.Saved = append(c.Saved, PodOutcome{Pod: d.Pod, Node: d.Node, Evicted: d.Time, Reason: savedReason(h, run, d)})
 		}
 	}
+	recUnknown := map[string]bool{}
+	for _, d := range h.Recorded {
+		if d.Kind == KindNodeUnknown {
+			recUnknown[d.Node] = true
+		}
+	}
 	for _, d := range run.Replayed {
 		if d.Kind != KindPodEvicted || !repEv[d.Pod].Time.Equal(d.Time) {
 			continue
 		}
 		if _, ok := recEv[d.Pod]; !ok {
-			c.NewlyLost = append(c.NewlyLost, PodOutcome{Pod: d.Pod, Node: d.Node, Evicted: d.Time, Reason: lostReason(h, run, d)})
+			c.NewlyLost = append(c.NewlyLost, PodOutcome{Pod: d.Pod, Node: d.Node, Evicted: d.Time, Reason: lostReason(h, run, d, recUnknown[d.Node])})
 		}
 	}
 	return c
@@ -208,7 +214,15 @@ func savedReason(h *History, run *Run, d Decision) string {
 	return fmt.Sprintf("node %s tainted NoExecute at %s; the pod's eviction: %s", d.Node, o(f.taintedAt), strings.ToLower(x.State.String()))
 }
 
-func lostReason(h *History, run *Run, d Decision) string {
+func lostReason(h *History, run *Run, d Decision, recUnknown bool) string {
+	why := lostWhy(run, d, recUnknown)
+	if ns, name, _ := cut(d.Pod); h.Pod(ns, name) != nil && !h.Pod(ns, name).TolerationsKnown {
+		why += "; its tolerations are not in the log (the 300s defaults assumed: a DaemonSet pod would tolerate forever)"
+	}
+	return why
+}
+
+func lostWhy(run *Run, d Decision, recUnknown bool) string {
 	o := func(t time.Time) string { return Offset(run.Origin, t) }
 	f := run.nodes[d.Node]
 	if f == nil || f.unknownAt.IsZero() {
@@ -219,12 +233,6 @@ func lostReason(h *History, run *Run, d Decision) string {
 		why += fmt.Sprintf(" (heartbeat gap %v from %s, past grace %v)", f.maxGap.Round(time.Millisecond), o(f.gapStart), run.Policy.NodeMonitorGracePeriod)
 	} else {
 		why += fmt.Sprintf(" (longest heartbeat gap %v, within grace %v: its Lease cache was behind)", f.maxGap.Round(time.Millisecond), run.Policy.NodeMonitorGracePeriod)
-	}
-	recUnknown := false
-	for _, r := range h.Recorded {
-		if r.Kind == KindNodeUnknown && r.Node == d.Node {
-			recUnknown = true
-		}
 	}
 	if !recUnknown {
 		why += "; the recorded controller never wrote it Unknown"

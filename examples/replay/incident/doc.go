@@ -22,6 +22,22 @@
 // with the log. Phases and Sweep replay the log several times (one pass
 // each); Run.Scenario exports a policysim scenario of the timeline.
 //
+// # Files
+//
+//	source.go    Source, Opener, SliceSource
+//	classify.go  an audit event to what it is to the replay: an input or the recorded controller's write; bodies
+//	limits.go    Limits, ErrLimit
+//	inventory.go the first pass: History (nodes, pods, recorded decisions)
+//	facts.go     what the log holds and lacks: Facts, Doctor
+//	policy.go    Policy with kube-controller-manager's flag names, its monitor.Config
+//	replay.go    the second pass: the Monitor on monitortest, stalls, the kubelets' reactions
+//	decision.go  Decision and its kinds
+//	compare.go   Compare: matched, missing, extra, first divergence, pods saved and newly lost with reasons
+//	phases.go    the phase sensitivity
+//	sweep.go     sweeps over policy flags
+//	scenario.go  Run.Scenario: a policysim scenario of the timeline
+//	report.go    text and JSON output
+//
 // # What is read from the log (recorded)
 //
 //	input / decision          audit events                                          level needed
@@ -46,8 +62,10 @@
 //   - Watch delivery: the controller's caches see each write at its
 //     stageTimestamp, except during the stalls given
 //     (ReplayOptions.LeaseWatchStalls, as policysim's lease-watch-stall:
-//     monitortest.LeaseStall; NodeWatchStalls: the kubelets' status posts
-//     wait until the stall ends, live reads included).
+//     monitortest.LeaseStall; NodeWatchStalls: the Node cache frozen the
+//     same way, its Node events held back). During a stall the Lease
+//     circuit breaker's live reads see the kubelets' writes, with
+//     resourceVersions that tell the cache is behind.
 //   - Clock skew: none; times are the apiserver's.
 //   - Objects older than the log: Ready, with a Lease renewed at the log's
 //     first event.
@@ -64,6 +82,10 @@
 //     admission plugin's defaults (300s).
 //   - Nodes created in the log start with their create's taints and the
 //     not-ready:NoSchedule taint of the NodeTaint admission plugin.
+//   - A pod whose node the log never names (older than the log, only
+//     patched) is placed on the node the recorded controller wrote Unknown
+//     within the second before it marked the pod Ready=False, when that
+//     node is the only one (PodInfo.NodeInferred; the doctor counts them).
 //
 // # Time model
 //
@@ -93,6 +115,10 @@
 // # Simplifications
 //
 //   - Node writes by others (cordons, user taints) are not replayed.
+//   - A pod deletion by someone else after the recorded controller deleted
+//     the pod (the kubelet's or the pod garbage collector's final
+//     deletion) is the recorded eviction's consequence and is not
+//     replayed; one before it is.
 //   - A kubelet's status post without a body (level Metadata) keeps its
 //     last reported Ready status (True at first).
 //   - Taint timeAdded has one-second precision in the API: recorded

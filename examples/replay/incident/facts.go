@@ -32,6 +32,10 @@ type Facts struct {
 	// node writes and pod status writes without a body (their taints and
 	// Ready status are unknown).
 	CtlNodeWritesNoBody, CtlPodStatusNoBody int64
+	// DisruptionTargets counts the controller's pod status writes setting
+	// DisruptionTarget (written before a deletion; not compared: the
+	// replay's deletion carries it).
+	DisruptionTargets int64
 	// TaintsNoTimeAdded counts NoExecute taints the controller added
 	// without timeAdded (their time is the request's).
 	TaintsNoTimeAdded int64
@@ -40,6 +44,9 @@ type Facts struct {
 	// pods whose node is unknown, PodsNoTolerations those whose spec the
 	// log never carried.
 	NodesBeforeLog, PodsBeforeLog, NodesNoZone, PodsNoNode, PodsNoTolerations int
+	// PodsNodeInferred counts the pods whose node is inferred
+	// (PodInfo.NodeInferred).
+	PodsNodeInferred int
 }
 
 type opFacts struct{ n, withBody int64 }
@@ -78,6 +85,9 @@ func (f *Facts) finish(h *History) {
 		}
 		if p.Node == "" {
 			f.PodsNoNode++
+		}
+		if p.NodeInferred {
+			f.PodsNodeInferred++
 		}
 		if !p.TolerationsKnown {
 			f.PodsNoTolerations++
@@ -187,7 +197,11 @@ func (h *History) Doctor() Doctor {
 	}
 	d.Decisions = append(d.Decisions, c)
 	n, _ = f.count(opCtlPodDelete)
-	d.Decisions = append(d.Decisions, Check{What: string(KindPodEvicted), From: fmt.Sprintf("the controller's pod deletions (%d; level Metadata is enough)", n)})
+	c = Check{What: string(KindPodEvicted), From: fmt.Sprintf("the controller's pod deletions (%d; level Metadata is enough; %d DisruptionTarget conditions written before them, not compared)", n, f.DisruptionTargets)}
+	if k := evictionsWithoutTaint(h.Recorded); k > 0 {
+		c.Warning = fmt.Sprintf("%d recorded evictions with no NoExecute taint added to their node before them in the log: the log may begin mid-outage (or the node's taint writes have no body); the replay cannot reproduce them", k)
+	}
+	d.Decisions = append(d.Decisions, c)
 	if !ctlAny {
 		d.Decisions = append(d.Decisions, Check{What: "recorded controller", From: "writes by " + strings.Join(users, ", "),
 			Warning: "none in the log: nothing to compare with (name the controller's user with -controller-user)"})
@@ -209,6 +223,9 @@ func (h *History) Doctor() Doctor {
 	ws = nil
 	if f.PodsNoTolerations > 0 {
 		ws = append(ws, fmt.Sprintf("%d pods without tolerations in the log: given the admission plugin's defaults (300s)", f.PodsNoTolerations))
+	}
+	if f.PodsNodeInferred > 0 {
+		ws = append(ws, fmt.Sprintf("%d pods whose node the log never names: placed on the node the controller wrote Unknown just before it marked them Ready=False (inferred)", f.PodsNodeInferred))
 	}
 	if f.PodsNoNode > 0 {
 		ws = append(ws, fmt.Sprintf("%d pods without a known node: left out of the replay", f.PodsNoNode))
@@ -233,7 +250,28 @@ func (h *History) Doctor() Doctor {
 		"kubelets facing a replayed write the recording lacks: a node written Unknown is posted Ready again, and pods written Ready=False are put back Ready, at the kubelet's next recorded write within 10s (node status update and pod status sync periods); a kubelet silent for 10s does not react",
 		"tolerations: the admission plugin's defaults (not-ready and unreachable, 300s) are added to pods without their own",
 		"nodes created in the log: with the taints of their create (the response's when logged) and the NodeTaint admission plugin's not-ready:NoSchedule",
+		"pods the log never names (older than it and never written in it) are not in the replay: it cannot evict them, so newly lost pods are a lower bound",
 		"monitor passes: every --node-monitor-period from the log's first event plus a phase (-phases); the real controller's phase is unknown",
 	}
 	return d
+}
+
+// evictionsWithoutTaint counts the recorded pod evictions whose node the
+// log does not show tainted NoExecute before them.
+func evictionsWithoutTaint(recorded []Decision) int {
+	tainted := map[string]time.Time{}
+	n := 0
+	for _, d := range recorded { // in time order
+		switch {
+		case d.Kind == KindTaintAdded && strings.HasSuffix(d.Detail, ":NoExecute"):
+			if _, ok := tainted[d.Node]; !ok {
+				tainted[d.Node] = d.Time
+			}
+		case d.Kind == KindPodEvicted && d.Node != "": // an unknown node is its own warning
+			if _, ok := tainted[d.Node]; !ok {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -170,3 +170,47 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+func TestRequestAndResponseBodies(t *testing.T) {
+	// Level RequestResponse: the request patch says what the write set,
+	// the response is the object after it (here trimmed to its metadata).
+	at := func(d time.Duration) audit.Event {
+		return audit.Event{StageTimestamp: epoch.Add(d), RequestReceivedTimestamp: epoch.Add(d)}
+	}
+	mk := func(d time.Duration, verb string, ref audit.ObjectRef, req, resp string) audit.Event {
+		e := ev(nodeController, verb, ref, req, resp)
+		e.StageTimestamp, e.RequestReceivedTimestamp = at(d).StageTimestamp, at(d).RequestReceivedTimestamp
+		return e
+	}
+	trimmed := `{"kind":"Node","apiVersion":"v1","metadata":{"name":"n0","resourceVersion":"7"}}`
+	evs := []audit.Event{
+		mk(time.Second, "patch", audit.ObjectRef{Resource: "nodes", Name: "n0", Subresource: "status"},
+			`{"status":{"conditions":[{"type":"Ready","status":"Unknown"}]}}`, trimmed),
+		mk(2*time.Second, "patch", audit.ObjectRef{Resource: "nodes", Name: "n0"},
+			`{"spec":{"taints":[{"key":"node.kubernetes.io/unreachable","effect":"NoExecute","timeAdded":"2026-01-01T00:00:02Z"}]}}`, trimmed),
+		mk(3*time.Second, "patch", audit.ObjectRef{Resource: "nodes", Name: "n0"}, `{"spec":{"taints":null}}`, trimmed),
+		// A kubelet's heartbeat-only patch (no status) with the whole node
+		// in the response: Ready=True, then the controller's Unknown again.
+		func() audit.Event {
+			e := mk(4*time.Second, "patch", audit.ObjectRef{Resource: "nodes", Name: "n0", Subresource: "status"},
+				`{"status":{"conditions":[{"type":"Ready","lastHeartbeatTime":"2026-01-01T00:00:04Z"}]}}`,
+				`{"kind":"Node","metadata":{"name":"n0"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`)
+			e.User.Username = "system:node:n0"
+			return e
+		}(),
+		mk(5*time.Second, "patch", audit.ObjectRef{Resource: "nodes", Name: "n0", Subresource: "status"},
+			`{"status":{"conditions":[{"type":"Ready","status":"Unknown"}]}}`, trimmed),
+	}
+	h, err := Inventory(SliceSource(evs), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range h.Recorded {
+		got = append(got, fmt.Sprintf("%v %s %s %s", d.Time.Sub(epoch), d.Kind, d.Node, d.Detail))
+	}
+	want := []string{"1s node-unknown n0 ", "2s taint-added n0 node.kubernetes.io/unreachable:NoExecute", "3s taint-removed n0 node.kubernetes.io/unreachable:NoExecute", "5s node-unknown n0 "}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("recorded:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -34,6 +34,8 @@ type NodeInfo struct {
 	Created, FirstSeen time.Time
 	// Deleted is when it was deleted (zero: never in the log).
 	Deleted time.Time
+	// HasLease: its kubelet renews a Lease in the log.
+	HasLease bool
 }
 
 // Existed reports whether the node existed before the log began.
@@ -44,6 +46,10 @@ type PodInfo struct {
 	Namespace, Name, UID string
 	// Node is the node it is bound to ("" when the log never says).
 	Node string
+	// NodeInferred: the log never names the pod's node; it is the node
+	// the recorded controller wrote Unknown just before it marked the pod
+	// Ready=False (the only one within a second).
+	NodeInferred bool
 	// Tolerations as the log shows them (the admission plugin's defaults
 	// are added in the replay when missing); TolerationsKnown is false when
 	// the log never carried its spec.
@@ -106,6 +112,27 @@ type inventory struct {
 	taints map[string][]v1.Taint
 	podRdy map[podKey]v1.ConditionStatus
 	last   time.Time
+	// recent are the controller's node Unknown writes of the last second.
+	recent []recentUnknown
+}
+
+type recentUnknown struct {
+	at   time.Time
+	node string
+}
+
+// inferNode returns the one node the controller wrote Unknown within a
+// second before at, if there is exactly one.
+func (in *inventory) inferNode(at time.Time) (string, bool) {
+	in.recent = slices.DeleteFunc(in.recent, func(r recentUnknown) bool { return at.Sub(r.at) > time.Second })
+	node := ""
+	for _, r := range in.recent {
+		if node != "" && r.node != node {
+			return "", false
+		}
+		node = r.node
+	}
+	return node, node != ""
 }
 
 // Inventory reads src to its end (the first pass) and returns the
@@ -171,8 +198,11 @@ func (in *inventory) add(it *item) error {
 	b := it.body
 	switch it.op {
 	case opLease:
-		_, err := in.node(it.node, it.at)
-		return err
+		n, err := in.node(it.node, it.at)
+		if err != nil {
+			return err
+		}
+		n.HasLease = true
 	case opNodeStatus:
 		if _, err := in.node(it.node, it.at); err != nil {
 			return err
@@ -219,6 +249,9 @@ func (in *inventory) add(it *item) error {
 			// node's status only to mark it Unknown (or keep it so).
 			r, inferred = v1.ConditionUnknown, true
 			h.Facts.InferredUnknown++
+		}
+		if r == v1.ConditionUnknown {
+			in.recent = append(in.recent, recentUnknown{it.recv, it.node})
 		}
 		if r == v1.ConditionUnknown && in.ready[it.node] != v1.ConditionUnknown {
 			if err := in.record(Decision{Time: it.recv, Kind: KindNodeUnknown, Node: it.node, Inferred: inferred, Source: it.src.String()}); err != nil {
@@ -291,7 +324,15 @@ func (in *inventory) add(it *item) error {
 				h.Facts.CtlPodStatusNoBody++
 				return nil
 			}
+			if b.ready(string(v1.DisruptionTarget)) == v1.ConditionTrue {
+				h.Facts.DisruptionTargets++
+			}
 			r := b.ready(string(v1.PodReady))
+			if r == v1.ConditionFalse && p.Node == "" {
+				if n, ok := in.inferNode(it.recv); ok {
+					p.Node, p.NodeInferred = n, true
+				}
+			}
 			if r == v1.ConditionFalse && in.podRdy[it.pod] != v1.ConditionFalse {
 				if err := in.record(Decision{Time: it.recv, Kind: KindPodNotReady, Pod: it.pod.String(), Source: it.src.String()}); err != nil {
 					return err
@@ -357,15 +398,15 @@ func (in *inventory) pod(k podKey, at time.Time) (*PodInfo, error) {
 }
 
 func (in *inventory) podBody(p *PodInfo, it *item, b *object) {
-	if it.op == opPodStatus && p.Node == "" {
-		p.Node = it.node // the kubelet posting it runs it
+	if it.op == opPodStatus && (p.Node == "" || p.NodeInferred) {
+		p.Node, p.NodeInferred = it.node, false // the kubelet posting it runs it
 	}
 	if b == nil {
 		return
 	}
 	if it.op == opPodBind {
 		if b.Target.Name != "" {
-			p.Node = b.Target.Name
+			p.Node, p.NodeInferred = b.Target.Name, false
 		}
 		return
 	}
@@ -373,7 +414,7 @@ func (in *inventory) podBody(p *PodInfo, it *item, b *object) {
 		p.UID = b.Metadata.UID
 	}
 	if b.Spec.NodeName != "" {
-		p.Node = b.Spec.NodeName
+		p.Node, p.NodeInferred = b.Spec.NodeName, false
 	}
 	if b.whole && !p.TolerationsKnown {
 		// A whole pod (a create's or an UpdateStatus's request, a

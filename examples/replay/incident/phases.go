@@ -40,27 +40,54 @@ func PhaseOffsets(period time.Duration, n int) []time.Duration {
 }
 
 // Phases replays the log (opened with open for each run) under opt at
-// each phase and returns the sensitivity report and the runs, in phase
-// order.
+// each phase, one after the other, and returns the sensitivity report and
+// the runs, in phase order. A caller that runs replays in parallel runs
+// ReplayOptions.AtPhases' options itself and calls NewPhaseReport.
 func Phases(ctx context.Context, h *History, open Opener, opt ReplayOptions, phases []time.Duration) (*PhaseReport, []*Run, error) {
-	pr := &PhaseReport{Phases: phases}
-	items := map[[2]string]*PhaseItem{}
 	var runs []*Run
-	for _, ph := range phases {
-		src, err := open()
+	for _, o := range opt.AtPhases(phases) {
+		run, err := ReplayOpen(ctx, h, open, o)
 		if err != nil {
-			return nil, nil, err
-		}
-		o := opt
-		o.Phase = ph
-		run, err := Replay(ctx, h, src, o)
-		if closer, ok := src.(interface{ Close() error }); ok {
-			closer.Close()
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("phase %v: %w", ph, err)
+			return nil, nil, fmt.Errorf("phase %v: %w", o.Phase, err)
 		}
 		runs = append(runs, run)
+	}
+	return NewPhaseReport(h, runs), runs, nil
+}
+
+// AtPhases returns opt at each phase.
+func (opt ReplayOptions) AtPhases(phases []time.Duration) []ReplayOptions {
+	out := make([]ReplayOptions, 0, len(phases))
+	for _, ph := range phases {
+		o := opt
+		o.Phase = ph
+		out = append(out, o)
+	}
+	return out
+}
+
+// ReplayOpen opens the log with open, replays it (Replay) and closes it
+// when the Source has a Close method.
+func ReplayOpen(ctx context.Context, h *History, open Opener, opt ReplayOptions) (*Run, error) {
+	src, err := open()
+	if err != nil {
+		return nil, err
+	}
+	run, err := Replay(ctx, h, src, opt)
+	if c, ok := src.(interface{ Close() error }); ok {
+		c.Close()
+	}
+	return run, err
+}
+
+// NewPhaseReport returns the phase sensitivity of runs of one log at
+// different phases (Run.Phase), in the runs' order.
+func NewPhaseReport(h *History, runs []*Run) *PhaseReport {
+	pr := &PhaseReport{}
+	items := map[[2]string]*PhaseItem{}
+	for _, run := range runs {
+		ph := run.Phase
+		pr.Phases = append(pr.Phases, ph)
 		c := Compare(h, run)
 		note := func(outcome, obj string) {
 			k := [2]string{outcome, obj}
@@ -97,7 +124,7 @@ func Phases(ctx context.Context, h *History, open Opener, opt ReplayOptions, pha
 	slices.SortFunc(pr.Items, func(a, b PhaseItem) int {
 		return cmp.Or(cmp.Compare(a.Outcome, b.Outcome), cmp.Compare(a.Object, b.Object))
 	})
-	return pr, runs, nil
+	return pr
 }
 
 type phaseItemJSON struct {

@@ -2,6 +2,7 @@ package incident
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -124,6 +125,9 @@ func (p *Policy) Set(name, value string) error {
 	if err != nil {
 		return err
 	}
+	// Copied on write: a Policy copied from another (a sweep's runs from
+	// its base) shares the map.
+	p.given = maps.Clone(p.given)
 	if p.given == nil {
 		p.given = map[string]bool{}
 	}

@@ -44,14 +44,10 @@ func TestRecordedKCM(t *testing.T) {
 		// known are the recorded decisions the library deliberately does
 		// not make, each with its reason.
 		known []recordedKnown
-		// orderFree: pair each kind's decisions by rank in time (see
-		// byRank).
-		orderFree bool
 	}{
-		{"parity-one-silent-node", parityFlags, nil, false},
-		{"parity-zone-dark", parityFlags, nil, false},
-		{"parity-all-dark", parityFlags, fullDisruptionRace, false},
-		{"parity-large-zone-40-of-60", parityFlags, retaint, true},
+		{"parity-one-silent-node", parityFlags, nil},
+		{"parity-zone-dark", parityFlags, nil},
+		{"parity-all-dark", parityFlags, fullDisruptionRace},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join("..", "testdata", "kcm", tt.name+".audit.jsonl.gz")
@@ -95,9 +91,6 @@ func TestRecordedKCM(t *testing.T) {
 			bestBad := -1
 			for _, r := range runs {
 				rc := Compare(h, r)
-				if tt.orderFree {
-					rc = byRank(rc)
-				}
 				rc.Missing = explain(t, rc, tt.known, false)
 				bad, md := len(rc.Missing)+len(rc.Extra), time.Duration(0)
 				for _, m := range rc.Matched {
@@ -112,11 +105,7 @@ func TestRecordedKCM(t *testing.T) {
 					run, c, maxDelta, bestBad = r, rc, md, bad
 				}
 			}
-			if tt.orderFree {
-				explain(t, byRank(Compare(h, run)), tt.known, true)
-			} else {
-				explain(t, Compare(h, run), tt.known, true)
-			}
+			explain(t, Compare(h, run), tt.known, true)
 			t.Logf("%d recorded, %d matched, %d missing, %d extra, max delta %v (phase %v)", len(h.Recorded), len(c.Matched), len(c.Missing), len(c.Extra), maxDelta, run.Phase)
 			if len(c.Missing)+len(c.Extra) > 0 || maxDelta.Abs() > pol.NodeMonitorPeriod {
 				var b strings.Builder
@@ -128,100 +117,11 @@ func TestRecordedKCM(t *testing.T) {
 	}
 }
 
-// byRank re-pairs c's decisions by rank in time within each kind and
-// taint when the recorded and replayed objects of that kind are the same
-// set: kube-controller-manager's pick among the tied nodes of a
-// rate-limited zone queue is its map's order, which no replay can follow
-// object by object (it is arbitrary); the k-th of KCM's decisions is then
-// judged against the replay's k-th. Kinds whose objects differ keep
-// Compare's pairing. A recorded decision that repeats an earlier one of
-// the same object (KCM deleting a deleted pod again) stays missing.
-func byRank(c *Comparison) *Comparison {
-	key := func(d Decision) string { return string(d.Kind) + " " + d.Detail }
-	var recAll, repAll []Decision
-	for _, m := range c.Matched {
-		d := Decision{Kind: m.Kind, Node: m.Node, Pod: m.Pod, Detail: m.Detail}
-		d.Time = m.Recorded
-		recAll = append(recAll, d)
-		d.Time = m.Replayed
-		repAll = append(repAll, d)
-	}
-	recAll = append(recAll, c.Missing...)
-	repAll = append(repAll, c.Extra...)
-	sortDecisions(recAll)
-	sortDecisions(repAll)
-	out := &Comparison{}
-	seen := map[string]bool{}
-	rec, rep := map[string][]Decision{}, map[string][]Decision{}
-	var keys []string
-	for _, d := range recAll {
-		if seen[d.object()] {
-			out.Missing = append(out.Missing, d) // a repeat
-			continue
-		}
-		seen[d.object()] = true
-		if rec[key(d)] == nil {
-			keys = append(keys, key(d))
-		}
-		rec[key(d)] = append(rec[key(d)], d)
-	}
-	for _, d := range repAll {
-		if rec[key(d)] == nil && rep[key(d)] == nil {
-			keys = append(keys, key(d))
-		}
-		rep[key(d)] = append(rep[key(d)], d)
-	}
-	objects := func(ds []Decision) []string {
-		var o []string
-		for _, d := range ds {
-			o = append(o, d.object())
-		}
-		slices.Sort(o)
-		return o
-	}
-	for _, k := range keys {
-		a, b := rec[k], rep[k]
-		if len(a) > 0 && slices.Equal(objects(a), objects(b)) {
-			for i, d := range a {
-				out.Matched = append(out.Matched, Match{Kind: d.Kind, Node: d.Node, Pod: d.Pod, Detail: d.Detail, Recorded: d.Time, Replayed: b[i].Time})
-			}
-			continue
-		}
-		for _, m := range c.Matched {
-			if string(m.Kind)+" "+m.Detail == k {
-				out.Matched = append(out.Matched, m)
-			}
-		}
-		for _, d := range c.Missing {
-			if key(d) == k && !slices.Contains(out.Missing, d) {
-				out.Missing = append(out.Missing, d)
-			}
-		}
-		for _, d := range c.Extra {
-			if key(d) == k {
-				out.Extra = append(out.Extra, d)
-			}
-		}
-	}
-	return out
-}
-
-// isRepeat reports whether the missing decision d repeats a matched one
-// of the same object made earlier.
-func isRepeat(c *Comparison, d Decision) bool {
-	return slices.ContainsFunc(c.Matched, func(m Match) bool {
-		return m.Kind == d.Kind && m.Node == d.Node && m.Pod == d.Pod && m.Detail == d.Detail && m.Recorded.Before(d.Time)
-	})
-}
-
 // recordedKnown is a recorded decision of upstream's that the library
 // deliberately does not make.
 type recordedKnown struct {
 	Kind   Kind
 	Detail string // "": any
-	// Repeat: only a decision that repeats an earlier matched one of the
-	// same object (isRepeat).
-	Repeat bool
 	Reason string
 }
 
@@ -229,15 +129,8 @@ type recordedKnown struct {
 // NoExecute and evict its pods when every node goes dark at once
 // (examples/e2e's allDarkKnown); intermittent upstream.
 var fullDisruptionRace = []recordedKnown{
-	{KindTaintAdded, "node.kubernetes.io/unreachable:NoExecute", false, "kubernetes/kubernetes#111385: upstream's tainting goroutine races handleDisruption's stale copy of the node in full disruption; the library excludes tainting passes during a monitor pass and removes the taints from the current node"},
-	{KindPodEvicted, "", false, "kubernetes/kubernetes#111385: upstream evicts the pod after that taint, in full disruption; the library does not"},
-}
-
-// retaint: kube-controller-manager v1.37.2 re-taints some nodes of a large
-// zone whose pass's stale copy shows them untainted (examples/e2e's
-// retaintKnown) and deletes their already deleted pods again.
-var retaint = []recordedKnown{
-	{KindPodEvicted, "", true, "KCM v1.37.2 re-taints a node its pass's stale copy shows untainted (kubernetes/kubernetes#89012's re-taint rule) and its taint-eviction-controller deletes the already deleted pod again; the library keeps the taint as it is and deletes once"},
+	{KindTaintAdded, "node.kubernetes.io/unreachable:NoExecute", "kubernetes/kubernetes#111385: upstream's tainting goroutine races handleDisruption's stale copy of the node in full disruption; the library excludes tainting passes during a monitor pass and removes the taints from the current node"},
+	{KindPodEvicted, "", "kubernetes/kubernetes#111385: upstream evicts the pod after that taint, in full disruption; the library does not"},
 }
 
 // explain returns the missing decisions known does not explain, and logs
@@ -245,9 +138,7 @@ var retaint = []recordedKnown{
 func explain(t *testing.T, c *Comparison, known []recordedKnown, log bool) []Decision {
 	var out []Decision
 	for _, d := range c.Missing {
-		i := slices.IndexFunc(known, func(k recordedKnown) bool {
-			return k.Kind == d.Kind && (k.Detail == "" || k.Detail == d.Detail) && (!k.Repeat || isRepeat(c, d))
-		})
+		i := slices.IndexFunc(known, func(k recordedKnown) bool { return k.Kind == d.Kind && (k.Detail == "" || k.Detail == d.Detail) })
 		if i < 0 {
 			out = append(out, d)
 			continue

@@ -7,14 +7,17 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor"
 	"github.com/kubelifecycle/lifecycle/examples/nodecontroller/monitor/monitortest"
+	"github.com/kubelifecycle/lifecycle/nodehealth"
 	"github.com/kubelifecycle/lifecycle/taints"
 )
 
@@ -52,10 +55,12 @@ type ReplayOptions struct {
 	// nothing more until then.
 	End time.Time
 	// LeaseWatchStalls and NodeWatchStalls are when the controller's Lease
-	// and Node caches stall (modelled: the log cannot tell). During a Lease
-	// stall the cache keeps the Leases as they were when it began
-	// (monitortest.LeaseStall); during a Node stall the kubelets' status
-	// posts reach the controller only when it ends.
+	// and Node caches stall (modelled: the log cannot tell). During a stall
+	// the cache keeps the objects as they were when it began (Leases:
+	// monitortest.LeaseStall; Nodes: their Node events do not reach the
+	// Monitor and its reads return the frozen nodes) while the kubelets
+	// write on; the Lease circuit breaker's live reads see those writes.
+	// When a Node stall ends every node reaches the Monitor again.
 	LeaseWatchStalls, NodeWatchStalls []Window
 	// KubeletReaction bounds when a kubelet reacts to a replayed write the
 	// recording lacks (0: DefaultKubeletReaction): at its first write in
@@ -139,18 +144,26 @@ type replayer struct {
 
 	kubeletReady map[string]v1.ConditionStatus // what each kubelet last reported
 	recUnknown   map[string]bool               // the recording has the node Unknown
+	recDeleted   map[podKey]bool               // the recorded controller deleted the pod
 	nodeSync     map[string]time.Time          // a planned kubelet reaction: its deadline
 	podSync      map[string]time.Time
-	nodeStalled  bool
-	nodeBuf      []bufPost
-	attached     bool // the controller runs (ReplayOptions.ControllerStart)
-	err          error
+	// nodeFrozen is the controller's Node cache while its Node watch is
+	// stalled (nil: not stalled).
+	nodeFrozen *frozenNodes
+	nodeStalls int  // Node stalls begun
+	attached   bool // the controller runs (ReplayOptions.ControllerStart)
+	err        error
 }
 
-type bufPost struct {
-	node  string
-	ready v1.ConditionStatus
-	at    time.Time
+// frozenNodes is the Node cache as it was when a stall began: copies at
+// the stall's cached resourceVersion (as monitortest.LeaseStall's: 2k-1
+// during the k-th stall, 2k for a node written since it began), and the
+// objects they were copied from.
+type frozenNodes struct {
+	list   []*v1.Node
+	byName map[string]*v1.Node
+	orig   map[string]*v1.Node
+	gen    int
 }
 
 // replayCluster is the cluster as the Monitor sees it: the Lease cache
@@ -159,6 +172,77 @@ type replayCluster struct {
 	*monitortest.LeaseStall
 	r *replayer
 }
+
+// ListNodes returns the nodes as the controller's cache has them: frozen
+// while its Node watch is stalled. The Monitor calls the cluster only from
+// its passes and informer events, which the replay runs one at a time.
+func (c *replayCluster) ListNodes() []*v1.Node {
+	if f := c.r.nodeFrozen; f != nil {
+		return f.list
+	}
+	return c.LeaseStall.ListNodes()
+}
+
+// GetNode returns the node as the controller's cache has it.
+func (c *replayCluster) GetNode(name string) *v1.Node {
+	if f := c.r.nodeFrozen; f != nil {
+		return f.byName[name]
+	}
+	return c.LeaseStall.GetNode(name)
+}
+
+// LiveNode is the API server's node: the cached copy when it was not
+// written since the Node watch stalled, else the current one at the
+// stall's live version.
+func (c *replayCluster) LiveNode(ctx context.Context, name string) (*v1.Node, error) {
+	n := c.LeaseStall.Cluster.GetNode(name)
+	f := c.r.nodeFrozen
+	if f == nil || n == nil {
+		return n, nil
+	}
+	if f.orig[name] == n {
+		return f.byName[name], nil
+	}
+	n = n.DeepCopy()
+	n.ResourceVersion = strconv.Itoa(2 * f.gen)
+	return n, nil
+}
+
+// SyncedResourceVersion is the version the controller's caches have
+// synced to: the Lease cache's (monitortest.LeaseStall), and the Node
+// cache's, 2k-1 during the k-th Node stall and 2k after it.
+func (c *replayCluster) SyncedResourceVersion(cache nodehealth.Cache) string {
+	if cache != nodehealth.CacheNode {
+		return c.LeaseStall.SyncedResourceVersion(cache)
+	}
+	switch {
+	case c.r.nodeStalls == 0:
+		return ""
+	case c.r.nodeFrozen != nil:
+		return strconv.Itoa(2*c.r.nodeStalls - 1)
+	}
+	return strconv.Itoa(2 * c.r.nodeStalls)
+}
+
+// receiver is the controller's informers: the cluster's events reach the
+// Monitor, but for the Node events while the Node watch is stalled.
+type receiver struct{ r *replayer }
+
+func (rc receiver) NodeChanged(ctx context.Context, now time.Time, node *v1.Node) {
+	if rc.r.nodeFrozen == nil {
+		rc.r.m.NodeChanged(ctx, now, node)
+	}
+}
+
+func (rc receiver) NodeDeleted(name string) { rc.r.m.NodeDeleted(name) }
+
+func (rc receiver) PodChanged(ctx context.Context, now time.Time, pod *v1.Pod) {
+	rc.r.m.PodChanged(ctx, now, pod)
+}
+
+func (rc receiver) PodDeleted(key types.NamespacedName) { rc.r.m.PodDeleted(key) }
+
+func (rc receiver) LeaseChanged(name string) { rc.r.m.LeaseChanged(name) }
 
 func (c *replayCluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.PodStatus) error {
 	was := podReady(&pod.Status)
@@ -220,7 +304,7 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 		run: &Run{Policy: p, Phase: opt.Phase, Origin: h.First, End: last, nodes: map[string]*nodeFacts{}, deleted: map[string]string{},
 			leaseStalls: opt.LeaseWatchStalls, nodeStalls: len(opt.NodeWatchStalls)},
 		cls:          newClassifier(h.opt.ControllerUsers, h.opt.Limits.withDefaults()),
-		kubeletReady: map[string]v1.ConditionStatus{}, recUnknown: map[string]bool{},
+		kubeletReady: map[string]v1.ConditionStatus{}, recUnknown: map[string]bool{}, recDeleted: map[podKey]bool{},
 		nodeSync: map[string]time.Time{}, podSync: map[string]time.Time{}}
 	r.build()
 	cfg := p.Config()
@@ -249,7 +333,7 @@ func (r *replayer) now() time.Time { return r.origin.Add(r.t) }
 // objects as they are (its informers' initial list) and every change
 // from then on.
 func (r *replayer) attach() {
-	r.c.Attach(r.m)
+	r.c.Attach(receiver{r})
 	r.c.Sync(r.ctx)
 	r.attached = true
 }
@@ -266,7 +350,11 @@ func (r *replayer) build() {
 		if !n.Existed() {
 			continue
 		}
-		r.c.AddNode(ctx, r.newNode(n, r.origin.Add(-time.Hour), true), monitortest.NewLease(n.Name, r.origin))
+		var lease *coordinationv1.Lease
+		if n.HasLease {
+			lease = monitortest.NewLease(n.Name, r.origin)
+		}
+		r.c.AddNode(ctx, r.newNode(n, r.origin.Add(-time.Hour), true), lease)
 		r.facts(n.Name).lastBeat = r.origin
 	}
 	for i := range r.h.Pods {
@@ -473,17 +561,25 @@ func (r *replayer) applyStall(s stallChange) {
 	case !s.node && !s.begin && r.stall.Stalled():
 		r.stall.Resume()
 		r.note(Note{Time: now, Kind: NoteLeaseResumed, Detail: "modelled: the controller's Lease cache catches up"})
-	case s.node && s.begin && !r.nodeStalled:
-		r.nodeStalled = true
-		r.note(Note{Time: now, Kind: NoteNodeStalled, Detail: "modelled: the controller's Node watch stalls; kubelet status posts wait"})
-	case s.node && !s.begin && r.nodeStalled:
-		r.nodeStalled = false
-		buf := r.nodeBuf
-		r.nodeBuf = nil
-		for _, b := range buf {
-			r.c.PostNodeStatus(r.ctx, b.node, b.ready, b.at)
+	case s.node && s.begin && r.nodeFrozen == nil:
+		r.nodeStalls++
+		f := &frozenNodes{byName: map[string]*v1.Node{}, orig: map[string]*v1.Node{}, gen: r.nodeStalls}
+		rv := strconv.Itoa(2*r.nodeStalls - 1)
+		for _, n := range r.c.ListNodes() {
+			cp := n.DeepCopy()
+			cp.ResourceVersion = rv
+			f.list = append(f.list, cp)
+			f.byName[n.Name], f.orig[n.Name] = cp, n
 		}
-		r.note(Note{Time: now, Kind: NoteNodeResumed, Detail: fmt.Sprintf("modelled: the controller's Node cache catches up (%d status posts delivered)", len(buf))})
+		r.nodeFrozen = f
+		r.note(Note{Time: now, Kind: NoteNodeStalled, Detail: "modelled: the controller's Node watch stalls; its Node cache stays as it is while kubelets post"})
+	case s.node && !s.begin && r.nodeFrozen != nil:
+		r.nodeFrozen = nil
+		nodes := r.c.ListNodes()
+		for _, n := range nodes {
+			r.m.NodeChanged(r.ctx, now, n)
+		}
+		r.note(Note{Time: now, Kind: NoteNodeResumed, Detail: fmt.Sprintf("modelled: the controller's Node cache catches up (%d nodes)", len(nodes))})
 	}
 }
 
@@ -506,9 +602,7 @@ func (r *replayer) apply(it *item) {
 		}
 		r.kubeletReady[it.node] = ready
 		r.recUnknown[it.node] = ready == v1.ConditionUnknown
-		if r.nodeStalled {
-			r.nodeBuf = append(r.nodeBuf, bufPost{it.node, ready, now})
-		} else if r.c.PostNodeStatus(ctx, it.node, ready, now) {
+		if r.c.PostNodeStatus(ctx, it.node, ready, now) {
 			r.beat(it.node, now)
 		}
 		delete(r.nodeSync, it.node) // the post is the reaction
@@ -522,6 +616,9 @@ func (r *replayer) apply(it *item) {
 	case opNodeDelete:
 		r.c.DeleteNode(it.node)
 	case opPodCreate, opPodBind:
+		if it.op == opPodCreate {
+			delete(r.recDeleted, it.pod) // a new pod of the name
+		}
 		p := r.h.Pod(it.pod.Namespace, it.pod.Name)
 		if p == nil {
 			return
@@ -539,7 +636,15 @@ func (r *replayer) apply(it *item) {
 		if node != "" {
 			r.c.AddPod(ctx, r.newPod(p, node, now))
 		}
+	case opCtlPodDelete:
+		r.recDeleted[it.pod] = true
 	case opPodDelete:
+		if r.recDeleted[it.pod] {
+			// The end of the recorded controller's eviction (the kubelet's
+			// or the pod garbage collector's final deletion): its
+			// consequence, not an input.
+			return
+		}
 		key := types.NamespacedName{Namespace: it.pod.Namespace, Name: it.pod.Name}
 		if r.c.Pod(key) != nil {
 			_ = r.c.EvictPod(ctx, key, "", nil)
@@ -609,7 +714,7 @@ func (r *replayer) kubeletWrote(node string) {
 	now := r.now()
 	if dl, ok := r.nodeSync[node]; ok {
 		delete(r.nodeSync, node)
-		if !now.After(dl) && !r.nodeStalled {
+		if !now.After(dl) {
 			ready := r.reported(node)
 			if n := r.c.GetNode(node); n != nil && nodeReady(n) != ready {
 				r.c.PostNodeStatus(r.ctx, node, ready, now)

@@ -211,10 +211,11 @@ func TestDoctorMetadataOnly(t *testing.T) {
 }
 
 func TestNodeWatchStall(t *testing.T) {
-	// Nodes without Leases in the log: only their status posts keep them
-	// healthy. n0 posts every 20s; a Node watch stall from +30s to +2m
-	// hides them from the controller, which writes n0 Unknown.
-	var evs []audit.Event
+	// Nodes without Leases in the log: only their status posts (every 20s)
+	// keep them healthy. A Node watch stall from +30s to +2m hides them
+	// from the controller's cache: without the circuit breaker it writes
+	// both nodes Unknown; with it, the live reads find newer heartbeats
+	// and it holds.
 	g := &gen{nodes: 2, duration: 3 * time.Minute}
 	for at := time.Duration(0); at <= g.duration; at += 20 * time.Second {
 		for i := range 2 {
@@ -223,19 +224,25 @@ func TestNodeWatchStall(t *testing.T) {
 				map[string]any{"status": map[string]any{"conditions": []map[string]any{{"type": "Ready", "status": "True"}}}}, g.node(n, "True", at, nil))
 		}
 	}
-	evs = g.events
+	evs := g.events
 	win := []Window{{From: epoch.Add(30 * time.Second), To: epoch.Add(2 * time.Minute)}}
 	for _, tt := range []struct {
+		gate        string
 		stalls      []Window
 		wantUnknown bool
-	}{{nil, false}, {win, true}} {
-		_, run, _ := replayLog(t, evs, ReplayOptions{NodeWatchStalls: tt.stalls})
+	}{
+		{"true", nil, false},
+		{"false", nil, false},
+		{"true", win, false},
+		{"false", win, true},
+	} {
+		_, run, _ := replayLog(t, evs, ReplayOptions{Policy: policy(t, "--feature-gates=NodeControllerLeaseCircuitBreaker="+tt.gate), NodeWatchStalls: tt.stalls})
 		unknown := false
 		for _, d := range run.Replayed {
 			unknown = unknown || (d.Kind == KindNodeUnknown && d.Node == "n0")
 		}
 		if unknown != tt.wantUnknown {
-			t.Errorf("node watch stalls %v: n0 written Unknown: %v, want %v (%v)", tt.stalls, unknown, tt.wantUnknown, run.Replayed)
+			t.Errorf("breaker %s, node watch stalls %v: n0 written Unknown: %v, want %v (%v)", tt.gate, tt.stalls, unknown, tt.wantUnknown, run.Replayed)
 		}
 		if tt.stalls != nil {
 			var kinds []string
@@ -288,5 +295,57 @@ func TestLifecycleInLog(t *testing.T) {
 	// The recording (generated without alice) evicted n1-web-1 too: saved.
 	if len(c.Saved) != 1 || c.Saved[0].Pod != "default/n1-web-1" || !strings.HasPrefix(c.Saved[0].Reason, "deleted by alice at +20s") {
 		t.Errorf("saved %v, want default/n1-web-1, deleted by alice", c.Saved)
+	}
+}
+
+func TestPodNodeInferred(t *testing.T) {
+	// Pods older than the log, whose only bodies are the controller's
+	// Ready=False patches (no spec): their node is the one written Unknown
+	// just before.
+	evs := slices.DeleteFunc(outage().build(), func(e audit.Event) bool {
+		return e.ObjectRef.Resource == "pods" && (e.Verb == "create")
+	})
+	for i := range evs {
+		e := &evs[i]
+		if e.ObjectRef.Resource == "pods" && e.ObjectRef.Subresource == "status" && e.Verb == "update" {
+			e.Verb = "patch"
+			e.RequestObject = []byte(`{"status":{"conditions":[{"type":"Ready","status":"False"}]}}`)
+		}
+	}
+	h, _, c := replayLog(t, evs, ReplayOptions{})
+	p := h.Pod("default", "n1-web-0")
+	if p == nil || p.Node != "n1" || !p.NodeInferred {
+		t.Fatalf("Pod(default/n1-web-0) = %+v, want on n1, inferred", p)
+	}
+	if ws := strings.Join(h.Doctor().Warnings(), "\n"); !strings.Contains(ws, "2 pods whose node the log never names") {
+		t.Errorf("Doctor().Warnings() = %q, want the inferred nodes", ws)
+	}
+	// The pods existed before the log: the replay marks them at the
+	// Unknown write and evicts them; only their pod-not-ready is earlier
+	// than recorded by at most the pass.
+	if len(c.Missing) != 0 || len(c.Extra) != 0 || len(c.Saved) != 0 {
+		t.Errorf("missing %v, extra %v, saved %v; want none", c.Missing, c.Extra, c.Saved)
+	}
+}
+
+func TestFinalDeletionAfterEviction(t *testing.T) {
+	// After the recorded controller's (graceful) deletions, the pod garbage
+	// collector force-deletes the pods: not an input to the replay.
+	g := shipped("Request")
+	g.build()
+	for j := range g.podsPerNode {
+		g.add(g.evictAt+2*time.Second, "system:serviceaccount:kube-system:pod-garbage-collector", "delete",
+			audit.ObjectRef{Resource: "pods", Namespace: "default", Name: g.podName("n1", j)}, nil, nil)
+	}
+	evs := slices.Clone(g.events)
+	slices.SortStableFunc(evs, func(a, b audit.Event) int { return a.StageTimestamp.Compare(b.StageTimestamp) })
+	_, _, c := replayLog(t, evs, ReplayOptions{Policy: policy(t, "--node-monitor-grace-period=60s")})
+	if len(c.Saved) != 2 {
+		t.Fatalf("saved %v, want n1's 2 pods", c.Saved)
+	}
+	for _, s := range c.Saved {
+		if !strings.Contains(s.Reason, "untainted before the pod's toleration") {
+			t.Errorf("saved %s: %s, want the untaint as the reason", s.Pod, s.Reason)
+		}
 	}
 }

@@ -20,6 +20,8 @@ type Report struct {
 	Comparison *Comparison
 	// Phases, when set, is the phase sensitivity (Phases).
 	Phases *PhaseReport
+	// Reader is what the caller's log reader reports (Doctor.Reader).
+	Reader []string
 }
 
 // NewReport compares run with the recording and returns the report.
@@ -120,6 +122,7 @@ type reportJSON struct {
 	Saved     []outcomeJSON `json:"saved"`
 	NewlyLost []outcomeJSON `json:"newlyLost"`
 	Phases    *phasesJSON   `json:"phases,omitempty"`
+	Reader    []string      `json:"reader,omitempty"`
 }
 
 func windows(ws []Window) []windowJSON {
@@ -170,6 +173,7 @@ func (r *Report) json() reportJSON {
 		p := r.Phases.json()
 		j.Phases = &p
 	}
+	j.Reader = r.Reader
 	return j
 }
 
@@ -202,6 +206,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Incident replay: %s to %s (%s), %d audit events, %d nodes, %d pods\n", rfc(h.First), rfc(h.Last),
 		h.Last.Sub(h.First).Round(time.Millisecond), h.Events, len(h.Nodes), len(h.Pods))
+	for _, l := range r.Reader {
+		fmt.Fprintf(&b, "Reader: %s\n", l)
+	}
 	fmt.Fprintf(&b, "Times are offsets from %s.\n\nPolicy:\n", rfc(h.First))
 	for _, v := range run.Policy.Values() {
 		fmt.Fprintf(&b, "  --%s=%s (%s)\n", v.Flag, v.Value, v.Source)
@@ -344,7 +351,7 @@ func writeOutcomes(b *strings.Builder, title string, os []PodOutcome, o func(tim
 	}
 }
 
-// WriteDoctorText writes the doctor's report.
+// WriteText writes the doctor's report.
 func (d Doctor) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Audit log: %s to %s, %d events\n", rfc(d.First), rfc(d.Last), d.Events)

@@ -59,19 +59,43 @@ type SweepRow struct {
 }
 
 // Sweep replays the log under base with every combination of the axes'
-// values (the first axis varying slowest) and returns one row per run.
+// values (the first axis varying slowest), one after the other, and
+// returns one row per run. A caller that runs replays in parallel runs
+// SweepOptions' options itself and calls NewSweepRow.
 func Sweep(ctx context.Context, h *History, open Opener, base ReplayOptions, axes []SweepAxis) ([]SweepRow, error) {
+	opts, settings, err := SweepOptions(base, axes)
+	if err != nil {
+		return nil, err
+	}
+	var rows []SweepRow
+	for i, opt := range opts {
+		run, err := ReplayOpen(ctx, h, open, opt)
+		if err != nil {
+			return nil, fmt.Errorf("sweep %s: %w", strings.Join(settings[i], " "), err)
+		}
+		rows = append(rows, NewSweepRow(h, settings[i], run))
+	}
+	return rows, nil
+}
+
+// SweepOptions returns the options of every run of a sweep (the first
+// axis varying slowest) and each run's settings (flag=value, in axis
+// order). More than MaxSweepRuns runs is an error wrapping ErrLimit.
+func SweepOptions(base ReplayOptions, axes []SweepAxis) ([]ReplayOptions, [][]string, error) {
 	n := 1
 	for _, a := range axes {
 		n *= len(a.Values)
 		if n > MaxSweepRuns {
-			return nil, fmt.Errorf("%w: the sweep needs more than MaxSweepRuns=%d runs", ErrLimit, MaxSweepRuns)
+			return nil, nil, fmt.Errorf("%w: the sweep needs more than MaxSweepRuns=%d runs", ErrLimit, MaxSweepRuns)
 		}
 	}
-	var rows []SweepRow
+	var (
+		opts     []ReplayOptions
+		settings [][]string
+	)
 	for i := range n {
 		opt := base
-		var settings []string
+		var set []string
 		k := i
 		idx := make([]int, len(axes))
 		for j := len(axes) - 1; j >= 0; j-- {
@@ -81,34 +105,29 @@ func Sweep(ctx context.Context, h *History, open Opener, base ReplayOptions, axe
 		for j, a := range axes {
 			v := a.Values[idx[j]]
 			if err := opt.Policy.Set(a.Flag, v); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			settings = append(settings, a.Flag+"="+v)
+			set = append(set, a.Flag+"="+v)
 		}
-		src, err := open()
-		if err != nil {
-			return nil, err
-		}
-		run, err := Replay(ctx, h, src, opt)
-		if c, ok := src.(interface{ Close() error }); ok {
-			c.Close()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("sweep %s: %w", strings.Join(settings, " "), err)
-		}
-		c := Compare(h, run)
-		row := SweepRow{Settings: settings, Replayed: len(run.Replayed), Matched: len(c.Matched), Missing: len(c.Missing),
-			Extra: len(c.Extra), Saved: len(c.Saved), Lost: len(c.NewlyLost)}
-		if d := c.First; d != nil {
-			obj := d.Decision.Node
-			if d.Decision.Pod != "" {
-				obj = d.Decision.Pod
-			}
-			row.First = fmt.Sprintf("%s %s %s %s", Offset(h.First, d.Time), d.What, d.Decision.Kind, obj)
-		}
-		rows = append(rows, row)
+		opts = append(opts, opt)
+		settings = append(settings, set)
 	}
-	return rows, nil
+	return opts, settings, nil
+}
+
+// NewSweepRow returns the row of one run of a sweep.
+func NewSweepRow(h *History, settings []string, run *Run) SweepRow {
+	c := Compare(h, run)
+	row := SweepRow{Settings: settings, Replayed: len(run.Replayed), Matched: len(c.Matched), Missing: len(c.Missing),
+		Extra: len(c.Extra), Saved: len(c.Saved), Lost: len(c.NewlyLost)}
+	if d := c.First; d != nil {
+		obj := d.Decision.Node
+		if d.Decision.Pod != "" {
+			obj = d.Decision.Pod
+		}
+		row.First = fmt.Sprintf("%s %s %s %s", Offset(h.First, d.Time), d.What, d.Decision.Kind, obj)
+	}
+	return row
 }
 
 // WriteSweepText writes the sweep as one table.
