@@ -138,8 +138,8 @@ var recordings sync.Map // *cluster.Cluster → *recording
 // the test, when the test ends with kube-controller-manager p stopped and
 // nothing failed, unless it was self-replayed before (runParity does,
 // with its scenario's known differences). flags are KCM's (without
-// dashes). Nothing on a cluster that is not recorded.
-func selfReplayAtEnd(t *testing.T, c *cluster.Cluster, p *cluster.Process, flags []string) {
+// dashes); gap as selfReplay's. Nothing on a cluster that is not recorded.
+func selfReplayAtEnd(t *testing.T, c *cluster.Cluster, p *cluster.Process, flags []string, gap string) {
 	v, ok := recordings.Load(c)
 	if !ok {
 		return
@@ -150,7 +150,7 @@ func selfReplayAtEnd(t *testing.T, c *cluster.Cluster, p *cluster.Process, flags
 			return
 		}
 		test, _, _ := strings.Cut(t.Name(), "/")
-		selfReplay(t, recordingName(test), rec.auditLog, flags, nil, false, "")
+		selfReplay(t, recordingName(test), rec.auditLog, flags, nil, false, gap)
 	})
 }
 

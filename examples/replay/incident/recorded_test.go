@@ -28,6 +28,11 @@ var trimFrom = flag.String("trim-from", "", "trim DIR/<name>.audit.jsonl of the 
 var parityFlags = []string{"node-monitor-period=1s", "node-monitor-grace-period=4s", "node-startup-grace-period=6s",
 	"node-eviction-rate=10", "secondary-node-eviction-rate=2", "large-cluster-size-threshold=50", "unhealthy-zone-threshold=0.55"}
 
+// faultFlags are the flags kube-controller-manager ran with in
+// examples/e2e's fault tests (faultFlags of fault_test.go).
+var faultFlags = []string{"node-monitor-period=1s", "node-monitor-grace-period=10s", "node-startup-grace-period=20s",
+	"node-eviction-rate=10", "secondary-node-eviction-rate=2", "large-cluster-size-threshold=50", "unhealthy-zone-threshold=0.55"}
+
 // recordedPhases is how many monitor pass phases, spread over one period,
 // a self-replay tries: the recorded controller's phase is unknown.
 const recordedPhases = 10
@@ -48,6 +53,8 @@ func TestRecordedKCM(t *testing.T) {
 		{"parity-one-silent-node", parityFlags, nil},
 		{"parity-zone-dark", parityFlags, nil},
 		{"parity-all-dark", parityFlags, fullDisruptionRace},
+		{"fault-lease-watch-stall", faultFlags, nil},
+		{"fault-controller-cut-off", faultFlags, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join("..", "testdata", "kcm", tt.name+".audit.jsonl.gz")
