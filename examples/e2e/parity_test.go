@@ -291,7 +291,7 @@ func runParity(t *testing.T, sc parityScenario) {
 		if side == sideUpstream {
 			up = tr
 			if !t.Failed() {
-				selfReplay(t, "parity-"+sc.name, auditLog, append(parityFlags(""), sc.flags...), sc.replayKnown, sc.orderFree, sc.replayGap)
+				selfReplay(t, "parity-"+sc.name+envFlagsSuffix(), auditLog, append(parityFlags(""), sc.flags...), sc.replayKnown, sc.orderFree, sc.replayGap)
 			}
 		} else {
 			nc = tr

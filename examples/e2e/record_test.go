@@ -154,6 +154,27 @@ func selfReplayAtEnd(t *testing.T, c *cluster.Cluster, p *cluster.Process, flags
 	})
 }
 
+// envFlagsSuffix names the extra kube-controller-manager flags of
+// $LIFECYCLE_E2E_KCM_FLAGS in a recording's name ("" without any):
+// --feature-gates=NodeControllerLeaseCircuitBreaker=false gives
+// "-feature-gates-nodecontrollerleasecircuitbreaker-false".
+func envFlagsSuffix() string {
+	var b strings.Builder
+	dash := true
+	for _, r := range strings.ToLower(os.Getenv(envKCMFlags)) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if dash {
+				b.WriteByte('-')
+			}
+			b.WriteRune(r)
+			dash = false
+		} else {
+			dash = true
+		}
+	}
+	return b.String()
+}
+
 // recordingName is the name of a test's recording: "TestNodeClockSkew"
 // becomes "node-clock-skew", "TestFaultAPIServerOverloaded"
 // "fault-api-server-overloaded".
@@ -171,7 +192,7 @@ func recordingName(test string) string {
 		}
 		b.WriteRune(r)
 	}
-	return b.String()
+	return b.String() + envFlagsSuffix()
 }
 
 // markReplayed notes that auditLog has been self-replayed.
@@ -374,7 +395,8 @@ func selfReplay(t *testing.T, name, auditLog string, flags []string, known []rep
 		}
 	}
 	pol := incident.DefaultPolicy()
-	for _, f := range flags {
+	// KCM ran with $LIFECYCLE_E2E_KCM_FLAGS after flags (the last wins).
+	for _, f := range append(slices.Clone(flags), strings.Fields(os.Getenv(envKCMFlags))...) {
 		k, v, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
 		if slices.Contains(incident.PolicyFlags, k) {
 			if err := pol.Set(k, v); err != nil {
