@@ -33,6 +33,11 @@ var parityFlags = []string{"node-monitor-period=1s", "node-monitor-grace-period=
 var faultFlags = []string{"node-monitor-period=1s", "node-monitor-grace-period=10s", "node-startup-grace-period=20s",
 	"node-eviction-rate=10", "secondary-node-eviction-rate=2", "large-cluster-size-threshold=50", "unhealthy-zone-threshold=0.55"}
 
+// etcdRestartFlags are kube-controller-manager's flags in examples/e2e's
+// TestNodeControllerEtcdRestartMidCountdown (the others at their
+// defaults).
+var etcdRestartFlags = []string{"node-monitor-period=1s", "node-monitor-grace-period=8s", "node-startup-grace-period=10s", "node-eviction-rate=10"}
+
 // recordedPhases is how many monitor pass phases, spread over one period,
 // a self-replay tries: the recorded controller's phase is unknown.
 const recordedPhases = 10
@@ -55,6 +60,8 @@ func TestRecordedKCM(t *testing.T) {
 		{"parity-all-dark", parityFlags, fullDisruptionRace},
 		{"fault-lease-watch-stall", faultFlags, nil},
 		{"fault-controller-cut-off", faultFlags, nil},
+		{"node-clock-skew", parityFlags, nil},
+		{"node-controller-etcd-restart-mid-countdown", etcdRestartFlags, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join("..", "testdata", "kcm", tt.name+".audit.jsonl.gz")
