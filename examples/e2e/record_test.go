@@ -585,3 +585,37 @@ func bestReplay(h *incident.History, runs []*incident.Run, known []replayKnown, 
 	}
 	return best
 }
+
+func TestNodeOfPath(t *testing.T) {
+	for _, tt := range []struct{ path, want string }{
+		{"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1", "n1"},
+		{"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", ""},
+		{"/apis/coordination.k8s.io/v1/namespaces/default/leases/n1", ""},
+		{"/api/v1/nodes/n1", "n1"},
+		{"/api/v1/nodes/n1/status", "n1"},
+		{"/api/v1/nodes/n1/proxy", ""},
+		{"/api/v1/nodes", ""},
+		{"/api/v1/namespaces/parity/pods/p/status", ""},
+	} {
+		if got := nodeOfPath(tt.path); got != tt.want {
+			t.Errorf("nodeOfPath(%q) = %q, want %q", tt.path, got, tt.want)
+		}
+	}
+}
+
+func TestRecordingName(t *testing.T) {
+	t.Setenv(envKCMFlags, "")
+	for _, tt := range []struct{ test, want string }{
+		{"TestNodeClockSkew", "node-clock-skew"},
+		{"TestFaultAPIServerOverloaded", "fault-api-server-overloaded"},
+		{"TestNodeControllerEtcdRestartMidCountdown", "node-controller-etcd-restart-mid-countdown"},
+	} {
+		if got := recordingName(tt.test); got != tt.want {
+			t.Errorf("recordingName(%q) = %q, want %q", tt.test, got, tt.want)
+		}
+	}
+	t.Setenv(envKCMFlags, "--feature-gates=NodeControllerLeaseCircuitBreaker=false")
+	if got, want := recordingName("TestNodeClockSkew"), "node-clock-skew-feature-gates-nodecontrollerleasecircuitbreaker-false"; got != want {
+		t.Errorf("recordingName with %s set = %q, want %q", envKCMFlags, got, want)
+	}
+}
