@@ -58,6 +58,7 @@ func TestRecordedKCM(t *testing.T) {
 		{"parity-one-silent-node", parityFlags, nil},
 		{"parity-zone-dark", parityFlags, nil},
 		{"parity-all-dark", parityFlags, fullDisruptionRace},
+		{"parity-all-dark-feature-gates-nodecontrollerleasecircuitbreaker-false", append(slices.Clone(parityFlags), "feature-gates=NodeControllerLeaseCircuitBreaker=false"), fullDisruptionRace},
 		{"fault-lease-watch-stall", faultFlags, nil},
 		{"fault-controller-cut-off", faultFlags, nil},
 		{"node-clock-skew", parityFlags, nil},
@@ -120,7 +121,8 @@ func TestRecordedKCM(t *testing.T) {
 				}
 			}
 			explain(t, Compare(h, run), tt.known, true)
-			t.Logf("%d recorded, %d matched, %d missing, %d extra, max delta %v (phase %v)", len(h.Recorded), len(c.Matched), len(c.Missing), len(c.Extra), maxDelta, run.Phase)
+			t.Logf("%d recorded, %d matched, %d missing (%d of them known), %d extra, max delta %v (phase %v)", len(h.Recorded), len(c.Matched),
+				len(Compare(h, run).Missing), len(Compare(h, run).Missing)-len(c.Missing), len(c.Extra), maxDelta, run.Phase)
 			if len(c.Missing)+len(c.Extra) > 0 || maxDelta.Abs() > pol.NodeMonitorPeriod {
 				var b strings.Builder
 				opt.Phase = run.Phase
