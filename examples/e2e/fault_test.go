@@ -108,10 +108,7 @@ type faultController struct {
 	// (selfReplay); flags: its extra flags.
 	kcm   bool
 	flags []string
-	// replayGap: why the self-replay of KCM's recording cannot reproduce
-	// it (logged, not failed; see selfReplay).
-	replayGap string
-	start     func(t *testing.T, fw *faultWorld, kubeconfig, tag string, extra ...string) *cluster.Process
+	start func(t *testing.T, fw *faultWorld, kubeconfig, tag string, extra ...string) *cluster.Process
 }
 
 func kcmController(bins cluster.Binaries, flags ...string) faultController {
@@ -339,7 +336,7 @@ func startUnderTest(t *testing.T, bins cluster.Binaries, ctl faultController, no
 	px, kc := fw.proxy(t, "under-test")
 	p := ctl.start(t, fw, kc, "under-test")
 	if ctl.kcm {
-		selfReplayAtEnd(t, fw.c, p, append(faultFlags(""), ctl.flags...), ctl.replayGap)
+		selfReplayAtEnd(t, fw.c, p, append(faultFlags(""), ctl.flags...))
 	}
 	fw.waitTakeover(t, p)
 	return fw, px, p
@@ -671,7 +668,6 @@ func fourNodes(prefix string, short int64) ([]worldNode, []worldPod) {
 func TestFaultAPIServerOverloaded(t *testing.T) {
 	bins := binariesWithKCM(t)
 	ctls := []faultController{kcmController(bins), oursController("nodecontroller")}
-	ctls[0].replayGap = "the proxy answered KCM's requests 429 and 503 for 60 s, which never reach the apiserver's audit log: KCM's decisions wait for the overload's end, the replay (given no fault) makes them when the kubelet's silence calls for them, up to the overload's length earlier"
 	rows := controllerRows(t, ctls, func(t *testing.T, i int, ctl faultController) string {
 		return runOverload(t, bins, ctl, i == 1)
 	})
@@ -704,6 +700,12 @@ func runOverload(t *testing.T, bins cluster.Binaries, ctl faultController, requi
 	time.Sleep(30 * time.Second)
 	remove503()
 	end := time.Now()
+	// The self-replay (KCM's recording) is given no fault: its decisions
+	// come when the kubelet's silence calls for them, KCM's once the
+	// overload ended, within a period, a Retry-After, the 3 s toleration
+	// and 1 s for the loaded machine.
+	delayRecording(fw.c, replayDelay{until: end, within: faultMonitorPeriod + retryAfter*time.Second + 3*time.Second + time.Second,
+		reason: "the fault proxy answered KCM's requests 429, then 503, for 60 s: refusals that never reach the apiserver's audit log"})
 	T := waitUnreachableTaint(t, fw.cs, silent, 30*time.Second, p)
 	for _, name := range []string{silent + "-zero", silent + "-short"} {
 		cluster.Eventually(t, 30*time.Second, name+" evicted", func(ctx context.Context) (bool, error) {

@@ -291,7 +291,7 @@ func runParity(t *testing.T, sc parityScenario) {
 		if side == sideUpstream {
 			up = tr
 			if !t.Failed() {
-				selfReplay(t, "parity-"+sc.name+envFlagsSuffix(), auditLog, append(parityFlags(""), sc.flags...), sc.replayKnown, sc.orderFree, sc.replayGap)
+				selfReplay(t, "parity-"+sc.name+envFlagsSuffix(), auditLog, append(parityFlags(""), sc.flags...), sc.replayKnown, sc.orderFree, sc.replayGap, nil)
 			}
 		} else {
 			nc = tr
@@ -493,7 +493,7 @@ func sideBySide(t *testing.T, bins cluster.Binaries, ours string, flags []string
 				extra = append(extra, kcmKubeconfig(t, c)...)
 				p, err := c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, extra...)
 				if err == nil {
-					selfReplayAtEnd(t, c, p, flags, "")
+					selfReplayAtEnd(t, c, p, flags)
 				}
 				return p, err
 			})

@@ -129,6 +129,28 @@ func startRecordedCluster(t *testing.T, bins cluster.Binaries, policy string, no
 type recording struct {
 	auditLog string
 	replayed atomic.Bool
+	mu       sync.Mutex
+	delay    *replayDelay // set by the test (delayRecording)
+}
+
+// replayDelay is a fault that held the controller's writes back until
+// until, invisible to the audit log (a proxy refused them): a decision
+// the replay makes before until matches KCM's when KCM's came after until
+// and within within of it.
+type replayDelay struct {
+	until  time.Time
+	within time.Duration
+	reason string
+}
+
+// delayRecording notes d for the recorded cluster c's self-replay.
+func delayRecording(c *cluster.Cluster, d replayDelay) {
+	if v, ok := recordings.Load(c); ok {
+		rec := v.(*recording)
+		rec.mu.Lock()
+		rec.delay = &d
+		rec.mu.Unlock()
+	}
 }
 
 // recordings maps each running recorded cluster to its recording.
@@ -138,8 +160,9 @@ var recordings sync.Map // *cluster.Cluster → *recording
 // the test, when the test ends with kube-controller-manager p stopped and
 // nothing failed, unless it was self-replayed before (runParity does,
 // with its scenario's known differences). flags are KCM's (without
-// dashes); gap as selfReplay's. Nothing on a cluster that is not recorded.
-func selfReplayAtEnd(t *testing.T, c *cluster.Cluster, p *cluster.Process, flags []string, gap string) {
+// dashes), with the fault delayRecording noted. Nothing on a cluster that
+// is not recorded.
+func selfReplayAtEnd(t *testing.T, c *cluster.Cluster, p *cluster.Process, flags []string) {
 	v, ok := recordings.Load(c)
 	if !ok {
 		return
@@ -150,7 +173,10 @@ func selfReplayAtEnd(t *testing.T, c *cluster.Cluster, p *cluster.Process, flags
 			return
 		}
 		test, _, _ := strings.Cut(t.Name(), "/")
-		selfReplay(t, recordingName(test), rec.auditLog, flags, nil, false, gap)
+		rec.mu.Lock()
+		delay := rec.delay
+		rec.mu.Unlock()
+		selfReplay(t, recordingName(test), rec.auditLog, flags, nil, false, "", delay)
 	})
 }
 
@@ -378,7 +404,9 @@ const replayPhases = 10
 //
 // A non-empty gap names why the scenario is not reproduced yet: the result
 // is logged with it and does not fail the test.
-func selfReplay(t *testing.T, name, auditLog string, flags []string, known []replayKnown, orderFree bool, gap string) {
+//
+// A delay (nil: none) accepts matches the fault it names held back.
+func selfReplay(t *testing.T, name, auditLog string, flags []string, known []replayKnown, orderFree bool, gap string, delay *replayDelay) {
 	t.Helper()
 	markReplayed(auditLog)
 	t0 := time.Now()
@@ -419,9 +447,12 @@ func selfReplay(t *testing.T, name, auditLog string, flags []string, known []rep
 	if err != nil {
 		t.Fatalf("self-replay of %s: %v", name, err)
 	}
-	best := bestReplay(h, runs, known, orderFree)
+	best := bestReplay(h, runs, known, orderFree, delay)
 	opt.Phase = best.run.Phase
 	t.Logf("self-replay %s: %s (phase %v, the best of %d; %v)%s", name, best, best.run.Phase, replayPhases, time.Since(t0).Round(time.Millisecond), best.explained)
+	if best.delayed > 0 {
+		t.Logf("self-replay %s: %d matches held back by the fault until %s, KCM's within %v after it: %s", name, best.delayed, stamp(delay.until), delay.within, delay.reason)
+	}
 	if len(best.cmp.Matched) == 0 {
 		t.Errorf("self-replay %s: no decision of KCM's matched; want some", name)
 	}
@@ -451,6 +482,8 @@ type replayResult struct {
 	// slack: matches more than a monitor period apart, within
 	// replayLoadSlack more.
 	slack int
+	// delayed: matches a replayDelay accepts.
+	delayed int
 }
 
 // byRank re-pairs c's decisions by rank in time within each kind and
@@ -539,13 +572,17 @@ func isRepeat(c *incident.Comparison, d incident.Decision) bool {
 }
 
 func (r replayResult) String() string {
-	return fmt.Sprintf("%d recorded, %d matched, %d missing, %d extra (%d unexplained), max |delta| %v, %d over a monitor period (%d of them within the %v load slack)",
-		len(r.cmp.Matched)+len(r.cmp.Missing), len(r.cmp.Matched), len(r.cmp.Missing), len(r.cmp.Extra), r.unexplained, r.maxDelta, r.late+r.slack, r.slack, replayLoadSlack)
+	delayed := ""
+	if r.delayed > 0 {
+		delayed = fmt.Sprintf(" (besides %d held back by the fault)", r.delayed)
+	}
+	return fmt.Sprintf("%d recorded, %d matched, %d missing, %d extra (%d unexplained), max |delta| %v%s, %d over a monitor period (%d of them within the %v load slack)",
+		len(r.cmp.Matched)+len(r.cmp.Missing), len(r.cmp.Matched), len(r.cmp.Missing), len(r.cmp.Extra), r.unexplained, r.maxDelta, delayed, r.late+r.slack, r.slack, replayLoadSlack)
 }
 
 // bestReplay judges each run and returns the best: fewest unexplained
 // differences, then fewest late matches, then the smallest largest delta.
-func bestReplay(h *incident.History, runs []*incident.Run, known []replayKnown, orderFree bool) replayResult {
+func bestReplay(h *incident.History, runs []*incident.Run, known []replayKnown, orderFree bool, delay *replayDelay) replayResult {
 	var best replayResult
 	for i, run := range runs {
 		r := replayResult{run: run, cmp: incident.Compare(h, run)}
@@ -570,6 +607,10 @@ func bestReplay(h *incident.History, runs []*incident.Run, known []replayKnown, 
 			}
 		}
 		for _, m := range r.cmp.Matched {
+			if delay != nil && m.Replayed.Before(delay.until) && !m.Recorded.Before(delay.until) && m.Recorded.Sub(delay.until) <= delay.within {
+				r.delayed++
+				continue
+			}
 			d := m.Delta().Abs()
 			r.maxDelta = max(r.maxDelta, d)
 			if d > run.Policy.NodeMonitorPeriod+replayLoadSlack {
