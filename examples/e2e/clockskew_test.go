@@ -190,7 +190,7 @@ func checkSkewNode(r *skewNodeResult) []string {
 }
 
 func runSkewSide(t *testing.T, start controllerStarter, bins cluster.Binaries, nodes []worldNode, pods []worldPod, skews map[string]time.Duration) map[string]*skewNodeResult {
-	c, auditLog := startAuditedCluster(t, bins)
+	c, auditLog := startRecordedCluster(t, bins, recordPolicy, nodes)
 	cs := c.Clientset(t)
 	const ns = "clock-skew"
 	w := startSkewedWorld(t, c, ns, nodes, pods, nil, skews, parityRenewPeriod)

@@ -87,10 +87,10 @@ func TestNodeControllerEtcdRestartMidCountdown(t *testing.T) {
 func runEtcdRestartSide(t *testing.T, bins cluster.Binaries, start controllerStarter) []string {
 	var problems []string
 	problem := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	c, auditLog := startAuditedCluster(t, bins)
+	nodes := []worldNode{{"n", "zone-a"}, {"m1", "zone-a"}, {"m2", "zone-a"}, {"m3", "zone-a"}}
+	c, auditLog := startRecordedCluster(t, bins, recordPolicy, nodes)
 	cs := c.Clientset(t)
 	const ns = "etcd-restart"
-	nodes := []worldNode{{"n", "zone-a"}, {"m1", "zone-a"}, {"m2", "zone-a"}, {"m3", "zone-a"}}
 	pods := []worldPod{{"n-zero", "n", 0}, {"n-tol", "n", int64(etcdTol / time.Second)}, {"n-forever", "n", tolForever}, {"m1-zero", "m1", 0}}
 	w := startWorld(t, c, ns, nodes, pods, []string{"n"}, parityRenewPeriod)
 	p, err := start(c)

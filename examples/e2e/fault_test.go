@@ -45,21 +45,22 @@ func faultFlags(prefix string) []string {
 }
 
 // faultPolicy is parity.Policy with, at level Metadata, every other
-// request of the admin user (the controllers': reads and watches too, and
-// the leader election's Lease writes, so the audit log shows which replica
-// held the leadership when, and whether a cut-off controller reached the
-// apiserver at all), and first of all the admin's GETs of node Leases in
-// kube-node-lease (the Lease circuit breaker's live reads), which
-// parity.Policy never logs.
+// request of the controllers (admin, or kube-controller-manager's own
+// identity: reads and watches too, and the leader election's Lease writes,
+// so the audit log shows which replica held the leadership when, and
+// whether a cut-off controller reached the apiserver at all), and first of
+// all the controllers' GETs of node Leases in kube-node-lease (the Lease
+// circuit breaker's live reads), which parity.Policy never logs, and, as
+// recordPolicy, the kubelets' Lease renewals (the replay's input).
 var faultPolicy = parity.PolicyWithFirst(`- level: Metadata
-  users: ["admin"]
+  users: ["admin", "`+kcmUser+`"]
   verbs: ["get"]
   namespaces: ["kube-node-lease"]
   resources:
   - group: coordination.k8s.io
     resources: ["leases"]
-`, `- level: Metadata
-  users: ["admin"]
+`+recordLeaseRule, `- level: Metadata
+  users: ["admin", "`+kcmUser+`"]
 `)
 
 // faultWorld is one fresh cluster with an audit log and a world of nodes
@@ -75,7 +76,7 @@ type faultWorld struct {
 
 func startFaultWorld(t *testing.T, bins cluster.Binaries, nodes []worldNode, pods []worldPod, silent []string) *faultWorld {
 	t.Helper()
-	c, auditLog := startAuditedClusterWith(t, bins, faultPolicy)
+	c, auditLog := startRecordedCluster(t, bins, faultPolicy, nodes)
 	fw := &faultWorld{c: c, cs: c.Clientset(t), nodes: nodes, auditLog: auditLog, dir: filepath.Dir(auditLog)}
 	fw.w = startWorld(t, c, faultNS, nodes, pods, silent, faultRenew)
 	return fw
@@ -102,7 +103,11 @@ func (fw *faultWorld) proxy(t *testing.T, tag string) (*faultproxy.Proxy, string
 // a kubeconfig: kube-controller-manager or examples/nodecontroller, with
 // their extra flags.
 type faultController struct {
-	name  string
+	name string
+	// kcm: kube-controller-manager, whose audit log is a recording
+	// (selfReplay); flags: its extra flags.
+	kcm   bool
+	flags []string
 	start func(t *testing.T, fw *faultWorld, kubeconfig, tag string, extra ...string) *cluster.Process
 }
 
@@ -111,8 +116,8 @@ func kcmController(bins cluster.Binaries, flags ...string) faultController {
 	if out, err := exec.Command(bins.ControllerManager, "--version").Output(); err == nil {
 		name += " " + strings.TrimPrefix(strings.TrimSpace(string(out)), "Kubernetes ")
 	}
-	return faultController{name: name, start: func(t *testing.T, fw *faultWorld, kubeconfig, tag string, extra ...string) *cluster.Process {
-		args := append(faultFlags("--"), "--kubeconfig="+kubeconfig) // the last --kubeconfig wins
+	return faultController{name: name, kcm: true, flags: flags, start: func(t *testing.T, fw *faultWorld, kubeconfig, tag string, extra ...string) *cluster.Process {
+		args := append(faultFlags("--"), "--kubeconfig="+kcmProxyKubeconfig(t, fw.c, kubeconfig)) // the last --kubeconfig wins
 		args = append(args, flags...)
 		args = append(args, prefixed("--", extra)...)
 		p, err := fw.c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, args...)
@@ -168,17 +173,16 @@ func (o faultOutcome) row(name string) string {
 const faultTableHeader = "| controller                               | Unknown writes     | taints | pods set NotReady | evictions |\n" +
 	"|------------------------------------------|--------------------|--------|-------------------|-----------|"
 
-// byController selects the requests of the controller under test: the
-// admin user with a user agent other than the test's and the agents'.
-func byController(e *parity.AuditEvent) bool {
-	return e.User.Username == "admin" && e.UserAgent != testUserAgent
-}
+// byController selects the requests of the controller under test:
+// kube-controller-manager's own identity, or the admin user with a user
+// agent other than the test's and the agents'.
+func byController(e *parity.AuditEvent) bool { return recordedController(e) }
 
 // byTag selects the requests that came through the fault proxy tagged tag
 // (Options.UserAgentSuffix): one controller's, one replica's.
 func byTag(tag string) func(*parity.AuditEvent) bool {
 	return func(e *parity.AuditEvent) bool {
-		return e.User.Username == "admin" && strings.HasSuffix(e.UserAgent, " "+tag)
+		return (e.User.Username == "admin" || e.User.Username == kcmUser) && strings.HasSuffix(e.UserAgent, " "+tag)
 	}
 }
 
@@ -331,6 +335,9 @@ func startUnderTest(t *testing.T, bins cluster.Binaries, ctl faultController, no
 	fw := startFaultWorld(t, bins, nodes, pods, silent)
 	px, kc := fw.proxy(t, "under-test")
 	p := ctl.start(t, fw, kc, "under-test")
+	if ctl.kcm {
+		selfReplayAtEnd(t, fw.c, p, append(faultFlags(""), ctl.flags...))
+	}
 	fw.waitTakeover(t, p)
 	return fw, px, p
 }
@@ -693,6 +700,12 @@ func runOverload(t *testing.T, bins cluster.Binaries, ctl faultController, requi
 	time.Sleep(30 * time.Second)
 	remove503()
 	end := time.Now()
+	// The self-replay (KCM's recording) is given no fault: its decisions
+	// come when the kubelet's silence calls for them, KCM's once the
+	// overload ended, within a period, a Retry-After, the 3 s toleration
+	// and 1 s for the loaded machine.
+	delayRecording(fw.c, replayDelay{until: end, within: faultMonitorPeriod + retryAfter*time.Second + 3*time.Second + time.Second,
+		reason: "the fault proxy answered KCM's requests 429, then 503, for 60 s: refusals that never reach the apiserver's audit log"})
 	T := waitUnreachableTaint(t, fw.cs, silent, 30*time.Second, p)
 	for _, name := range []string{silent + "-zero", silent + "-short"} {
 		cluster.Eventually(t, 30*time.Second, name+" evicted", func(ctx context.Context) (bool, error) {

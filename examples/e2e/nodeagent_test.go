@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -68,11 +69,16 @@ type agentRun struct {
 	once   sync.Once
 }
 
-// agentClient returns a client for agents with a high rate limit.
+// agentClient returns a client for agents with a high rate limit: the
+// admin's, but as each node for its Lease and Node on a cluster with node
+// users (startRecordedCluster).
 func agentClient(t testing.TB, c *cluster.Cluster) kubernetes.Interface {
 	t.Helper()
 	rc := c.Config()
 	rc.QPS, rc.Burst = 500, 1000
+	// On a recorded cluster each node's Lease and Node requests carry
+	// the node's own identity (nodeIdentity).
+	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return &nodeIdentity{c: c, rt: rt} }
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ import (
 
 	"github.com/kubelifecycle/lifecycle/examples/e2e/cluster"
 	"github.com/kubelifecycle/lifecycle/examples/e2e/parity"
+	"github.com/kubelifecycle/lifecycle/examples/replay/incident"
 )
 
 // The shortened timings both controllers run with (upstream's flag names;
@@ -96,6 +97,12 @@ type parityScenario struct {
 	known []parity.Known
 	// flags are extra flags for both controllers (names without dashes).
 	flags []string
+	// replayKnown are the differences expected between KCM's recording and
+	// its self-replay (selfReplay), each with its reason.
+	replayKnown []replayKnown
+	// replayGap: why the self-replay does not reproduce KCM yet (logged,
+	// not failed); "" when it must.
+	replayGap string
 	// noBetaLabels are nodes whose deprecated beta.kubernetes.io/os and
 	// arch labels the test removes before the controllers start (a node
 	// registered without them): both controllers add them back.
@@ -140,6 +147,11 @@ func scenarioAllDark() parityScenario {
 		silent: []string{"a1", "a2", "b1"},
 		window: parityGrace + 3*3*time.Second,
 		known:  allDarkKnown,
+		replayKnown: []replayKnown{
+			{Kind: incident.KindTaintAdded, Detail: "node.kubernetes.io/unreachable:NoExecute", Missing: true,
+				Reason: "kubernetes/kubernetes#111385: KCM's NoExecute taint in full disruption (its tainting goroutine races handleDisruption's stale copy); the library excludes tainting passes during a monitor pass and removes the taints from the current node"},
+			{Kind: incident.KindPodEvicted, Missing: true, Reason: "kubernetes/kubernetes#111385: KCM evicts a pod in full disruption after that taint; the library does not"},
+		},
 	}
 }
 
@@ -166,6 +178,9 @@ func scenarioLargeZone() parityScenario {
 	// 40 nodes at the secondary rate (partial disruption of a large zone).
 	sc.window = parityGrace + time.Duration(40/paritySecondaryRate)*time.Second + 6*parityMonitorPeriod
 	sc.known = retaintKnown
+	sc.replayKnown = []replayKnown{{Kind: incident.KindPodEvicted, Missing: true, Repeat: true,
+		Reason: "KCM v1.37.2 re-taints a node its pass's stale copy shows untainted (kubernetes/kubernetes#89012's re-taint rule, retaintKnown) and its taint-eviction-controller deletes the already deleted pod again; the library keeps the taint as it is and deletes once"}}
+	sc.replayGap = "KCM taints the zone's first NoExecute nodes faster than the replay (by rank, its first 7 of 40 within 2 s of its first, the replay's at 2/s from its first, 1.5-3 s later), as if its first taints went at the normal rate before the zone turned PartiallyDisrupted; not yet explained"
 	return sc
 }
 
@@ -272,9 +287,12 @@ func runParity(t *testing.T, sc parityScenario) {
 	t0 := time.Now()
 	var up, nc parity.Trace
 	sideBySide(t, bins, ours, append(parityFlags(""), sc.flags...), func(t *testing.T, side string, start controllerStarter) {
-		tr := runParitySide(t, sc, bins, start)
+		tr, auditLog := runParitySide(t, sc, bins, start)
 		if side == sideUpstream {
 			up = tr
+			if !t.Failed() {
+				selfReplay(t, "parity-"+sc.name+envFlagsSuffix(), auditLog, append(parityFlags(""), sc.flags...), sc.replayKnown, sc.orderFree, sc.replayGap, nil)
+			}
 		} else {
 			nc = tr
 		}
@@ -330,11 +348,12 @@ func runParity(t *testing.T, sc parityScenario) {
 	}
 }
 
-// runParitySide runs sc on a fresh cluster with the controller start
-// starts, and returns the controller's trace.
-func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start controllerStarter) parity.Trace {
+// runParitySide runs sc on a fresh recorded cluster (startRecordedCluster)
+// with the controller start starts, and returns the controller's trace
+// and the audit log.
+func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start controllerStarter) (parity.Trace, string) {
 	ctx := context.Background()
-	c, auditLog := startAuditedCluster(t, bins)
+	c, auditLog := startRecordedCluster(t, bins, recordPolicy, sc.nodes)
 	cs := c.Clientset(t)
 	w := startWorld(t, c, parityNS, sc.nodes, sc.pods, sc.silent, parityRenewPeriod)
 	for _, name := range sc.noBetaLabels {
@@ -388,7 +407,7 @@ func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start
 			t.Errorf("silent node %s: Ready = %s, want Unknown", name, readyStatus(n))
 		}
 	}
-	return controllerTrace(t, auditLog, origin, silenced)
+	return controllerTrace(t, auditLog, origin, silenced), auditLog
 }
 
 // startAuditedCluster starts a fresh etcd and kube-apiserver for one test,
@@ -402,13 +421,20 @@ func startAuditedCluster(t *testing.T, bins cluster.Binaries) (*cluster.Cluster,
 // policy. The audit log is in a temporary directory of the test's own.
 func startAuditedClusterWith(t *testing.T, bins cluster.Binaries, policyYAML string) (*cluster.Cluster, string) {
 	t.Helper()
+	return startAuditedClusterOpts(t, bins, policyYAML, nil)
+}
+
+// startAuditedClusterOpts is startAuditedClusterWith with the token users
+// users besides admin (cluster.Options.Users).
+func startAuditedClusterOpts(t *testing.T, bins cluster.Binaries, policyYAML string, users []cluster.TokenUser) (*cluster.Cluster, string) {
+	t.Helper()
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	auditLog := filepath.Join(dir, "audit.log")
 	if err := os.WriteFile(policy, []byte(policyYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.Start(context.Background(), cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Logf: t.Logf})
+	c, err := cluster.Start(context.Background(), cluster.Options{Binaries: bins, ExtraAPIServerFlags: parity.APIServerFlags(policy, auditLog), Users: users, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("cluster.Start() = %v", err)
 	}
@@ -422,7 +448,8 @@ func startAuditedClusterWith(t *testing.T, bins cluster.Binaries, policyYAML str
 }
 
 // controllerTrace reads the audit log and returns the controller's writes
-// and Events (every admin request not made by the test's own clients),
+// and Events (kube-controller-manager's own identity's requests and every
+// admin request not made by the test's own clients),
 // with times from origin; those before start are setup.
 func controllerTrace(t *testing.T, auditLog string, origin, start time.Time) parity.Trace {
 	t.Helper()
@@ -430,9 +457,7 @@ func controllerTrace(t *testing.T, auditLog string, origin, start time.Time) par
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := parity.BuildTrace(events, func(e *parity.AuditEvent) bool {
-		return e.User.Username == "admin" && e.UserAgent != testUserAgent
-	}, origin, start)
+	tr, err := parity.BuildTrace(events, recordedWriter, origin, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +490,12 @@ func sideBySide(t *testing.T, bins cluster.Binaries, ours string, flags []string
 			t.Parallel()
 			side(t, sideUpstream, func(c *cluster.Cluster) (*cluster.Process, error) {
 				extra := append(prefixed("--", flags), strings.Fields(os.Getenv(envKCMFlags))...)
-				return c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, extra...)
+				extra = append(extra, kcmKubeconfig(t, c)...)
+				p, err := c.StartControllerManager(bins, []string{"node-lifecycle-controller", "taint-eviction-controller"}, extra...)
+				if err == nil {
+					selfReplayAtEnd(t, c, p, flags)
+				}
+				return p, err
 			})
 		})
 		t.Run(sideOurs, func(t *testing.T) {

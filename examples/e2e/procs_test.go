@@ -150,7 +150,11 @@ const (
 // agent, as when those nodes' kubelets die: their Leases and status stop, and
 // nobody confirms their pods' deletions, which stay Terminating.
 type world struct {
-	cs           kubernetes.Interface
+	cs kubernetes.Interface
+	// ac is the agents' client (agentClient): the last renewal of a
+	// silenced node is the node's own (its identity on a recorded
+	// cluster).
+	ac           kubernetes.Interface
 	silentNodes  []string
 	live, silent *agentRun // nil when the group has no node
 	// skewed are the agents of the nodes with a skewed clock, one each
@@ -195,8 +199,8 @@ func startSkewedWorld(t *testing.T, c *cluster.Cluster, ns string, nodes []world
 	if len(quiet) != len(silent) {
 		t.Fatalf("silent nodes %v: not all in the world", silent)
 	}
-	w := &world{cs: cs, silentNodes: silent, skewed: map[string]*agentRun{}}
 	ac := agentClient(t, c)
+	w := &world{cs: cs, ac: ac, silentNodes: silent, skewed: map[string]*agentRun{}}
 	startClock := func(clk clock.WithTicker, group ...agent.NodeConfig) *agentRun {
 		if len(group) == 0 {
 			return nil
@@ -279,7 +283,7 @@ func (w *world) silence(t *testing.T) (time.Time, error) {
 	}
 	w.silent.stop(t)
 	ctx := context.Background()
-	leases := w.cs.CoordinationV1().Leases(agent.LeaseNamespace)
+	leases := w.ac.CoordinationV1().Leases(agent.LeaseNamespace)
 	errs := make([]error, len(w.silentNodes))
 	var wg sync.WaitGroup
 	for i, name := range w.silentNodes {

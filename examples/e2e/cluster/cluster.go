@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,8 +39,19 @@ type Options struct {
 	// StopTimeout is how long a server gets after SIGTERM before SIGKILL.
 	// Zero: 15 s.
 	StopTimeout time.Duration
+	// Users are users of the static token file besides admin, each with a
+	// token of its own ([Cluster.UserToken]): for example a node's kubelet
+	// (system:node:NAME in system:nodes) or kube-controller-manager's own
+	// identity. Names must be unique and contain no comma or quote.
+	Users []TokenUser
 	// Logf receives progress lines (ports, PIDs, timings). Nil: silent.
 	Logf func(format string, args ...any)
+}
+
+// TokenUser is a user of the apiserver's static token file.
+type TokenUser struct {
+	Name   string
+	Groups []string
 }
 
 // ErrAPIServerRunning is returned by [Cluster.StartAPIServer] when the
@@ -59,6 +71,7 @@ type Cluster struct {
 
 	etcdClientPort, etcdPeerPort, apiPort int
 	token                                 string
+	userTokens                            map[string]string
 	caData                                []byte
 	cfg                                   *rest.Config
 
@@ -134,7 +147,18 @@ func (c *Cluster) prepareWorkDir() error {
 		return err
 	}
 	c.token = tok
-	if err := writeTokenFile(c.path("tokens.csv"), tok); err != nil {
+	c.userTokens = map[string]string{}
+	tokens := make([]string, len(c.opts.Users))
+	for i, u := range c.opts.Users {
+		if u.Name == "" || u.Name == "admin" || strings.ContainsAny(u.Name+strings.Join(u.Groups, ""), `,"`) || c.userTokens[u.Name] != "" {
+			return fmt.Errorf("cluster: Options.Users: bad or repeated user %q", u.Name)
+		}
+		if tokens[i], err = newToken(); err != nil {
+			return err
+		}
+		c.userTokens[u.Name] = tokens[i]
+	}
+	if err := writeTokenFile(c.path("tokens.csv"), tok, c.opts.Users, tokens); err != nil {
 		return err
 	}
 	return writeServiceAccountKey(c.path("sa.key"), c.path("sa.pub"))
@@ -372,6 +396,20 @@ func (c *Cluster) Server() string { return "https://127.0.0.1:" + strconv.Itoa(c
 
 // Token returns the admin bearer token (user admin, group system:masters).
 func (c *Cluster) Token() string { return c.token }
+
+// UserToken returns the bearer token of the user name of Options.Users
+// ("" when there is none).
+func (c *Cluster) UserToken(name string) string { return c.userTokens[name] }
+
+// WriteKubeconfigFor writes a kubeconfig like [Cluster.Kubeconfig]'s that
+// authenticates as the user name of Options.Users, to path.
+func (c *Cluster) WriteKubeconfigFor(path, name string) error {
+	tok := c.UserToken(name)
+	if tok == "" {
+		return fmt.Errorf("cluster: no user %q in Options.Users", name)
+	}
+	return writeKubeconfig(path, c.Server(), c.path("certs/apiserver.crt"), tok)
+}
 
 // CAData returns a copy of the PEM the apiserver serves (certificate plus its CA).
 func (c *Cluster) CAData() []byte { return append([]byte(nil), c.caData...) }

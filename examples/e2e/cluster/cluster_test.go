@@ -185,7 +185,7 @@ func TestServiceAccountKeyAndKubeconfig(t *testing.T) {
 		t.Fatalf("newToken() = %q, %v", tok, err)
 	}
 	tf := filepath.Join(dir, "tokens.csv")
-	if err := writeTokenFile(tf, tok); err != nil {
+	if err := writeTokenFile(tf, tok, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(tf); string(b) != tok+",admin,admin-uid,system:masters\n" {

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"os"
+	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -43,10 +44,14 @@ func newToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// writeTokenFile writes the static token file: one admin in system:masters.
-func writeTokenFile(path, token string) error {
-	line := token + ",admin,admin-uid,system:masters\n"
-	if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
+// writeTokenFile writes the static token file: one admin in
+// system:masters, then each of users with its token (tokens[i]).
+func writeTokenFile(path, token string, users []TokenUser, tokens []string) error {
+	lines := token + ",admin,admin-uid,system:masters\n"
+	for i, u := range users {
+		lines += fmt.Sprintf("%s,%s,%s-uid,%q\n", tokens[i], u.Name, u.Name, strings.Join(u.Groups, ","))
+	}
+	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
 		return fmt.Errorf("cluster: token file: %w", err)
 	}
 	return nil
@@ -57,7 +62,7 @@ func writeTokenFile(path, token string) error {
 func writeKubeconfig(path, server, caFile, token string) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["lifecycle-e2e"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: caFile}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token} // the kubeconfig's own name, whoever the token is
 	cfg.Contexts["lifecycle-e2e"] = &clientcmdapi.Context{Cluster: "lifecycle-e2e", AuthInfo: "admin"}
 	cfg.CurrentContext = "lifecycle-e2e"
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {

@@ -355,6 +355,15 @@ func (d *decoder) object(s *scanner, ev *Event, env *envelope, outer bool) error
 			ev.Verb, err = s.str(true)
 		case "user":
 			err = d.user(s, &ev.User)
+		case "impersonatedUser":
+			if s.peek() == 'n' {
+				err = s.null()
+				break
+			}
+			u := &User{}
+			if err = d.user(s, u); err == nil {
+				ev.ImpersonatedUser = u
+			}
 		case "userAgent":
 			ev.UserAgent, err = s.str(true)
 		case "objectRef":

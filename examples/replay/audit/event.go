@@ -33,6 +33,12 @@ type Status struct {
 // Event is one audit event: the fields of audit.k8s.io/v1 Event that a
 // replay uses, and where it was read.
 //
+// User is who authenticated; a request that impersonated another user
+// has that user in ImpersonatedUser (EffectiveUser returns the one it
+// acted as). Note that kube-apiserver evaluates the audit policy before
+// impersonation: a policy rule's users and userGroups match User, not
+// ImpersonatedUser.
+//
 // RequestObject is present from level Request on, ResponseObject at level
 // RequestResponse; both are nil at level Metadata.
 type Event struct {
@@ -42,6 +48,7 @@ type Event struct {
 	RequestURI               string            `json:"requestURI,omitempty"`
 	Verb                     string            `json:"verb,omitempty"`
 	User                     User              `json:"user"`
+	ImpersonatedUser         *User             `json:"impersonatedUser,omitempty"`
 	UserAgent                string            `json:"userAgent,omitempty"`
 	ObjectRef                *ObjectRef        `json:"objectRef,omitempty"`
 	ResponseStatus           *Status           `json:"responseStatus,omitempty"`
@@ -53,6 +60,15 @@ type Event struct {
 
 	// Source is where the event was read (not part of the audit event).
 	Source Position `json:"-"`
+}
+
+// EffectiveUser is the user the request acted as: ImpersonatedUser when
+// the request impersonated one (User is then the impersonator), else User.
+func (e *Event) EffectiveUser() User {
+	if e.ImpersonatedUser != nil {
+		return *e.ImpersonatedUser
+	}
+	return e.User
 }
 
 // Code is the response's HTTP status code (0 when the event has none).

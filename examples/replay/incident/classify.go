@@ -161,7 +161,7 @@ func (c *classifier) classify(e *audit.Event) (item, bool, error) {
 	if ref == nil || (e.Stage != "" && e.Stage != "ResponseComplete") || !ok2xx(e.Code()) {
 		return item{}, false, nil
 	}
-	user := e.User.Username
+	user := e.EffectiveUser().Username // the impersonated user, when there is one
 	kubelet, ctl := "", c.users[user]
 	if n, ok := strings.CutPrefix(user, kubeletPrefix); ok && n != "" {
 		kubelet = n

@@ -102,6 +102,8 @@
 //     unknown, Phases measures how much it matters.
 //   - Pods without their own not-ready/unreachable tolerations get the
 //     admission plugin's defaults (300s).
+//   - Nodes created in the log start with their create's taints and the
+//     not-ready:NoSchedule taint of the NodeTaint admission plugin.
 //   - A pod whose node the log never names (older than the log, only
 //     patched) is placed on the node the recorded controller wrote Unknown
 //     within the second before it marked the pod Ready=False, when that
@@ -112,9 +114,11 @@
 // The replay's t=0 is History.First, the first event that plays a part. At
 // every instant, in this order: the log's writes of that instant apply and
 // the kubelets react; stalls begin or end; the monitor pass runs (at
-// First+Phase+k×period); the taint and eviction passes run (at multiples
-// of 100ms from First, when Monitor.NextDeadline says they have work). The
-// replay ends at History.Last. No clock is read and no goroutine started:
+// First+Phase+k×period; from ReplayOptions.ControllerStart+Phase when the
+// controller started after the log began); the taint and eviction passes
+// run (at multiples of 100ms from First, when Monitor.NextDeadline says
+// they have work, never before ControllerStart). The replay ends at
+// History.Last, or at ReplayOptions.End when later. No clock is read and no goroutine started:
 // every instant comes from the log or from the loop's arithmetic on it.
 //
 // # Determinism

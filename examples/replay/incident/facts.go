@@ -256,6 +256,7 @@ func (h *History) Doctor() Doctor {
 		"kubelets facing a replayed write the recording lacks: a node written Unknown is posted Ready again, and pods written Ready=False are put back Ready, at the kubelet's next recorded write within 10s (node status update and pod status sync periods); a kubelet silent for 10s does not react",
 		fmt.Sprintf("kubelets reacting to the recorded controller's writes: %d node status posts and %d pod status posts put Ready back within 10s of the recorded controller's Ready=Unknown (node) or Ready=False (pod) write; a replay that has not made that write (the node not Unknown, the pod not Ready=False, and not written so within 10s) leaves each out, as the kubelet would not have posted then (its Lease renewals stay: they are periodic); the run's notes list each (recorded-reaction-dropped; -keep-reactions keeps them)", f.ReactionNodePosts, f.ReactionPodPosts),
 		"tolerations: the admission plugin's defaults (not-ready and unreachable, 300s) are added to pods without their own",
+		"nodes created in the log: with the taints of their create (the response's when logged) and the NodeTaint admission plugin's not-ready:NoSchedule",
 		"pods the log never names (older than it and never written in it) are not in the replay: it cannot evict them, so newly lost pods are a lower bound",
 		"monitor passes: every --node-monitor-period from the log's first event plus a phase (-phases); the real controller's phase is unknown",
 	}

@@ -42,6 +42,18 @@ type ReplayOptions struct {
 	// event (History.First): passes run at First + Phase + k ×
 	// Policy.NodeMonitorPeriod. In [0, NodeMonitorPeriod).
 	Phase time.Duration
+	// ControllerStart is when the controller started, if after the log's
+	// first event (zero: before it): no pass runs before it, and the
+	// monitor passes run at ControllerStart + Phase + k ×
+	// Policy.NodeMonitorPeriod. A recording that begins before its
+	// controller ran (a test cluster's nodes registering first) shows
+	// when: the controller's first list of nodes.
+	ControllerStart time.Time
+	// End is when the replay ends, if after the log's last event that
+	// plays a part (zero: History.Last): a recording whose last events
+	// play no part (every kubelet silent) still shows the controller did
+	// nothing more until then.
+	End time.Time
 	// LeaseWatchStalls and NodeWatchStalls are when the controller's Lease
 	// and Node caches stall (modelled: the log cannot tell). During a stall
 	// the cache keeps the objects as they were when it began (Leases:
@@ -156,7 +168,8 @@ type replayer struct {
 	// nodeFrozen is the controller's Node cache while its Node watch is
 	// stalled (nil: not stalled).
 	nodeFrozen *frozenNodes
-	nodeStalls int // Node stalls begun
+	nodeStalls int  // Node stalls begun
+	attached   bool // the controller runs (ReplayOptions.ControllerStart)
 	err        error
 }
 
@@ -289,9 +302,13 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 		return nil, fmt.Errorf("incident: phase %v outside [0, %v)", opt.Phase, p.NodeMonitorPeriod)
 	}
 	lim := opt.Limits.withDefaults()
-	if passes := int64(h.Last.Sub(h.First) / p.NodeMonitorPeriod); passes > lim.MaxMonitorPasses {
+	last := h.Last
+	if opt.End.After(last) {
+		last = opt.End
+	}
+	if passes := int64(last.Sub(h.First) / p.NodeMonitorPeriod); passes > lim.MaxMonitorPasses {
 		return nil, fmt.Errorf("%w: %d monitor passes (the log's %v every --%s=%v), over MaxMonitorPasses=%d (-max-monitor-passes)",
-			ErrLimit, passes, h.Last.Sub(h.First), FlagNodeMonitorPeriod, p.NodeMonitorPeriod, lim.MaxMonitorPasses)
+			ErrLimit, passes, last.Sub(h.First), FlagNodeMonitorPeriod, p.NodeMonitorPeriod, lim.MaxMonitorPasses)
 	}
 	if opt.KubeletReaction <= 0 {
 		opt.KubeletReaction = DefaultKubeletReaction
@@ -302,7 +319,7 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 		}
 	}
 	r := &replayer{ctx: ctx, h: h, opt: opt, lim: lim, origin: h.First,
-		run: &Run{Policy: p, Phase: opt.Phase, Origin: h.First, End: h.Last, nodes: map[string]*nodeFacts{}, deleted: map[string]string{},
+		run: &Run{Policy: p, Phase: opt.Phase, Origin: h.First, End: last, nodes: map[string]*nodeFacts{}, deleted: map[string]string{},
 			leaseStalls: opt.LeaseWatchStalls, nodeStalls: len(opt.NodeWatchStalls)},
 		cls:          newClassifier(h.opt.ControllerUsers, h.opt.Limits.withDefaults()),
 		kubeletReady: map[string]v1.ConditionStatus{}, recUnknown: map[string]bool{}, recDeleted: map[podKey]bool{},
@@ -319,8 +336,9 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 		return nil, fmt.Errorf("incident: %w", err)
 	}
 	r.m = m
-	r.c.Attach(receiver{r})
-	r.c.Sync(ctx)
+	if !opt.ControllerStart.After(h.First) {
+		r.attach()
+	}
 	if err := r.loop(src); err != nil {
 		return nil, err
 	}
@@ -329,6 +347,15 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 }
 
 func (r *replayer) now() time.Time { return r.origin.Add(r.t) }
+
+// attach starts the controller: the Monitor receives the cluster's
+// objects as they are (its informers' initial list) and every change
+// from then on.
+func (r *replayer) attach() {
+	r.c.Attach(receiver{r})
+	r.c.Sync(r.ctx)
+	r.attached = true
+}
 
 // build fills the cluster at the origin with what existed before the log:
 // each node Ready with its Lease renewed at the origin, each pod of a known
@@ -375,6 +402,21 @@ func (r *replayer) newNode(n *NodeInfo, created time.Time, ready bool) *v1.Node 
 			LastHeartbeatTime: metav1.NewTime(r.origin), LastTransitionTime: metav1.NewTime(created)}}
 	}
 	return node
+}
+
+// createTaints returns a created node's taints: the body's (a response
+// shows what admission added, a request what the creator asked for) with
+// the not-ready:NoSchedule taint the NodeTaint admission plugin
+// (plugin/pkg/admission/nodetaint, on by default) adds to every new node,
+// which the controller removes once the node is Ready.
+func createTaints(b *object) []v1.Taint {
+	ts, _, _ := b.taints()
+	if !slices.ContainsFunc(ts, func(t v1.Taint) bool {
+		return t.Key == v1.TaintNodeNotReady && t.Effect == v1.TaintEffectNoSchedule
+	}) {
+		ts = append(ts, v1.Taint{Key: v1.TaintNodeNotReady, Effect: v1.TaintEffectNoSchedule})
+	}
+	return ts
 }
 
 func (r *replayer) newPod(p *PodInfo, node string, created time.Time) *v1.Pod {
@@ -427,9 +469,10 @@ const deadlineMargin = time.Millisecond
 func (r *replayer) loop(src Source) error {
 	cfg := r.m.Config()
 	mp, tp := cfg.MonitorPeriod, cfg.TaintPeriod
-	end := r.h.Last.Sub(r.origin)
+	end := r.run.End.Sub(r.origin)
 	stalls := r.stallChanges()
-	nextMonitor, nextTick := r.opt.Phase, time.Duration(0)
+	start := max(r.opt.ControllerStart.Sub(r.origin), 0)
+	nextMonitor, nextTick := start+r.opt.Phase, start
 	var (
 		it     item
 		have   bool
@@ -468,6 +511,9 @@ func (r *replayer) loop(src Source) error {
 		if si < len(stalls) && stalls[si].at < t {
 			t = stalls[si].at
 		}
+		if !r.attached && start < t {
+			t = start
+		}
 		t = min(t, nextTick)
 		if t > end {
 			r.t = end
@@ -489,12 +535,15 @@ func (r *replayer) loop(src Source) error {
 			r.applyStall(stalls[si])
 			si++
 		}
+		if !r.attached && t >= start {
+			r.attach()
+		}
 		if t == nextMonitor {
 			r.m.MonitorPass(r.ctx, r.now())
 			r.run.MonitorPasses++
 			nextMonitor += mp
 		}
-		if t%tp == 0 && r.hasWork(t) {
+		if t%tp == 0 && t >= start && r.hasWork(t) {
 			r.m.TaintPass(r.ctx, r.now())
 			r.m.EvictionPass(r.ctx, r.now())
 		}
@@ -585,7 +634,9 @@ func (r *replayer) apply(it *item) {
 		r.kubeletWrote(it.node)
 	case opNodeCreate:
 		if n := r.h.Node(it.node); n != nil && r.c.GetNode(it.node) == nil {
-			r.c.AddNode(ctx, r.newNode(n, now, false), nil)
+			node := r.newNode(n, now, false)
+			node.Spec.Taints = createTaints(b)
+			r.c.AddNode(ctx, node, nil)
 		}
 	case opNodeDelete:
 		r.c.DeleteNode(it.node)

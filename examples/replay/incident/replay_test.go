@@ -285,6 +285,9 @@ func TestLifecycleInLog(t *testing.T) {
 		switch {
 		case d.Pod == "default/n1-web-1":
 			t.Errorf("replayed %v: the pod was deleted by alice before", d)
+		case d.Node == "n3" && d.Kind == KindTaintRemoved && d.Detail == "node.kubernetes.io/not-ready:NoSchedule":
+			// The NodeTaint admission plugin's taint of the new node,
+			// removed once it is Ready.
 		case d.Node == "n2" || d.Node == "n3":
 			t.Errorf("replayed %v: n2 was deleted, n3 renews", d)
 		}
