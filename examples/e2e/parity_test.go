@@ -410,15 +410,10 @@ func runParitySide(t *testing.T, sc parityScenario, bins cluster.Binaries, start
 	return controllerTrace(t, auditLog, origin, silenced), auditLog
 }
 
-// startAuditedCluster starts a fresh etcd and kube-apiserver for one test,
-// with an audit log of parity.Policy (returned), stopped when the test ends.
-func startAuditedCluster(t *testing.T, bins cluster.Binaries) (*cluster.Cluster, string) {
-	t.Helper()
-	return startAuditedClusterWith(t, bins, parity.Policy)
-}
-
-// startAuditedClusterWith is startAuditedCluster with the audit policy
-// policy. The audit log is in a temporary directory of the test's own.
+// startAuditedClusterWith starts a fresh etcd and kube-apiserver for one
+// test, with an audit log (returned) of the audit policy policyYAML,
+// stopped when the test ends. The audit log is in a temporary directory of
+// the test's own.
 func startAuditedClusterWith(t *testing.T, bins cluster.Binaries, policyYAML string) (*cluster.Cluster, string) {
 	t.Helper()
 	return startAuditedClusterOpts(t, bins, policyYAML, nil)
