@@ -85,16 +85,20 @@ func writeKind(ev *audit.Event) string {
 // overtook (an informer that relisted delivers only the newest state).
 // A write that changed nothing (no new resourceVersion) is never
 // delivered and so looks late until the object's next delivery; kubelets
-// do not write unchanged Leases or statuses, controllers may.
+// do not write unchanged Leases or statuses, controllers may. A kind the
+// recording has no delivery of is taken as not recorded: its writes are
+// not matched.
 func InformerStalls(src Source, rec *Recording, opt InformerOptions) ([]Stall, error) {
 	if opt.Threshold <= 0 {
 		opt.Threshold = DefaultDeliveryThreshold
 	}
 	type key struct{ kind, name string }
 	got := map[key][]time.Time{}
+	recorded := map[string]bool{} // the kinds with a delivery
 	for _, d := range rec.Deliveries {
 		k := key{d.Kind, d.Name}
 		got[k] = append(got[k], d.Received.Add(-opt.ClockOffset))
+		recorded[d.Kind] = true
 	}
 	for _, ts := range got {
 		slices.SortFunc(ts, time.Time.Compare)
@@ -115,7 +119,7 @@ func InformerStalls(src Source, rec *Recording, opt InformerOptions) ([]Stall, e
 		}
 		kind := writeKind(ev)
 		s := ev.StageTimestamp
-		if kind == "" || s.Before(first) || s.After(last) {
+		if kind == "" || !recorded[kind] || s.Before(first) || s.After(last) {
 			continue
 		}
 		ts := got[key{kind, ev.ObjectRef.Name}]

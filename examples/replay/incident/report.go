@@ -227,7 +227,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  node-watch-stall: %s to %s (modelled)\n", o(ww.From), o(ww.To))
 	}
 	for _, l := range r.Watch {
-		fmt.Fprintf(&b, "  applied %s\n", l)
+		fmt.Fprintf(&b, "  watch: %s\n", l)
 	}
 	// The table.
 	var rows []row
@@ -407,7 +407,7 @@ func (d Doctor) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  - %s\n", m)
 	}
 	if len(d.Watch) > 0 {
-		b.WriteString("\nWatch delivery (not applied unless the report says so):\n")
+		b.WriteString("\nWatch delivery (a recording's stalls are applied; inferred candidates only with -apply-inferred-stalls):\n")
 		for _, l := range d.Watch {
 			fmt.Fprintf(&b, "  - %s\n", l)
 		}
