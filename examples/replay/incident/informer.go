@@ -1,6 +1,7 @@
 package incident
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -80,9 +81,15 @@ func writeKind(ev *audit.Event) string {
 // delivered by the recording's end, stalled its informer from the write
 // to the delivery (or the end); the windows of one kind are merged.
 //
-// The match is by name and time, so it holds at audit level Metadata: a
-// later delivery of the same object stands for an earlier write it
-// overtook (an informer that relisted delivers only the newest state).
+// A write whose body identifies it (the resourceVersion of its response,
+// at level RequestResponse; a Lease's spec.renewTime in its request, from
+// level Request) is matched with the delivery of that version, if the
+// recording has it. Otherwise the match is by name and time, which holds
+// at level Metadata: a later delivery of the same object stands for an
+// earlier write it overtook (an informer that relisted delivers only the
+// newest state); but an informer steadily later than the objects' write
+// interval is under-measured by it (a write is matched with the delivery
+// of the write before).
 // A write that changed nothing (no new resourceVersion) is never
 // delivered and so looks late until the object's next delivery; kubelets
 // do not write unchanged Leases or statuses, controllers may. A kind the
@@ -93,20 +100,25 @@ func InformerStalls(src Source, rec *Recording, opt InformerOptions) ([]Stall, e
 		opt.Threshold = DefaultDeliveryThreshold
 	}
 	type key struct{ kind, name string }
-	got := map[key][]time.Time{}
+	got := map[key][]recv{}
 	recorded := map[string]bool{} // the kinds with a delivery
 	for _, d := range rec.Deliveries {
 		k := key{d.Kind, d.Name}
-		got[k] = append(got[k], d.Received.Add(-opt.ClockOffset))
+		r := recv{at: d.Received.Add(-opt.ClockOffset), rv: d.ResourceVersion}
+		if d.RenewTime != nil {
+			r.renew = *d.RenewTime
+		}
+		got[k] = append(got[k], r)
 		recorded[d.Kind] = true
 	}
 	for _, ts := range got {
-		slices.SortFunc(ts, time.Time.Compare)
+		slices.SortStableFunc(ts, func(a, b recv) int { return a.at.Compare(b.at) })
 	}
 	first, last := rec.First.Add(-opt.ClockOffset), rec.Last.Add(-opt.ClockOffset)
 	type late struct {
-		w     Window
-		delay time.Duration
+		w           Window
+		delay       time.Duration
+		undelivered bool
 	}
 	lates := map[string][]late{}
 	for {
@@ -123,13 +135,17 @@ func InformerStalls(src Source, rec *Recording, opt InformerOptions) ([]Stall, e
 			continue
 		}
 		ts := got[key{kind, ev.ObjectRef.Name}]
-		i := sort.Search(len(ts), func(i int) bool { return !ts[i].Before(s) })
-		to := last
-		if i < len(ts) {
-			to = ts[i]
+		to, ok := exactDelivery(ev, kind, ts)
+		undelivered := false
+		if !ok {
+			i := sort.Search(len(ts), func(i int) bool { return !ts[i].at.Before(s) })
+			to, undelivered = last, i == len(ts)
+			if i < len(ts) {
+				to = ts[i].at
+			}
 		}
 		if d := to.Sub(s); d > opt.Threshold {
-			lates[kind] = append(lates[kind], late{Window{s, to}, d})
+			lates[kind] = append(lates[kind], late{Window{s, to}, d, undelivered})
 		}
 	}
 	var out []Stall
@@ -137,25 +153,65 @@ func InformerStalls(src Source, rec *Recording, opt InformerOptions) ([]Stall, e
 		ls := lates[kind]
 		slices.SortFunc(ls, func(a, b late) int { return a.w.From.Compare(b.w.From) })
 		for i := 0; i < len(ls); {
-			w, n, maxd := ls[i].w, 0, time.Duration(0)
+			w, n, maxd, undelivered := ls[i].w, 0, time.Duration(0), false
 			for ; i < len(ls) && !ls[i].w.From.After(w.To); i++ {
 				if ls[i].w.To.After(w.To) {
 					w.To = ls[i].w.To
 				}
 				n++
 				maxd = max(maxd, ls[i].delay)
+				undelivered = undelivered || ls[i].undelivered
 			}
 			why := fmt.Sprintf("%d writes delivered over %v late, the latest %v", n, opt.Threshold, maxd)
 			if n == 1 {
 				why = fmt.Sprintf("a write delivered %v late", maxd)
 			}
-			if w.To.Equal(last) {
+			if undelivered {
 				why += "; some not delivered by the recording's end"
 			}
 			out = append(out, Stall{Kind: kind, Window: w, Source: SourceRecording, Why: why})
 		}
 	}
 	return out, nil
+}
+
+// recv is one delivery of an object: when (the apiserver's clock), its
+// resourceVersion and a Lease's renewTime.
+type recv struct {
+	at    time.Time
+	rv    string
+	renew time.Time
+}
+
+// exactDelivery finds the delivery of ev's write itself among ts: the one
+// with the resourceVersion of ev's response body, or for a Lease the
+// renewTime of its request body (ok false: ev has neither, or no
+// delivery matches: the informer skipped the write).
+func exactDelivery(ev *audit.Event, kind string, ts []recv) (time.Time, bool) {
+	var body struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+		Spec struct {
+			RenewTime *time.Time `json:"renewTime"`
+		} `json:"spec"`
+	}
+	if len(ev.ResponseObject) > 0 && json.Unmarshal(ev.ResponseObject, &body) == nil && body.Metadata.ResourceVersion != "" {
+		for _, r := range ts {
+			if r.rv == body.Metadata.ResourceVersion {
+				return r.at, true
+			}
+		}
+	}
+	body.Spec.RenewTime = nil
+	if kind == DeliveryLease && len(ev.RequestObject) > 0 && json.Unmarshal(ev.RequestObject, &body) == nil && body.Spec.RenewTime != nil {
+		for _, r := range ts {
+			if r.renew.Equal(*body.Spec.RenewTime) {
+				return r.at, true
+			}
+		}
+	}
+	return time.Time{}, false
 }
 
 // ApplyStalls returns opt with stalls added to its Lease and Node watch

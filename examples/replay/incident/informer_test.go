@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,5 +138,62 @@ func TestReadRecordingLimits(t *testing.T) {
 		if strings.Contains(tt.want, "Max") && !errors.Is(err, ErrRecordingLimit) {
 			t.Errorf("ReadRecording(%q) = %v, want ErrRecordingLimit", tt.in, err)
 		}
+	}
+}
+
+func TestInformerStallsExactMatch(t *testing.T) {
+	// Every Lease renewal delivered 15s late, steadily. By time alone a
+	// write is matched with the previous renewal's delivery, 5s after it;
+	// with the renewTime in the request bodies each is matched with its
+	// own delivery, 15s after it.
+	evs := (&gen{nodes: 1, duration: 2 * time.Minute, level: "Metadata"}).build()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	if err := enc.Encode(Delivery{Received: epoch, Kind: DeliveryClock}); err != nil {
+		t.Fatal(err)
+	}
+	var withBodies []audit.Event
+	for _, ev := range evs {
+		if writeKind(&ev) == DeliveryLease {
+			renew := ev.RequestReceivedTimestamp
+			if err := enc.Encode(Delivery{Received: ev.StageTimestamp.Add(15 * time.Second), Kind: DeliveryLease, Name: ev.ObjectRef.Name, RenewTime: &renew}); err != nil {
+				t.Fatal(err)
+			}
+			ev.Level = "Request"
+			ev.RequestObject = mustJSON(map[string]any{"spec": map[string]any{"renewTime": renew}})
+		}
+		withBodies = append(withBodies, ev)
+	}
+	rec, err := ReadRecording(&b, DefaultRecordingLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := InformerOptions{Threshold: 8 * time.Second}
+	if s, err := InformerStalls(SliceSource(evs), rec, opt); err != nil || len(s) != 1 || !s[0].From.Equal(epoch.Add(10*time.Second+time.Millisecond)) {
+		// Only the first renewal (no earlier delivery) is seen late.
+		t.Errorf("InformerStalls(Metadata) = %v, %v, want only the first renewal late", s, err)
+	}
+	s, err := InformerStalls(SliceSource(withBodies), rec, opt)
+	if err != nil || len(s) != 1 || !s[0].To.After(epoch.Add(2*time.Minute)) || !strings.Contains(s[0].Why, "12 writes") || strings.Contains(s[0].Why, "not delivered") {
+		t.Errorf("InformerStalls(Request) = %v, %v, want one stall over every renewal, each delivered", s, err)
+	}
+}
+
+func TestInformerStallsUndelivered(t *testing.T) {
+	// The recorder ran to +4m, but received no Lease after +3m20s.
+	evs := (&gen{nodes: 2, duration: 4 * time.Minute, level: "Metadata"}).build()
+	rec, err := ReadRecording(bytes.NewReader(recordLeases(evs, 0, 0)), DefaultRecordingLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := slices.IndexFunc(rec.Deliveries, func(d Delivery) bool { return d.Received.After(epoch.Add(200 * time.Second)) })
+	rec.Deliveries = rec.Deliveries[:cut]
+	rec.Last = epoch.Add(4*time.Minute + time.Second)
+	s, err := InformerStalls(SliceSource(evs), rec, InformerOptions{})
+	if err != nil || len(s) != 1 || !s[0].To.Equal(rec.Last) || !strings.Contains(s[0].Why, "not delivered by the recording's end") {
+		t.Fatalf("InformerStalls() = %v, %v, want one stall to the recording's end", s, err)
+	}
+	if want := epoch.Add(200*time.Second + time.Millisecond); !s[0].From.Equal(want) {
+		t.Errorf("stall from %v, want %v (the first renewal not delivered)", s[0].From, want)
 	}
 }
