@@ -61,7 +61,10 @@ func fakeCluster(objs ...runtime.Object) (*fake.Clientset, <-chan string) {
 	watching := make(chan string, 8)
 	cs.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
 		w, err := cs.Tracker().Watch(a.GetResource(), a.GetNamespace())
-		watching <- a.GetResource().Resource
+		select {
+		case watching <- a.GetResource().Resource:
+		default: // a rewatch, after the test stopped looking
+		}
 		return true, w, err
 	})
 	return cs, watching
@@ -86,9 +89,8 @@ type started struct {
 	stop context.CancelFunc
 }
 
-// start runs a Recorder on cs until stop, and returns once both informers
-// watch.
-func start(t *testing.T, cs *fake.Clientset, watching <-chan string, lim Limits) *started {
+// start runs a Recorder on cs until stop.
+func start(t *testing.T, cs *fake.Clientset, lim Limits) *started {
 	t.Helper()
 	s := &started{out: &syncBuffer{}, got: make(chan incident.Delivery, 100), done: make(chan error, 1)}
 	s.rec = NewRecorder(s.out, lim, stepClock())
@@ -97,16 +99,21 @@ func start(t *testing.T, cs *fake.Clientset, watching <-chan string, lim Limits)
 	s.stop = cancel
 	t.Cleanup(cancel)
 	go func() { s.done <- s.rec.Run(ctx, cs) }()
+	return s
+}
+
+// waitWatching returns once both informers watch.
+func waitWatching(watching <-chan string) {
 	seen := map[string]bool{}
 	for len(seen) < 2 {
 		seen[<-watching] = true
 	}
-	return s
 }
 
 func TestRecorderWritesDeliveries(t *testing.T) {
 	cs, watching := fakeCluster(lease("n0", epoch))
-	s := start(t, cs, watching, Limits{MaxLines: 100, MaxBytes: 1 << 20})
+	s := start(t, cs, Limits{MaxLines: 100, MaxBytes: 1 << 20})
+	waitWatching(watching)
 	// The informers' initial lists: n0's Lease.
 	if d := <-s.got; d.Kind != incident.DeliveryLease || d.Event != "add" || d.Name != "n0" || !d.RenewTime.Equal(epoch) {
 		t.Fatalf("first delivery = %+v, want Lease n0 add renewTime %v", d, epoch)
@@ -149,8 +156,10 @@ func TestRecorderWritesDeliveries(t *testing.T) {
 }
 
 func TestRecorderStopsAtLimit(t *testing.T) {
-	cs, watching := fakeCluster(lease("n0", epoch), lease("n1", epoch), lease("n2", epoch))
-	s := start(t, cs, watching, Limits{MaxLines: 2, MaxBytes: 1 << 20})
+	// The recorder may stop before the Node informer watches: the test
+	// waits only for Run.
+	cs, _ := fakeCluster(lease("n0", epoch), lease("n1", epoch), lease("n2", epoch))
+	s := start(t, cs, Limits{MaxLines: 2, MaxBytes: 1 << 20})
 	err := <-s.done
 	if err == nil || !strings.Contains(err.Error(), "-max-lines=2") {
 		t.Fatalf("Run = %v, want an error naming -max-lines=2", err)
@@ -161,8 +170,8 @@ func TestRecorderStopsAtLimit(t *testing.T) {
 }
 
 func TestRecorderStopsAtByteLimit(t *testing.T) {
-	cs, watching := fakeCluster(lease("n0", epoch))
-	s := start(t, cs, watching, Limits{MaxLines: 10, MaxBytes: 10})
+	cs, _ := fakeCluster(lease("n0", epoch))
+	s := start(t, cs, Limits{MaxLines: 10, MaxBytes: 10})
 	if err := <-s.done; err == nil || !strings.Contains(err.Error(), "-max-bytes=10") {
 		t.Fatalf("Run = %v, want an error naming -max-bytes=10", err)
 	}
