@@ -94,6 +94,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "run up to `n` replays of -phases or -sweep at once (each reads the log itself and holds its own cluster)")
 	export := fs.String("export-scenario", "", "write a policysim scenario with the same timeline to `file` (YAML)")
 	keepReactions := fs.Bool("keep-reactions", false, "feed the replay the kubelets' status posts that react to a recorded controller write it did not make (by default they are left out and listed)")
+	watch := addWatchFlags(fs)
 	failMore := fs.Bool("fail-on-more-evictions", false, "exit 3 when the replay (with -sweep: any of its runs) evicts pods the recording did not")
 	lim := incident.DefaultLimits()
 	fs.IntVar(&lim.MaxNodes, "max-nodes", lim.MaxNodes, "refuse logs naming more than `n` nodes")
@@ -149,6 +150,9 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	if *doctor {
 		d := h.Doctor()
 		d.Reader = notes
+		if err := watch.doctor(&d, h, op); err != nil {
+			return err
+		}
 		if *format == "json" {
 			return d.WriteJSON(stdout)
 		}
@@ -159,6 +163,10 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		return err
 	}
 	if ropt.NodeWatchStalls, err = parseWindows(h.First, "node-watch-stall", nodeStalls); err != nil {
+		return err
+	}
+	var watchNotes []string
+	if ropt, watchNotes, err = watch.apply(h, op, ropt); err != nil {
 		return err
 	}
 	if len(axes) > 0 {
@@ -193,6 +201,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	}
 	rep := incident.NewReport(h, ropt, main)
 	rep.Reader = notes
+	rep.Watch = watchNotes
 	rep.Phases = pr
 	if *export != "" {
 		if err := exportScenario(*export, h, main); err != nil {

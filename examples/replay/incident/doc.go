@@ -38,6 +38,9 @@
 //	sweep.go     sweeps over policy flags
 //	scenario.go  Run.Scenario: a policysim scenario of the timeline
 //	report.go    text and JSON output
+//	recording.go an informer recording (the recorder program's JSON lines): Delivery, ReadRecording
+//	informer.go  InformerStalls: watch stalls from a recording; Stall, ApplyStalls
+//	watchgaps.go InferredStalls: candidate stalls from the controller's lists and watches in the log
 //
 // # What is read from the log (recorded)
 //
@@ -66,7 +69,11 @@
 //     monitortest.LeaseStall; NodeWatchStalls: the Node cache frozen the
 //     same way, its Node events held back). During a stall the Lease
 //     circuit breaker's live reads see the kubelets' writes, with
-//     resourceVersions that tell the cache is behind.
+//     resourceVersions that tell the cache is behind. The stalls may be
+//     derived from an informer recording (InformerStalls: exact up to the
+//     clocks' offset) or inferred from the controller's lists and watches
+//     (InferredStalls: candidates, applied only when the caller says so);
+//     ApplyStalls adds them to the options.
 //   - Clock skew: none; times are the apiserver's.
 //   - Objects older than the log: Ready, with a Lease renewed at the log's
 //     first event.

@@ -134,6 +134,9 @@ type Doctor struct {
 	// Reader is what the caller's log reader reports (files, lines
 	// skipped and why); Doctor leaves it empty.
 	Reader []string
+	// Watch lists the watch stalls derived from an informer recording or
+	// inferred from the log (Stall.String lines); Doctor leaves it empty.
+	Watch []string
 }
 
 // LevelCount is how many events of an audit level the log holds.

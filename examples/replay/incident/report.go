@@ -22,6 +22,9 @@ type Report struct {
 	Phases *PhaseReport
 	// Reader is what the caller's log reader reports (Doctor.Reader).
 	Reader []string
+	// Watch says where the watch stalls not given explicitly came from
+	// (Stall.String lines), printed with the stalls.
+	Watch []string
 }
 
 // NewReport compares run with the recording and returns the report.
@@ -109,6 +112,7 @@ type reportJSON struct {
 	Watch  struct {
 		LeaseWatchStalls []windowJSON `json:"leaseWatchStalls"`
 		NodeWatchStalls  []windowJSON `json:"nodeWatchStalls"`
+		Sources          []string     `json:"sources,omitempty"`
 	} `json:"watch"`
 	Modelled   []string       `json:"modelled"`
 	Recorded   []decisionJSON `json:"recorded"`
@@ -152,6 +156,7 @@ func (r *Report) json() reportJSON {
 	}
 	j.Phase = run.Phase.String()
 	j.Watch.LeaseWatchStalls, j.Watch.NodeWatchStalls = windows(r.Options.LeaseWatchStalls), windows(r.Options.NodeWatchStalls)
+	j.Watch.Sources = r.Watch
 	j.Modelled = h.Doctor().Modelled
 	j.Recorded, j.Replayed = decisionsJSON(h.Recorded), decisionsJSON(run.Replayed)
 	j.Notes = []noteJSON{}
@@ -220,6 +225,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	for _, ww := range r.Options.NodeWatchStalls {
 		fmt.Fprintf(&b, "  node-watch-stall: %s to %s (modelled)\n", o(ww.From), o(ww.To))
+	}
+	for _, l := range r.Watch {
+		fmt.Fprintf(&b, "  watch: %s\n", l)
 	}
 	// The table.
 	var rows []row
@@ -398,6 +406,12 @@ func (d Doctor) WriteText(w io.Writer) error {
 	for _, m := range d.Modelled {
 		fmt.Fprintf(&b, "  - %s\n", m)
 	}
+	if len(d.Watch) > 0 {
+		b.WriteString("\nWatch delivery (a recording's stalls are applied; inferred candidates only with -apply-inferred-stalls):\n")
+		for _, l := range d.Watch {
+			fmt.Fprintf(&b, "  - %s\n", l)
+		}
+	}
 	ws := d.Warnings()
 	fmt.Fprintf(&b, "\n%d warnings.\n", len(ws))
 	_, err := io.WriteString(w, b.String())
@@ -424,8 +438,9 @@ func (d Doctor) WriteJSON(w io.Writer) error {
 		Inputs    []Check      `json:"inputs"`
 		Modelled  []string     `json:"modelled"`
 		Reader    []string     `json:"reader,omitempty"`
+		Watch     []string     `json:"watch,omitempty"`
 		Warnings  []string     `json:"warnings"`
-	}{rfc(d.First), rfc(d.Last), d.Events, d.Levels, d.Decisions, d.Inputs, d.Modelled, d.Reader, d.Warnings()}
+	}{rfc(d.First), rfc(d.Last), d.Events, d.Levels, d.Decisions, d.Inputs, d.Modelled, d.Reader, d.Watch, d.Warnings()}
 	if j.Warnings == nil {
 		j.Warnings = []string{}
 	}
