@@ -145,7 +145,28 @@ func runEtcdRestore(t *testing.T, bins cluster.Binaries, ctl faultController) *r
 
 	// 2. The revision moves on.
 	bumpEtcd(t, fw.c.EtcdEndpoint(), restoreBump)
-	t.Logf("%s: snapshot at revision %d, %d writes to etcd since: revision %d", ctl.name, o.snapRev, restoreBump, listRevision(t, fw.cs))
+	bumped := listRevision(t, fw.cs)
+	t.Logf("%s: snapshot at revision %d, %d writes to etcd since: revision %d", ctl.name, o.snapRev, restoreBump, bumped)
+	// Renewals past the writes, which the controller's Lease watch (not
+	// stalled yet) delivers: its synced version is then above the
+	// snapshot's, so the restore takes it back. Without them (agents
+	// slow to renew after the snapshot's etcd restart) the cache stays at
+	// the snapshot's revision and the relist after the restore lands at
+	// or above it: no rewind to see. Two leases, so that the first had a
+	// renewal period to be delivered.
+	cluster.Eventually(t, 60*time.Second, "two Lease renewals past the writes", func(ctx context.Context) (bool, error) {
+		l, err := fw.cs.CoordinationV1().Leases(v1.NamespaceNodeLease).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		past := 0
+		for _, ls := range l.Items {
+			if rv, err := strconv.ParseInt(ls.ResourceVersion, 10, 64); err == nil && rv > bumped {
+				past++
+			}
+		}
+		return past >= 2, nil
+	})
 
 	// 3. The stall, until the controller holds.
 	logFrom := fileSize(t, p.LogPath())

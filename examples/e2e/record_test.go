@@ -176,8 +176,23 @@ func selfReplayAtEnd(t *testing.T, c *cluster.Cluster, p *cluster.Process, flags
 		rec.mu.Lock()
 		delay := rec.delay
 		rec.mu.Unlock()
-		selfReplay(t, recordingName(test), rec.auditLog, flags, nil, false, "", delay)
+		selfReplay(t, recordingName(test), rec.auditLog, flags, replayKnownByTest[test], false, "", delay)
 	})
+}
+
+// replayKnownByTest are the known differences of the recordings that
+// selfReplayAtEnd replays, by test.
+var replayKnownByTest = map[string][]replayKnown{
+	// kube-controller-manager v1.37.2's Lease circuit breaker holds after
+	// an etcd restore until etcd's revision passes the one the hold waits
+	// for, thousands of writes later: n is never written Unknown (the
+	// hole the library closes, nodehealth's HoldEndRewound and MaxHold; the
+	// README's upstream table). An audit log does not show the restore,
+	// and the replay has no such hold: it writes n Unknown and taints it.
+	"TestEtcdRestoreWhileHeld": {
+		{Kind: incident.KindNodeUnknown, Reason: "KCM's breaker hold outlives the etcd restore (upstream v1.37.2; the library ends it on the rewind)"},
+		{Kind: incident.KindTaintAdded, Reason: "KCM's breaker hold outlives the etcd restore (upstream v1.37.2; the library ends it on the rewind)"},
+	},
 }
 
 // envFlagsSuffix names the extra kube-controller-manager flags of
