@@ -90,10 +90,7 @@ type deviceDuty struct {
 
 	mu             sync.Mutex
 	statusFailures map[types.UID]int
-	// inflight are the pods being evicted; deferred those of them whose
-	// delete event arrived meanwhile (see onPodDelete).
-	inflight, deferred map[types.NamespacedName]bool
-	releases           map[string]ruleRelease // by rule name: rules with AnnotationReleaseEvictionHold
+	releases       map[string]ruleRelease // by rule name: rules with AnnotationReleaseEvictionHold
 
 	// The pass' own (devicehold.go): only pass reads and writes them.
 	dropped     uint64                           // CancelledDropped already logged
@@ -128,7 +125,6 @@ func newDeviceDuty(c *Controller, client kubernetes.Interface, tr *trimmer) (*de
 	d := &deviceDuty{
 		c: c, cfg: cfg, ev: ev, client: c.cluster.clients.Devices, disc: client.Discovery(), tr: tr,
 		recorder: cfg.Recorder, kick: make(chan struct{}, 1), statusFailures: map[types.UID]int{},
-		inflight: map[types.NamespacedName]bool{}, deferred: map[types.NamespacedName]bool{},
 		releases: map[string]ruleRelease{}, heldRefs: map[string][]*v1.ObjectReference{}, releasedBy: map[string][]*v1.ObjectReference{},
 	}
 	if d.recorder == nil {
@@ -379,19 +375,15 @@ func (d *deviceDuty) onPodUpdate(oldObj, obj any) {
 }
 
 func (d *deviceDuty) setPod(p *cachedPod) {
-	key := types.NamespacedName{Namespace: p.namespace, Name: p.name}
-	d.mu.Lock()
-	delete(d.deferred, key) // a pod of that name again: the delete is superseded
-	d.mu.Unlock()
 	d.logError(d.ev.SetPod(d.c.clock.Now(), p.pod()), "Pod ignored", "pod", klog.KRef(p.namespace, p.name))
 	d.wake()
 }
 
 // onPodDelete makes the DeviceEvictor forget the pod. The delete event of
 // a pod the duty is evicting (its own Delete's, which the informer may
-// deliver before the Delete call returns) waits until the eviction is
-// reported: DeviceEvictor.Done counts the pod for its DeviceTaintRules
-// only while it knows the pod, and upstream counts every pod it deleted.
+// deliver before the Delete call returns) needs no care: DeviceEvictor.Done
+// after DeletePod still counts the pod for its DeviceTaintRules, as
+// upstream counts every pod it deleted.
 func (d *deviceDuty) onPodDelete(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
@@ -400,34 +392,7 @@ func (d *deviceDuty) onPodDelete(obj any) {
 	if !ok {
 		return
 	}
-	d.mu.Lock()
-	if d.inflight[key] {
-		d.deferred[key] = true
-		d.mu.Unlock()
-		return
-	}
-	d.mu.Unlock()
 	d.ev.DeletePod(key)
-}
-
-// begin marks x's pod as being evicted.
-func (d *deviceDuty) begin(x taints.DeviceEviction) {
-	d.mu.Lock()
-	d.inflight[x.Pod] = true
-	d.mu.Unlock()
-}
-
-// end unmarks it, and forgets the pod if its delete event arrived
-// meanwhile.
-func (d *deviceDuty) end(x taints.DeviceEviction) {
-	d.mu.Lock()
-	gone := d.deferred[x.Pod]
-	delete(d.inflight, x.Pod)
-	delete(d.deferred, x.Pod)
-	d.mu.Unlock()
-	if gone {
-		d.ev.DeletePod(x.Pod)
-	}
 }
 
 // run is the device loop of Run: start, then a pass whenever work is due
@@ -571,8 +536,6 @@ func devicePodRef(key types.NamespacedName, uid types.UID) *v1.ObjectReference {
 // it) without an Event; otherwise the Event, the DisruptionTarget
 // condition and the delete with a UID precondition.
 func (d *deviceDuty) evict(ctx context.Context, x taints.DeviceEviction) {
-	d.begin(x)
-	defer d.end(x)
 	pods := d.client.CoreV1().Pods(x.Pod.Namespace)
 	pod, err := d.c.cluster.getPod(x.Pod.Namespace, x.Pod.Name)
 	if apierrors.IsNotFound(err) {
