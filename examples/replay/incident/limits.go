@@ -42,29 +42,21 @@ func DefaultLimits() Limits {
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	if l.MaxNodes <= 0 {
-		l.MaxNodes = d.MaxNodes
-	}
-	if l.MaxPods <= 0 {
-		l.MaxPods = d.MaxPods
-	}
-	if l.MaxObjectBytes <= 0 {
-		l.MaxObjectBytes = d.MaxObjectBytes
-	}
-	if l.MaxLabels <= 0 {
-		l.MaxLabels = d.MaxLabels
-	}
-	if l.MaxTaints <= 0 {
-		l.MaxTaints = d.MaxTaints
-	}
-	if l.MaxDecisions <= 0 {
-		l.MaxDecisions = d.MaxDecisions
-	}
-	if l.MaxSpan <= 0 {
-		l.MaxSpan = d.MaxSpan
-	}
-	if l.MaxMonitorPasses <= 0 {
-		l.MaxMonitorPasses = d.MaxMonitorPasses
-	}
+	l.MaxNodes = positiveOr(l.MaxNodes, d.MaxNodes)
+	l.MaxPods = positiveOr(l.MaxPods, d.MaxPods)
+	l.MaxObjectBytes = positiveOr(l.MaxObjectBytes, d.MaxObjectBytes)
+	l.MaxLabels = positiveOr(l.MaxLabels, d.MaxLabels)
+	l.MaxTaints = positiveOr(l.MaxTaints, d.MaxTaints)
+	l.MaxDecisions = positiveOr(l.MaxDecisions, d.MaxDecisions)
+	l.MaxSpan = positiveOr(l.MaxSpan, d.MaxSpan)
+	l.MaxMonitorPasses = positiveOr(l.MaxMonitorPasses, d.MaxMonitorPasses)
 	return l
+}
+
+// positiveOr returns v, or def when v is zero or negative.
+func positiveOr[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
