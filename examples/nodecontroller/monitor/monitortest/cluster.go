@@ -584,8 +584,13 @@ func (c *Cluster) UpdateNodeTaints(ctx context.Context, name string, mutate func
 	}
 }
 
-// UpdatePodStatus stores status as the pod's status and forwards
-// PodChanged.
+// UpdatePodStatus stores status as the pod's status. It forwards
+// nothing: a status update changes neither the pod's node, its UID nor its
+// tolerations, the only pod updates the node lifecycle controller acts on
+// (upstream podUpdated queues a pod only when its node is set or changes;
+// examples/nodecontroller's informer handler filters the same way), so a
+// kubelet putting Ready=True back on a node the Monitor still holds not
+// ready is not marked Ready=False again.
 func (c *Cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.PodStatus) error {
 	if pod == nil || status == nil {
 		return errors.New("monitortest: UpdatePodStatus with a nil pod or status")
@@ -602,11 +607,7 @@ func (c *Cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.P
 		c.counts.PodsMarkedNotReady++
 	}
 	c.replacePod(pr, &p)
-	recv, now := c.recv, c.now
 	c.mu.Unlock()
-	if recv != nil {
-		recv.PodChanged(ctx, now, &p)
-	}
 	return nil
 }
 
@@ -623,15 +624,7 @@ func (c *Cluster) updateStampStatus(ctx context.Context, key types.NamespacedNam
 	if was && !st.ready() {
 		c.counts.PodsMarkedNotReady++
 	}
-	recv, now := c.recv, c.now
-	if recv == nil {
-		c.mu.Unlock()
-		return nil
-	}
-	buf := c.eventPods([]stampRef{st}) // the lone element does not escape
 	c.mu.Unlock()
-	recv.PodChanged(ctx, now, &(*buf)[0])
-	c.doneEventPods(buf)
 	return nil
 }
 
@@ -852,9 +845,9 @@ func (c *Cluster) PostNodeStatus(ctx context.Context, name string, s v1.Conditio
 	return true
 }
 
-// SetPodsReady is the kubelet reporting every pod on the node Ready at now;
-// each pod that was not Ready is forwarded as PodChanged. It returns how
-// many changed.
+// SetPodsReady is the kubelet reporting every pod on the node Ready at now.
+// It returns how many changed, and forwards nothing (a status update, as
+// UpdatePodStatus).
 func (c *Cluster) SetPodsReady(ctx context.Context, name string, now time.Time) int {
 	c.mu.Lock()
 	rec := c.lookup(name)
@@ -887,20 +880,8 @@ func (c *Cluster) SetPodsReady(ctx context.Context, name string, now time.Time) 
 	if len(changed) > 0 {
 		rec.pods, rec.shared = pods, false
 	}
-	stamps := rec.setStampsReady(nil, readyAt)
-	var buf *[]v1.Pod
-	if len(stamps) > 0 {
-		buf = c.eventPods(stamps)
-		changed = pointers(changed, *buf)
-	}
-	c.counts.PodsMarkedReady += len(changed)
-	recv := c.recv
+	n := len(changed) + len(rec.setStampsReady(nil, readyAt))
+	c.counts.PodsMarkedReady += n
 	c.mu.Unlock()
-	if recv != nil {
-		for _, p := range changed {
-			recv.PodChanged(ctx, now, p)
-		}
-	}
-	c.doneEventPods(buf)
-	return len(changed)
+	return n
 }
