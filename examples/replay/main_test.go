@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -19,6 +20,8 @@ const (
 	logFile  = "testdata/synthetic-outage.audit.jsonl"
 	metaFile = "testdata/synthetic-outage-metadata.audit.jsonl"
 )
+
+var update = flag.Bool("update", false, "rewrite testdata/synthetic-outage-grace-60s.svg")
 
 func runArgs(t *testing.T, args ...string) (string, int) {
 	t.Helper()
@@ -199,5 +202,28 @@ func TestSweepRecordedReactions(t *testing.T) {
 	out, _ := runArgs(t, "-doctor", file)
 	if !strings.Contains(out, "kubelets reacting to the recorded controller's writes: 5 node status posts and 0 pod status posts") {
 		t.Errorf("-doctor lacks the count of recorded reactions:\n%s", out)
+	}
+}
+
+// TestShippedSVG checks testdata/synthetic-outage-grace-60s.svg, the
+// README's picture, is what -format svg draws of the shipped log under a
+// 60s grace; -update rewrites it.
+func TestShippedSVG(t *testing.T) {
+	want, code := runArgs(t, "-format", "svg", "-phases", "1", "-node-monitor-grace-period=60s", logFile)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, want)
+	}
+	path := filepath.Join("testdata", "synthetic-outage-grace-60s.svg")
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (regenerate with go test -run TestShippedSVG -update)", err)
+	}
+	if string(got) != want {
+		t.Errorf("%s differs from -format svg's output (regenerate with go test ./examples/replay -run TestShippedSVG -update)", path)
 	}
 }

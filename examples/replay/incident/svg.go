@@ -16,9 +16,9 @@ import (
 // not drawn"), so a log of 20,000 nodes gives a picture of bounded size.
 const MaxSVGRows = 200
 
-// MaxSVGMarkers bounds the decision markers WriteSVG draws (decisions of
-// one node, kind and instant share a marker); the decisions beyond are
-// counted in a line.
+// MaxSVGMarkers bounds the decision markers and kubelet silence bars
+// WriteSVG draws (decisions of one node, kind and instant share a
+// marker); those beyond are counted in a line.
 const MaxSVGMarkers = 20_000
 
 // Bounds on the text a hostile log can put into the picture.
@@ -27,6 +27,7 @@ const (
 	svgMaxText        = 256 // characters of a name or detail in a tooltip
 	svgMaxTooltipPods = 10  // pods named in one marker's tooltip
 	svgMaxTitle       = 160 // characters of the header lines
+	svgMaxStalls      = 1000
 )
 
 // Geometry, in pixels, as policysim's chart.
@@ -140,9 +141,16 @@ func (r *Report) drawSVG(w io.Writer) {
 	if more := len(rows) - len(shown); more > 0 {
 		notes = append(notes, fmt.Sprintf("and %d more nodes not drawn (at most %d rows: the first nodes hit)", more, MaxSVGRows))
 	}
-	markers, undrawn := svgMarkers(shown, c)
+	markers, undrawn, silencesLeft := svgMarkers(shown, c)
 	if undrawn > 0 {
 		notes = append(notes, fmt.Sprintf("and %d more decisions not drawn (at most %d markers)", undrawn, MaxSVGMarkers))
+	}
+	if silencesLeft > 0 {
+		notes = append(notes, fmt.Sprintf("and %d more kubelet silences not drawn (at most %d bars and markers)", silencesLeft, MaxSVGMarkers))
+	}
+	if more := len(stalls) - svgMaxStalls; more > 0 {
+		stalls = stalls[:svgMaxStalls]
+		notes = append(notes, fmt.Sprintf("and %d more watch stalls not drawn (at most %d)", more, svgMaxStalls))
 	}
 	legendTop := notesTop + float64(len(notes))*16 + 6
 	height := legendTop + 62
@@ -350,9 +358,10 @@ func svgRows(h *History, run *Run, c *Comparison) []*svgRow {
 }
 
 // svgMarkers groups each shown row's decisions into markers, per lane
-// (recorded, replayed), up to MaxSVGMarkers in all; it returns them and
-// how many decisions were left out.
-func svgMarkers(rows []*svgRow, c *Comparison) ([][2][]svgMarker, int) {
+// (recorded, replayed), up to MaxSVGMarkers markers and silence bars in
+// all (a row's silences first); it returns them and how many decisions
+// and silences were left out.
+func svgMarkers(rows []*svgRow, c *Comparison) (markers [][2][]svgMarker, undrawn, silencesLeft int) {
 	// The decisions Compare left unmatched, counted by identity.
 	key := func(d Decision) string {
 		return d.object() + "\x00" + d.Time.UTC().Format(time.RFC3339Nano) + "\x00" + d.Source
@@ -367,6 +376,11 @@ func svgMarkers(rows []*svgRow, c *Comparison) ([][2][]svgMarker, int) {
 	out := make([][2][]svgMarker, len(rows))
 	drawn, undrawn := 0, 0
 	for i, row := range rows {
+		if k := MaxSVGMarkers - drawn; len(row.silences) > k {
+			silencesLeft += len(row.silences) - k
+			row.silences = row.silences[:k]
+		}
+		drawn += len(row.silences)
 		for lane, ds := range [2][]Decision{row.recorded, row.replayed} {
 			unmatched := missing
 			if lane == 1 {
@@ -404,7 +418,7 @@ func svgMarkers(rows []*svgRow, c *Comparison) ([][2][]svgMarker, int) {
 			out[i][lane] = ms
 		}
 	}
-	return out, undrawn
+	return out, undrawn, silencesLeft
 }
 
 // drawMarker draws one marker with its decisions as the tooltip.

@@ -221,6 +221,29 @@ func TestWriteSVGBounds(t *testing.T) {
 	if want := fmt.Sprintf("and 5 more decisions not drawn (at most %d markers)", MaxSVGMarkers); !bytes.Contains(b, []byte(want)) {
 		t.Errorf("no text %q", want)
 	}
+
+	// Kubelet silences (at most maxSilences a node) and watch stalls.
+	run = &Run{Policy: DefaultPolicy(), Origin: epoch, End: epoch.Add(24 * time.Hour), nodes: map[string]*nodeFacts{}}
+	nodes := MaxSVGMarkers/maxSilences + 1
+	for i := range nodes {
+		f := &nodeFacts{}
+		for k := range maxSilences {
+			from := epoch.Add(time.Duration(k) * time.Minute)
+			f.silences = append(f.silences, Window{From: from, To: from.Add(30 * time.Second)})
+		}
+		run.nodes[fmt.Sprint("n", i)] = f
+	}
+	for k := range svgMaxStalls + 3 {
+		at := epoch.Add(time.Duration(k) * time.Minute)
+		run.Notes = append(run.Notes, Note{Time: at, Kind: NoteLeaseStalled}, Note{Time: at.Add(time.Second), Kind: NoteLeaseResumed})
+	}
+	b = writeSVG(t, &Report{History: &History{First: epoch}, Run: run})
+	doc = parseSVG(t, b)
+	for _, want := range []string{fmt.Sprintf("and %d more kubelet silences not drawn", nodes*maxSilences-MaxSVGMarkers), "and 3 more watch stalls not drawn"} {
+		if !containing(doc.texts, want) {
+			t.Errorf("no text %q", want)
+		}
+	}
 }
 
 // TestWriteSVGOdd: reports a caller may build by hand draw without
