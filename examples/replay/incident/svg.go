@@ -27,8 +27,11 @@ const (
 	svgMaxText        = 256 // characters of a name or detail in a tooltip
 	svgMaxTooltipPods = 10  // pods named in one marker's tooltip
 	svgMaxTitle       = 160 // characters of the header lines
-	svgMaxStalls      = 1000
 )
+
+// svgMaxStalls bounds the watch stalls shaded: an informer recording can
+// give many.
+const svgMaxStalls = 1000
 
 // Geometry, in pixels, as policysim's chart.
 const (
