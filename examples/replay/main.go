@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		}
 		fs.Var(policyFlag{&pol, name}, name, usage)
 	}
-	format := fs.String("format", "text", "output `format`: text or json")
+	format := fs.String("format", "text", "output `format`: text, json or svg (a timeline; not with -doctor or -sweep)")
 	doctor := fs.Bool("doctor", false, "report what the log can rebuild and what is missing or modelled, and exit")
 	var users, leaseStalls, nodeStalls, sweeps listFlag
 	fs.Var(&users, "controller-user", "a `user` whose writes are the recorded controller's (repeatable; default: "+strings.Join(incident.DefaultControllerUsers, ", ")+")")
@@ -116,8 +116,13 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	if len(files) == 0 {
 		return errors.New("replay: no audit log given (see -h)")
 	}
-	if *format != "text" && *format != "json" {
-		return fmt.Errorf("replay: -format must be text or json, got %q", *format)
+	if *format != "text" && *format != "json" && *format != "svg" {
+		return fmt.Errorf("replay: -format must be text, json or svg, got %q", *format)
+	}
+	// The SVG is the report's timeline: a doctor's report or a sweep's
+	// table has none.
+	if *format == "svg" && (*doctor || len(sweeps) > 0) {
+		return errors.New("replay: -format svg draws one replay's timeline: use text or json with -doctor and -sweep")
 	}
 	if *parallel < 1 {
 		return fmt.Errorf("replay: -parallel must be positive, got %d", *parallel)
@@ -208,9 +213,12 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 			return err
 		}
 	}
-	if *format == "json" {
+	switch *format {
+	case "json":
 		err = rep.WriteJSON(stdout)
-	} else {
+	case "svg":
+		err = rep.WriteSVG(stdout)
+	default:
 		err = rep.WriteText(stdout)
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -19,6 +20,8 @@ const (
 	logFile  = "testdata/synthetic-outage.audit.jsonl"
 	metaFile = "testdata/synthetic-outage-metadata.audit.jsonl"
 )
+
+var update = flag.Bool("update", false, "rewrite testdata/synthetic-outage-grace-60s.svg")
 
 func runArgs(t *testing.T, args ...string) (string, int) {
 	t.Helper()
@@ -47,7 +50,11 @@ func TestRun(t *testing.T) {
 			[]string{"node-monitor-grace-period=40s feature-gates=NodeControllerLeaseCircuitBreaker=true", "node-monitor-grace-period=60s feature-gates=NodeControllerLeaseCircuitBreaker=false  7         7        2        0      2"}},
 		{"stall", []string{"-lease-watch-stall", "+10s/+70s", "-feature-gates=NodeControllerLeaseCircuitBreaker=false", "-phases", "1", logFile}, 0, []string{"lease-watch-stall: +10s to +1m10s (modelled)", "extra"}},
 		{"no file", nil, 2, []string{"no audit log given"}},
-		{"bad format", []string{"-format", "xml", logFile}, 2, []string{"-format must be text or json"}},
+		{"svg", []string{"-format", "svg", "-phases", "1", "-node-monitor-grace-period=60s", logFile}, 0, []string{`<svg xmlns="http://www.w3.org/2000/svg"`,
+			`<title>n1</title>n1</text>`, "policy: --node-monitor-grace-period=1m0s; monitor pass phase 0s", "first divergence +1m39.999s", "</svg>"}},
+		{"svg doctor", []string{"-format", "svg", "-doctor", logFile}, 2, []string{"-format svg draws one replay's timeline: use text or json with -doctor and -sweep"}},
+		{"svg sweep", []string{"-format", "svg", "-sweep", "node-monitor-grace-period=40s,60s", logFile}, 2, []string{"-format svg draws one replay's timeline"}},
+		{"bad format", []string{"-format", "xml", logFile}, 2, []string{"-format must be text, json or svg"}},
 		{"bad policy", []string{"-node-monitor-grace-period=-1s", logFile}, 2, []string{"must be positive"}},
 		{"bad gate", []string{"-feature-gates=Foo=true", logFile}, 2, []string{"unknown feature gate Foo"}},
 		{"bad stall", []string{"-lease-watch-stall", "+70s/+10s", logFile}, 2, []string{"TO must be after FROM"}},
@@ -106,7 +113,7 @@ func TestFailOnMoreEvictions(t *testing.T) {
 
 func TestOutputDeterministic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	for _, format := range []string{"json", "text"} {
+	for _, format := range []string{"json", "text", "svg"} {
 		var first string
 		for i, procs := range []int{1, 4, 1} {
 			runtime.GOMAXPROCS(procs)
@@ -119,6 +126,9 @@ func TestOutputDeterministic(t *testing.T) {
 			} else if out != first {
 				t.Fatalf("-format %s, GOMAXPROCS=%d: output differs from the first run's", format, procs)
 			}
+		}
+		if format == "svg" {
+			continue // no sweep in SVG
 		}
 		// A sweep, at once and one run at a time.
 		a, _ := runArgs(t, "-format", format, "-parallel", "4", "-sweep", "node-monitor-grace-period=40s,50s,60s", logFile)
@@ -192,5 +202,28 @@ func TestSweepRecordedReactions(t *testing.T) {
 	out, _ := runArgs(t, "-doctor", file)
 	if !strings.Contains(out, "kubelets reacting to the recorded controller's writes: 5 node status posts and 0 pod status posts") {
 		t.Errorf("-doctor lacks the count of recorded reactions:\n%s", out)
+	}
+}
+
+// TestShippedSVG checks testdata/synthetic-outage-grace-60s.svg, the
+// README's picture, is what -format svg draws of the shipped log under a
+// 60s grace; -update rewrites it.
+func TestShippedSVG(t *testing.T) {
+	want, code := runArgs(t, "-format", "svg", "-phases", "1", "-node-monitor-grace-period=60s", logFile)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, want)
+	}
+	path := filepath.Join("testdata", "synthetic-outage-grace-60s.svg")
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (regenerate with go test -run TestShippedSVG -update)", err)
+	}
+	if string(got) != want {
+		t.Errorf("%s differs from -format svg's output (regenerate with go test ./examples/replay -run TestShippedSVG -update)", path)
 	}
 }

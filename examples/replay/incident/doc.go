@@ -13,7 +13,7 @@
 //	doc := h.Doctor()                                               // what the log can and cannot tell
 //	run, err := incident.Replay(ctx, h, src2, incident.ReplayOptions{Policy: pol}) // pass 2: the replay
 //	rep := incident.NewReport(h, opt, run)                          // recorded vs replayed, saved and lost pods
-//	rep.WriteText(os.Stdout)                                        // or WriteJSON
+//	rep.WriteText(os.Stdout)                                        // or WriteJSON, WriteSVG (a timeline)
 //
 // src1 and src2 are the same log opened twice (an Opener; *audit.Reader
 // in the command, SliceSource in tests): the first pass keeps the nodes,
@@ -38,6 +38,7 @@
 //	sweep.go     sweeps over policy flags
 //	scenario.go  Run.Scenario: a policysim scenario of the timeline
 //	report.go    text and JSON output
+//	svg.go       SVG output: a timeline of recorded and replayed decisions per node (Report.WriteSVG)
 //	recording.go an informer recording (the recorder program's JSON lines): Delivery, ReadRecording
 //	informer.go  InformerStalls: watch stalls from a recording; Stall, ApplyStalls
 //	watchgaps.go InferredStalls: candidate stalls from the controller's lists and watches in the log

@@ -3,6 +3,7 @@ package incident_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -100,4 +101,26 @@ func ExampleHistory_Doctor() {
 	// Lease renewals: none: the audit policy does not log them, so every node looks silent
 	// kubelet Ready conditions: 1 status posts without a body (level Metadata): the kubelet's Ready status is assumed unchanged (True unless a body said otherwise); NotReady kubelets cannot be told
 	// zones: 1 nodes without a known zone: put in the zone ""
+}
+
+// ExampleReport_WriteSVG draws a report built by hand: n1 written Unknown
+// at +1m40s by the recorded controller and at +2m0s by the replay. Each
+// marker's tooltip is its decision.
+func ExampleReport_WriteSVG() {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := &incident.History{First: t0, Last: t0.Add(4 * time.Minute),
+		Recorded: []incident.Decision{{Time: t0.Add(100 * time.Second), Kind: incident.KindNodeUnknown, Node: "n1"}}}
+	run := &incident.Run{Policy: incident.DefaultPolicy(), Origin: t0, End: t0.Add(4 * time.Minute),
+		Replayed: []incident.Decision{{Time: t0.Add(2 * time.Minute), Kind: incident.KindNodeUnknown, Node: "n1"}}}
+	var b strings.Builder
+	if err := incident.NewReport(h, incident.ReplayOptions{Policy: run.Policy}, run).WriteSVG(&b); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range regexp.MustCompile(`<g><title>([^<]*)</title>`).FindAllStringSubmatch(b.String(), -1) {
+		fmt.Println(strings.ReplaceAll(m[1], "&#xA;", "; "))
+	}
+	// Output:
+	// recorded node-unknown at 2026-01-01T00:01:40Z (+1m40s); node: n1
+	// replayed node-unknown at 2026-01-01T00:02:00Z (+2m0s); node: n1
 }
