@@ -42,7 +42,7 @@ func TestRun(t *testing.T) {
 		// By default the flags not given take the guess from the log: here
 		// the grace period from n1's timing; the others stay assumed.
 		{"defaults", []string{logFile}, 0, []string{"--node-monitor-grace-period=49s   guessed: from timing, weaker than a command line: from 1 node,",
-			"--node-monitor-period=5s (assumed)", "(1 values guessed from the log, not given", "node-unknown   n1", "Pods saved (the recording evicted them, the replay did not): 0"}},
+			"--node-monitor-period=5s (assumed)", "(1 value guessed from the log, not given", "node-unknown   n1", "Pods saved (the recording evicted them, the replay did not): 0"}},
 		{"no guess", []string{"-guess-policy=false", logFile}, 0, []string{"--node-monitor-grace-period=50s (assumed)", "node-unknown   n1", "Pods saved (the recording evicted them, the replay did not): 0"}},
 		{"doctor guess", []string{"-doctor", "-node-monitor-period=5s", logFile}, 0, []string{"Policy the recorded controller ran with (given > guessed > assumed)",
 			"  - --node-monitor-period: given (5s)", "  - --node-monitor-grace-period=49s guessed: from timing", "  - kube-controller-manager's command line: none in the log"}},

@@ -156,12 +156,14 @@ type kcmPod struct {
 		Name string `json:"name"`
 	} `json:"metadata"`
 	Spec struct {
-		Containers []struct {
-			Name    string   `json:"name"`
-			Command []string `json:"command"`
-			Args    []string `json:"args"`
-		} `json:"containers"`
+		Containers []kcmContainer `json:"containers"`
 	} `json:"spec"`
+}
+
+type kcmContainer struct {
+	Name    string   `json:"name"`
+	Command []string `json:"command"`
+	Args    []string `json:"args"`
 }
 
 // guessWatch gathers, during the first pass, the evidence of the policy
@@ -301,11 +303,7 @@ func (g *guessWatch) pod(e *audit.Event) {
 		return
 	}
 	name := cmp.Or(e.ObjectRef.Name, p.Metadata.Name)
-	ci := slices.IndexFunc(p.Spec.Containers, func(c struct {
-		Name    string   `json:"name"`
-		Command []string `json:"command"`
-		Args    []string `json:"args"`
-	}) bool {
+	ci := slices.IndexFunc(p.Spec.Containers, func(c kcmContainer) bool {
 		return c.Name == kcmName || slices.ContainsFunc(c.Command, func(s string) bool { return strings.Contains(s, kcmName) })
 	})
 	if ci < 0 && named && len(p.Spec.Containers) == 1 {
@@ -560,9 +558,9 @@ func (g *PolicyGuess) disagree(f string) string {
 	return "; the kube-controller-manager pods disagree: " + strings.Join(parts, ", ") + "; the latest created is used"
 }
 
-// period is the monitor period a timing guess allows for: p's when given,
-// else v1.37.2's default.
-func period(p Policy) (time.Duration, string) {
+// periodOf is the monitor period a timing guess allows for: p's when
+// given, else v1.37.2's default.
+func periodOf(p Policy) (time.Duration, string) {
 	if p.Given(FlagNodeMonitorPeriod) {
 		return p.NodeMonitorPeriod, "the given --node-monitor-period=" + p.NodeMonitorPeriod.String()
 	}
@@ -583,7 +581,7 @@ func (g *PolicyGuess) graceGuess(p Policy) (PolicyValue, string) {
 	if len(g.GraceDelays) == 0 {
 		return PolicyValue{}, "no Ready=Unknown write by the recorded controller of a node with a heartbeat in the log before it"
 	}
-	per, perWhy := period(p)
+	per, perWhy := periodOf(p)
 	slack := 2*per + timingLatency
 	short, long := g.GraceDelays[0], g.GraceDelays[len(g.GraceDelays)-1]
 	lo, hi := max(long-slack, g.quiet.d-slack, 0), short
@@ -690,7 +688,7 @@ func (g *PolicyGuess) evictionGuess(p Policy) (PolicyValue, string) {
 func (g *PolicyGuess) breakerGuess(p Policy) (PolicyValue, bool) {
 	if g.LeaseGets > 0 {
 		return PolicyValue{Flag: FlagFeatureGates, Value: GateLeaseCircuitBreaker + "=true", Source: SourceGuessed,
-			Reason: fmt.Sprintf("its live Lease reads are in the log (%d GETs of Leases in kube-node-lease by the recorded controller, the first at %s)", g.LeaseGets, g.firstGet)}, true
+			Reason: fmt.Sprintf("its live Lease reads are in the log (GETs of Leases in kube-node-lease by the recorded controller: %d, the first at %s)", g.LeaseGets, g.firstGet)}, true
 	}
 	if d := g.leaseDelay; g.LeaseReads > 0 && d != nil && p.Given(FlagNodeMonitorGracePeriod) && d.d < p.NodeMonitorGracePeriod {
 		return PolicyValue{Flag: FlagFeatureGates, Value: GateLeaseCircuitBreaker + "=false", Source: SourceGuessed,

@@ -311,7 +311,7 @@ func TestGuessBreaker(t *testing.T) {
 	// Its live reads: on.
 	h := inventoryOf(t, withEvents(base, leaseRead("list", time.Second, 1), leaseRead("get", 99*time.Second, 2)))
 	v := valueOf(h.Guess.Apply(DefaultPolicy()), FlagFeatureGates)
-	if v.Value != GateLeaseCircuitBreaker+"=true" || v.Source != SourceGuessed || !strings.Contains(v.Reason, "its live Lease reads are in the log (1 GETs") {
+	if v.Value != GateLeaseCircuitBreaker+"=true" || v.Source != SourceGuessed || !strings.Contains(v.Reason, "its live Lease reads are in the log (GETs of Leases in kube-node-lease by the recorded controller: 1,") {
 		t.Errorf("gate %+v, want guessed on", v)
 	}
 	// None, its Lease reads logged, a node written Unknown 49.99s after

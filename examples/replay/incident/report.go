@@ -387,7 +387,11 @@ func writePolicy(b *strings.Builder, p Policy) {
 		fmt.Fprintf(b, "  --%s=%s (%s)\n", v.Flag, v.Value, v.Source)
 	}
 	if guessed > 0 {
-		fmt.Fprintf(b, "  (%d values guessed from the log, not given: check them against the cluster's kube-controller-manager; a flag given overrides its guess)\n", guessed)
+		what := fmt.Sprintf("%d values", guessed)
+		if guessed == 1 {
+			what = "1 value"
+		}
+		fmt.Fprintf(b, "  (%s guessed from the log, not given: check them against the cluster's kube-controller-manager; a flag given overrides its guess)\n", what)
 	}
 }
 
