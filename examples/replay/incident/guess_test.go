@@ -543,3 +543,20 @@ func TestPolicyGuess(t *testing.T) {
 		t.Errorf("Guessed(given flag) = %q, %v", r, ok)
 	}
 }
+
+// FuzzParseCommandLine: any command line is read without a panic, within
+// the bounds, and every flag it keeps is one a Policy takes.
+func FuzzParseCommandLine(f *testing.F) {
+	f.Add("kube-controller-manager --node-monitor-grace-period=40s --feature-gates=NodeControllerLeaseCircuitBreaker=false")
+	f.Add("--node-monitor-period\x00--node-eviction-rate=1e400\x00--feature-gates\x00=,=,NodeControllerLeaseCircuitBreaker")
+	f.Add("sh -c \"kube-controller-manager --unhealthy-zone-threshold '0.5'\"")
+	f.Fuzz(func(t *testing.T, s string) {
+		flags, _, _ := parseCommandLine(strings.Split(s, "\x00"))
+		for k, v := range flags {
+			p := DefaultPolicy()
+			if err := p.Set(k, v); err != nil {
+				t.Errorf("kept --%s=%s, which Set refuses: %v", k, v, err)
+			}
+		}
+	})
+}

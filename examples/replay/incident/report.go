@@ -387,11 +387,11 @@ func writePolicy(b *strings.Builder, p Policy) {
 		fmt.Fprintf(b, "  --%s=%s (%s)\n", v.Flag, v.Value, v.Source)
 	}
 	if guessed > 0 {
-		what := fmt.Sprintf("%d values", guessed)
+		what, them := fmt.Sprintf("%d values", guessed), "them"
 		if guessed == 1 {
-			what = "1 value"
+			what, them = "1 value", "it"
 		}
-		fmt.Fprintf(b, "  (%s guessed from the log, not given: check them against the cluster's kube-controller-manager; a flag given overrides its guess)\n", what)
+		fmt.Fprintf(b, "  (%s guessed from the log, not given: check %s against the cluster's kube-controller-manager; a flag given overrides its guess)\n", what, them)
 	}
 }
 
