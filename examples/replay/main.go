@@ -76,14 +76,15 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	fs.SetOutput(stderr)
 	pol := incident.DefaultPolicy()
 	for _, name := range incident.PolicyFlags {
-		usage := "kube-controller-manager's --" + name + " (default: v1.37.2's, reported as assumed)"
+		usage := "kube-controller-manager's --" + name + " (default: guessed from the log, reported as guessed; else v1.37.2's, reported as assumed)"
 		if name == incident.FlagFeatureGates {
-			usage = "kube-controller-manager's --feature-gates; known: " + incident.GateLeaseCircuitBreaker + "=true|false (default true)"
+			usage = "kube-controller-manager's --feature-gates; known: " + incident.GateLeaseCircuitBreaker + "=true|false (default: guessed from the log, else true)"
 		}
 		fs.Var(policyFlag{&pol, name}, name, usage)
 	}
 	format := fs.String("format", "text", "output `format`: text, json or svg (a timeline; not with -doctor or -sweep)")
 	doctor := fs.Bool("doctor", false, "report what the log can rebuild and what is missing or modelled, and exit")
+	guessPolicy := fs.Bool("guess-policy", true, "give the policy flags not set the values the log shows the recorded controller ran with (kube-controller-manager's command line in a pod create, else its timing), reported as guessed; false: v1.37.2's defaults, reported as assumed")
 	var users, leaseStalls, nodeStalls, sweeps listFlag
 	fs.Var(&users, "controller-user", "a `user` whose writes are the recorded controller's (repeatable; default: "+strings.Join(incident.DefaultControllerUsers, ", ")+")")
 	fs.Var(&leaseStalls, "lease-watch-stall", "the controller's Lease watch stalls `FROM/TO` (RFC 3339, or offsets like +10s from the log's first event; repeatable)")
@@ -155,6 +156,10 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	if *doctor {
 		d := h.Doctor()
 		d.Reader = notes
+		d.Policy = h.Guess.Lines(pol)
+		if !*guessPolicy {
+			d.Policy = append([]string{"not applied (-guess-policy=false): the flags not given are v1.37.2's defaults, assumed"}, d.Policy...)
+		}
 		if err := watch.doctor(&d, h, op); err != nil {
 			return err
 		}
@@ -162,6 +167,10 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 			return d.WriteJSON(stdout)
 		}
 		return d.WriteText(stdout)
+	}
+	if *guessPolicy {
+		// Given flags win: the guess fills only the others.
+		pol = h.Guess.Apply(pol)
 	}
 	ropt := incident.ReplayOptions{Policy: pol, Phase: *phase, Limits: lim, KeepRecordedReactions: *keepReactions}
 	if ropt.LeaseWatchStalls, err = parseWindows(h.First, "lease-watch-stall", leaseStalls); err != nil {

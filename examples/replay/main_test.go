@@ -42,12 +42,21 @@ func TestRun(t *testing.T) {
 	}{
 		{"doctor", []string{"-doctor", logFile}, 0, []string{"node-unknown: the controller's nodes/status writes", "0 warnings."}},
 		{"doctor metadata", []string{"-doctor", metaFile}, 0, []string{"WARNING: 4 status posts without a body", "WARNING: 6 pods without tolerations", "6 warnings."}},
-		{"defaults", []string{logFile}, 0, []string{"--node-monitor-grace-period=50s (assumed)", "node-unknown   n1", "Pods saved (the recording evicted them, the replay did not): 0"}},
+		// By default the flags not given take the guess from the log: here
+		// the grace period from n1's timing; the others stay assumed.
+		{"defaults", []string{logFile}, 0, []string{"--node-monitor-grace-period=49s   guessed: from timing, weaker than a command line: from 1 node,",
+			"--node-monitor-period=5s (assumed)", "(1 value guessed from the log, not given", "node-unknown   n1", "Pods saved (the recording evicted them, the replay did not): 0"}},
+		{"no guess", []string{"-guess-policy=false", logFile}, 0, []string{"--node-monitor-grace-period=50s (assumed)", "node-unknown   n1", "Pods saved (the recording evicted them, the replay did not): 0"}},
+		{"doctor guess", []string{"-doctor", "-node-monitor-period=5s", logFile}, 0, []string{"Policy the recorded controller ran with (given > guessed > assumed)",
+			"  - --node-monitor-period: given (5s)", "  - --node-monitor-grace-period=49s guessed: from timing", "  - kube-controller-manager's command line: none in the log"}},
+		{"doctor no guess", []string{"-doctor", "-guess-policy=false", logFile}, 0, []string{"not applied (-guess-policy=false)"}},
 		{"grace 60s saves", []string{"-node-monitor-grace-period=60s", logFile}, 0, []string{"--node-monitor-grace-period=1m0s (given)", "Pods saved (the recording evicted them, the replay did not): 2",
 			"its Lease renewed at +2m20.01s after a gap of 1m30s, untainted before the pod's toleration (30s, to +2m30s) ran out", "saved in 5 of 5 phases: default/n1-web-0, default/n1-web-1"}},
-		{"json", []string{"-format", "json", "-phases", "1", logFile}, 0, []string{`"node-monitor-grace-period": {`, `"source": "assumed"`, `"kind": "taint-added"`, `"detail": "node.kubernetes.io/unreachable:NoExecute"`}},
+		{"json", []string{"-format", "json", "-phases", "1", logFile}, 0, []string{`"node-monitor-grace-period": {`, `"source": "assumed"`, `"source": "guessed"`,
+			`"reason": "from timing, weaker than a command line: from 1 node`, `"kind": "taint-added"`, `"detail": "node.kubernetes.io/unreachable:NoExecute"`}},
 		{"sweep", []string{"-sweep", "node-monitor-grace-period=40s,60s", "-sweep", "feature-gates=NodeControllerLeaseCircuitBreaker=true,false", logFile}, 0,
 			[]string{"node-monitor-grace-period=40s feature-gates=NodeControllerLeaseCircuitBreaker=true", "node-monitor-grace-period=60s feature-gates=NodeControllerLeaseCircuitBreaker=false  7         7        2        0      2"}},
+		{"sweep guess", []string{"-sweep", "node-eviction-rate=0.1,1", logFile}, 0, []string{"every run: --node-monitor-grace-period=49s   guessed: from timing"}},
 		{"stall", []string{"-lease-watch-stall", "+10s/+70s", "-feature-gates=NodeControllerLeaseCircuitBreaker=false", "-phases", "1", logFile}, 0, []string{"lease-watch-stall: +10s to +1m10s (modelled)", "extra"}},
 		{"no file", nil, 2, []string{"no audit log given"}},
 		{"svg", []string{"-format", "svg", "-phases", "1", "-node-monitor-grace-period=60s", logFile}, 0, []string{`<svg xmlns="http://www.w3.org/2000/svg"`,
@@ -73,6 +82,53 @@ func TestRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGuessedCommandLine: the log with kubeadm's kube-controller-manager
+// mirror pod (a kubelet's create at level Request): its flags are the
+// guess, labelled with the pod; a flag given wins; -guess-policy=false
+// goes back to v1.37.2's defaults, assumed.
+func TestGuessedCommandLine(t *testing.T) {
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := `{"level":"Request","auditID":"kcm-1","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/kube-system/pods","verb":"create",` +
+		`"user":{"username":"system:node:cp1","groups":["system:nodes"]},"objectRef":{"resource":"pods","namespace":"kube-system","name":"kube-controller-manager-cp1","apiVersion":"v1"},` +
+		`"responseStatus":{"code":201},"requestObject":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"kube-controller-manager-cp1","namespace":"kube-system"},` +
+		`"spec":{"nodeName":"cp1","containers":[{"name":"kube-controller-manager","command":["kube-controller-manager","--node-monitor-grace-period=40s","--node-monitor-period","5s","--controllers=*"]}]}},` +
+		`"requestReceivedTimestamp":"2026-01-01T00:00:00.000500Z","stageTimestamp":"2026-01-01T00:00:00.001Z"}`
+	path := filepath.Join(t.TempDir(), "with-kcm.jsonl")
+	if err := os.WriteFile(path, []byte(pod+"\n"+string(b)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"--node-monitor-grace-period=40s   guessed: on kube-controller-manager's command line (pod kube-system/kube-controller-manager-cp1, created 2026-01-01T00:00:00.001Z)",
+			"--node-eviction-rate=0.1   guessed: not on kube-controller-manager's command line (pod kube-system/kube-controller-manager-cp1, created 2026-01-01T00:00:00.001Z): its default",
+			"(8 values guessed from the log", "No divergence"}},
+		{[]string{"-node-monitor-grace-period=60s"}, []string{"--node-monitor-grace-period=1m0s (given)", "--node-monitor-period=5s   guessed: on kube-controller-manager's command line", "(7 values guessed"}},
+		{[]string{"-guess-policy=false"}, []string{"--node-monitor-grace-period=50s (assumed)", "--node-monitor-period=5s (assumed)"}},
+		{[]string{"-doctor"}, []string{"  - kube-controller-manager's command line: pod kube-system/kube-controller-manager-cp1, created 2026-01-01T00:00:00.001Z (" + path + ":1), 2 of the policy flags on it"}},
+		{[]string{"-format", "json", "-phases", "1"}, []string{`"value": "40s",
+      "source": "guessed",
+      "reason": "on kube-controller-manager's command line (pod kube-system/kube-controller-manager-cp1, created 2026-01-01T00:00:00.001Z)"`}},
+	} {
+		out, code := runArgs(t, append(tt.args, path)...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", tt.args, code, out)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%q: output lacks %q:\n%s", tt.args, w, out)
+			}
+		}
+		if len(tt.args) == 1 && tt.args[0] == "-guess-policy=false" && strings.Contains(out, "guessed") {
+			t.Errorf("-guess-policy=false: output says guessed:\n%s", out)
+		}
 	}
 }
 

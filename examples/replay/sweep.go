@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/kubelifecycle/lifecycle/examples/replay/incident"
@@ -39,6 +41,12 @@ func runSweep(ctx context.Context, h *incident.History, open incident.Opener, op
 		err = incident.WriteSweepJSON(w, rows)
 	} else {
 		err = incident.WriteSweepText(w, rows)
+		// The flags not swept are the same in every run: say which are guesses.
+		for _, v := range opt.Policy.Values() {
+			if v.Source == incident.SourceGuessed && !slices.ContainsFunc(axes, func(a incident.SweepAxis) bool { return a.Flag == v.Flag }) {
+				fmt.Fprintf(w, "every run: --%s=%s   guessed: %s\n", v.Flag, v.Value, v.Reason)
+			}
+		}
 	}
 	if err != nil {
 		return err

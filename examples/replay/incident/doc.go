@@ -4,13 +4,15 @@
 // loop, examples/nodecontroller/monitor on its in-memory cluster
 // examples/nodecontroller/monitor/monitortest, as examples/policysim/sim
 // drives it, under any policy given with kube-controller-manager's flag
-// names (Policy; default: v1.37.2's), and compares what the replay decides
-// with what the recorded controller wrote.
+// names (Policy; default: the policy the recorded controller ran with,
+// guessed from the log, else v1.37.2's), and compares what the replay
+// decides with what the recorded controller wrote.
 //
 // # The caller loop
 //
 //	h, err := incident.Inventory(src1, incident.Options{})          // pass 1: the cluster, the recorded decisions
 //	doc := h.Doctor()                                               // what the log can and cannot tell
+//	pol = h.Guess.Apply(pol)                                        // the flags not given: the log's guess
 //	run, err := incident.Replay(ctx, h, src2, incident.ReplayOptions{Policy: pol}) // pass 2: the replay
 //	rep := incident.NewReport(h, opt, run)                          // recorded vs replayed, saved and lost pods
 //	rep.WriteText(os.Stdout)                                        // or WriteJSON, WriteSVG (a timeline)
@@ -29,7 +31,8 @@
 //	limits.go    Limits, ErrLimit
 //	inventory.go the first pass: History (nodes, pods, recorded decisions)
 //	facts.go     what the log holds and lacks: Facts, Doctor
-//	policy.go    Policy with kube-controller-manager's flag names, its monitor.Config
+//	policy.go    Policy with kube-controller-manager's flag names, its monitor.Config; each value given, guessed or assumed
+//	guess.go     PolicyGuess: the policy the recorded controller ran with, from the log (History.Guess)
 //	replay.go    the second pass: the Monitor on monitortest, stalls, the kubelets' reactions
 //	reactions.go the kubelets' recorded reactions to recorded controller writes (left out when the replay lacks the write)
 //	decision.go  Decision and its kinds
@@ -61,6 +64,35 @@
 // node lifecycle controller sends spec.taints whole, PatchNodeTaints); a
 // taint's time is its timeAdded. Only events at stage ResponseComplete
 // (or without a stage) with a 2xx code play a part.
+//
+// # The policy: given, guessed, assumed
+//
+// A Policy's values are given (Set: the caller's, always winning),
+// guessed (Guess: from the log, with a reason; PolicyValue.Source and
+// Reason) or assumed (v1.37.2's defaults). Inventory gathers the evidence
+// in its one pass (History.Guess, a PolicyGuess); PolicyGuess.Apply sets
+// it on the flags a Policy does not give:
+//
+//   - kube-controller-manager's command line, from a pod create or update
+//     in kube-system at level Request (kubeadm's static pod, mirrored by
+//     the kubelet) named kube-controller-manager* or running it: each flag
+//     on it, and each flag absent from it at its default as observed. The
+//     latest created pod wins; the reason names pods that disagree. At
+//     most 512 arguments of 4 KiB are examined; values that cannot be read
+//     are ignored and named (PolicyGuess.Evidence).
+//   - timing, weaker, only for flags no command line settled:
+//     --node-monitor-grace-period from the delays between each node's last
+//     heartbeat and the recorded controller's Ready=Unknown write (the
+//     shortest, rounded down: an upper bound, with its range and node
+//     count; none when the delays cannot come from one grace period); the
+//     Lease circuit breaker from the controller's Lease GETs (on), or their
+//     absence while its Lease reads are logged and it wrote a node Unknown
+//     within a given grace period of its Lease renewal (off);
+//     --node-eviction-rate (or the secondary rate) from the regular
+//     spacing of one zone's queued NoExecute taints.
+//
+// PolicyGuess.Lines says, flag by flag, what the guess is or why there is
+// none; the doctor lists them (Doctor.Policy).
 //
 // # What is modelled (History.Doctor lists it with the log's numbers)
 //

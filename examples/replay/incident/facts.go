@@ -137,6 +137,10 @@ type Doctor struct {
 	// Watch lists the watch stalls derived from an informer recording or
 	// inferred from the log (Stall.String lines); Doctor leaves it empty.
 	Watch []string
+	// Policy lists each flag's guess from the log (or why there is none)
+	// and what the guess rests on (PolicyGuess.Lines); Doctor fills it for
+	// DefaultPolicy, a caller with flags given refills it.
+	Policy []string
 }
 
 // LevelCount is how many events of an audit level the log holds.
@@ -159,7 +163,7 @@ func (d Doctor) Warnings() []string {
 // Doctor returns what the log can rebuild and what it lacks.
 func (h *History) Doctor() Doctor {
 	f := &h.Facts
-	d := Doctor{First: h.First, Last: h.Last, Events: h.Events}
+	d := Doctor{First: h.First, Last: h.Last, Events: h.Events, Policy: h.Guess.Lines(DefaultPolicy())}
 	for l, n := range f.levels {
 		if l == "" {
 			l = "(none)"

@@ -78,6 +78,9 @@ type History struct {
 	Recorded []Decision
 	// Facts are what the doctor reports.
 	Facts Facts
+	// Guess is what the log tells of the policy the recorded controller
+	// ran with (PolicyGuess.Apply sets it on a Policy).
+	Guess PolicyGuess
 
 	opt     Options
 	nodeIdx map[string]int
@@ -117,6 +120,8 @@ type inventory struct {
 	// reactions counts the kubelets' reactions to the controller's
 	// writes (Facts.ReactionNodePosts, ReactionPodPosts).
 	reactions *reactionWatch
+	// guess gathers the evidence of the recorded controller's policy.
+	guess *guessWatch
 }
 
 type recentUnknown struct {
@@ -147,7 +152,7 @@ func Inventory(src Source, opt Options) (*History, error) {
 	c := newClassifier(opt.ControllerUsers, lim)
 	in := &inventory{h: &History{opt: opt}, lim: lim, nodes: map[string]*NodeInfo{}, pods: map[podKey]*PodInfo{},
 		ready: map[string]v1.ConditionStatus{}, taints: map[string][]v1.Taint{}, podRdy: map[podKey]v1.ConditionStatus{},
-		reactions: newReactionWatch(DefaultKubeletReaction)}
+		reactions: newReactionWatch(DefaultKubeletReaction), guess: newGuessWatch(opt.ControllerUsers, lim)}
 	in.h.Facts.levels = map[string]int64{}
 	in.h.Facts.ops = map[op]*opFacts{}
 	for {
@@ -163,6 +168,7 @@ func Inventory(src Source, opt Options) (*History, error) {
 		if err != nil {
 			return nil, err
 		}
+		in.guess.observe(e)
 		if !ok {
 			continue
 		}
@@ -207,10 +213,12 @@ func (in *inventory) add(it *item) error {
 			return err
 		}
 		n.HasLease = true
+		in.guess.heartbeat(it.node, it.at, true, it.src.String())
 	case opNodeStatus:
 		if _, err := in.node(it.node, it.at); err != nil {
 			return err
 		}
+		in.guess.heartbeat(it.node, it.at, false, it.src.String())
 		r := b.ready(string(v1.NodeReady))
 		if r != "" {
 			in.ready[it.node] = r
@@ -246,7 +254,8 @@ func (in *inventory) add(it *item) error {
 			in.taints[it.node] = ts
 		}
 	case opCtlNodeStatus:
-		if _, err := in.node(it.node, it.at); err != nil {
+		n, err := in.node(it.node, it.at)
+		if err != nil {
 			return err
 		}
 		in.nodeBody(it.node, b)
@@ -262,6 +271,7 @@ func (in *inventory) add(it *item) error {
 			in.recent = append(in.recent, recentUnknown{it.recv, it.node})
 		}
 		if r == v1.ConditionUnknown && in.ready[it.node] != v1.ConditionUnknown {
+			in.guess.unknown(it.node, it.recv, !n.Existed(), it.src.String())
 			if err := in.record(Decision{Time: it.recv, Kind: KindNodeUnknown, Node: it.node, Inferred: inferred, Source: it.src.String()}); err != nil {
 				return err
 			}
@@ -303,6 +313,9 @@ func (in *inventory) add(it *item) error {
 			}
 			if err := in.record(Decision{Time: at, Kind: KindTaintAdded, Node: it.node, Detail: t.Key + ":" + string(t.Effect), Source: it.src.String()}); err != nil {
 				return err
+			}
+			if t.Effect == v1.TaintEffectNoExecute {
+				in.guess.noExecute(in.zoneSnap(it.node, it.recv, it.src.String()))
 			}
 		}
 		for _, t := range before {
@@ -362,6 +375,28 @@ func (in *inventory) add(it *item) error {
 		}
 	}
 	return nil
+}
+
+// zoneSnap returns node's zone then: its size and the nodes the recorded
+// view has Unknown (a scan of the nodes: called for a bounded number of
+// taints).
+func (in *inventory) zoneSnap(node string, at time.Time, src string) taintSnap {
+	t := taintSnap{node: node, at: at, src: src}
+	n := in.nodes[node]
+	if n == nil || !n.LabelsKnown {
+		return t
+	}
+	t.zone = n.Zone
+	for name, o := range in.nodes {
+		if !o.LabelsKnown || o.Zone != t.zone || (!o.Deleted.IsZero() && !o.Deleted.After(at)) {
+			continue
+		}
+		t.size++
+		if in.ready[name] == v1.ConditionUnknown {
+			t.unknown++
+		}
+	}
+	return t
 }
 
 func (in *inventory) record(d Decision) error {
@@ -472,6 +507,7 @@ func (in *inventory) finish() (*History, error) {
 	}
 	sortDecisions(h.Recorded)
 	h.Facts.finish(h)
+	h.Guess = in.guess.finish()
 	return h, nil
 }
 

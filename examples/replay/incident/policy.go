@@ -34,9 +34,19 @@ var PolicyFlags = []string{FlagNodeMonitorPeriod, FlagNodeMonitorGracePeriod, Fl
 // default).
 const GateLeaseCircuitBreaker = "NodeControllerLeaseCircuitBreaker"
 
+// The sources of a policy value (PolicyValue.Source): given by the caller
+// (Set), guessed from the log (Guess, PolicyGuess), or v1.37.2's default
+// assumed for want of either.
+const (
+	SourceGiven   = "given"
+	SourceGuessed = "guessed"
+	SourceAssumed = "assumed"
+)
+
 // Policy is the node lifecycle controller's policy a replay runs, in
 // kube-controller-manager's terms. DefaultPolicy is v1.37.2's defaults,
-// every value "assumed"; Set marks a value "given".
+// every value "assumed"; Set marks a value "given", Guess "guessed" (a
+// given value always wins over a guess).
 type Policy struct {
 	NodeMonitorPeriod         time.Duration // --node-monitor-period, 5s
 	NodeMonitorGracePeriod    time.Duration // --node-monitor-grace-period, 50s
@@ -49,6 +59,8 @@ type Policy struct {
 	LeaseCircuitBreaker bool
 
 	given map[string]bool
+	// guessed maps a guessed flag to why (Guess).
+	guessed map[string]string
 }
 
 // DefaultPolicy returns kube-controller-manager v1.37.2's defaults.
@@ -70,6 +82,42 @@ func DefaultPolicy() Policy {
 // kube-controller-manager's syntax, and marks it given. The value is
 // checked (durations positive, rates and thresholds finite and in range).
 func (p *Policy) Set(name, value string) error {
+	if err := p.set(name, value); err != nil {
+		return err
+	}
+	// Copied on write: a Policy copied from another (a sweep's runs from
+	// its base) shares the map.
+	p.given = maps.Clone(p.given)
+	if p.given == nil {
+		p.given = map[string]bool{}
+	}
+	p.given[name] = true
+	return nil
+}
+
+// Guess sets the flag name to value, as Set, but marks it guessed with
+// reason (what in the log it rests on), unless the flag was given: then
+// the given value stays and Guess does nothing. A value that cannot be
+// read is an error and changes nothing.
+func (p *Policy) Guess(name, value, reason string) error {
+	if p.Given(name) {
+		return nil
+	}
+	q := *p
+	if err := q.set(name, value); err != nil {
+		return err
+	}
+	*p = q
+	p.guessed = maps.Clone(p.guessed)
+	if p.guessed == nil {
+		p.guessed = map[string]string{}
+	}
+	p.guessed[name] = reason
+	return nil
+}
+
+// set parses value into the flag name's field.
+func (p *Policy) set(name, value string) error {
 	bad := func(err error) error { return fmt.Errorf("incident: --%s=%s: %w", name, value, err) }
 	dur := func(dst *time.Duration) error {
 		d, err := time.ParseDuration(value)
@@ -122,20 +170,11 @@ func (p *Policy) Set(name, value string) error {
 	default:
 		return fmt.Errorf("incident: unknown policy flag --%s (known: %s)", name, strings.Join(PolicyFlags, ", "))
 	}
-	if err != nil {
-		return err
-	}
-	// Copied on write: a Policy copied from another (a sweep's runs from
-	// its base) shares the map.
-	p.given = maps.Clone(p.given)
-	if p.given == nil {
-		p.given = map[string]bool{}
-	}
-	p.given[name] = true
-	return nil
+	return err
 }
 
 func (p *Policy) setGates(value string) error {
+	b := p.LeaseCircuitBreaker
 	for _, kv := range strings.Split(value, ",") {
 		kv = strings.TrimSpace(kv)
 		if kv == "" {
@@ -145,37 +184,54 @@ func (p *Policy) setGates(value string) error {
 		if !ok {
 			return fmt.Errorf("incident: --feature-gates: missing bool value for %s", kv)
 		}
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		v2, err := strconv.ParseBool(strings.TrimSpace(v))
 		if err != nil {
 			return fmt.Errorf("incident: --feature-gates: invalid value of %s=%s: %w", k, v, err)
 		}
 		if strings.TrimSpace(k) != GateLeaseCircuitBreaker {
 			return fmt.Errorf("incident: --feature-gates: unknown feature gate %s (known: %s)", k, GateLeaseCircuitBreaker)
 		}
-		p.LeaseCircuitBreaker = b
+		b = v2
 	}
+	p.LeaseCircuitBreaker = b
 	return nil
 }
 
-// Given reports whether the flag was set (Set) rather than assumed.
+// Given reports whether the flag was set (Set) rather than guessed or
+// assumed.
 func (p Policy) Given(name string) bool { return p.given[name] }
+
+// Guessed reports whether the flag's value is a guess (Guess) and why.
+func (p Policy) Guessed(name string) (reason string, ok bool) {
+	if p.Given(name) {
+		return "", false
+	}
+	reason, ok = p.guessed[name]
+	return reason, ok
+}
 
 // PolicyValue is one flag's value in a report.
 type PolicyValue struct {
-	Flag   string `json:"flag"`
-	Value  string `json:"value"`
-	Source string `json:"source"` // "given" or "assumed" (the v1.37.2 default)
+	Flag  string `json:"flag"`
+	Value string `json:"value"`
+	// Source is SourceGiven, SourceGuessed or SourceAssumed (the v1.37.2
+	// default).
+	Source string `json:"source"`
+	// Reason is what a guess rests on ("" unless guessed).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Values returns every flag's value, in PolicyFlags order.
 func (p Policy) Values() []PolicyValue {
 	out := make([]PolicyValue, 0, len(PolicyFlags))
 	for _, f := range PolicyFlags {
-		src := "assumed"
+		v := PolicyValue{Flag: f, Value: p.value(f), Source: SourceAssumed}
 		if p.Given(f) {
-			src = "given"
+			v.Source = SourceGiven
+		} else if r, ok := p.Guessed(f); ok {
+			v.Source, v.Reason = SourceGuessed, r
 		}
-		out = append(out, PolicyValue{Flag: f, Value: p.value(f), Source: src})
+		out = append(out, v)
 	}
 	return out
 }
@@ -208,7 +264,7 @@ func (p Policy) value(flag string) string {
 func (p Policy) String() string {
 	var parts []string
 	for _, v := range p.Values() {
-		if v.Source == "given" {
+		if v.Source == SourceGiven {
 			parts = append(parts, "--"+v.Flag+"="+v.Value)
 		}
 	}

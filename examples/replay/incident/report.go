@@ -97,6 +97,7 @@ type noteJSON struct {
 type policyValueJSON struct {
 	Value  string `json:"value"`
 	Source string `json:"source"`
+	Reason string `json:"reason,omitempty"`
 }
 
 type reportJSON struct {
@@ -152,7 +153,7 @@ func (r *Report) json() reportJSON {
 	j.Log.First, j.Log.Last, j.Log.Events, j.Log.Nodes, j.Log.Pods = rfc(h.First), rfc(h.Last), h.Events, len(h.Nodes), len(h.Pods)
 	j.Policy = map[string]policyValueJSON{}
 	for _, v := range run.Policy.Values() {
-		j.Policy[v.Flag] = policyValueJSON{v.Value, v.Source}
+		j.Policy[v.Flag] = policyValueJSON{v.Value, v.Source, v.Reason}
 	}
 	j.Phase = run.Phase.String()
 	j.Watch.LeaseWatchStalls, j.Watch.NodeWatchStalls = windows(r.Options.LeaseWatchStalls), windows(r.Options.NodeWatchStalls)
@@ -216,9 +217,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "Reader: %s\n", l)
 	}
 	fmt.Fprintf(&b, "Times are offsets from %s.\n\nPolicy:\n", rfc(h.First))
-	for _, v := range run.Policy.Values() {
-		fmt.Fprintf(&b, "  --%s=%s (%s)\n", v.Flag, v.Value, v.Source)
-	}
+	writePolicy(&b, run.Policy)
 	fmt.Fprintf(&b, "  monitor pass phase: %v\n", run.Phase)
 	for _, ww := range r.Options.LeaseWatchStalls {
 		fmt.Fprintf(&b, "  lease-watch-stall: %s to %s (modelled)\n", o(ww.From), o(ww.To))
@@ -375,6 +374,27 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
+// writePolicy writes the policy's values, a guess with its reason on its
+// own line so that no one takes it for a value given.
+func writePolicy(b *strings.Builder, p Policy) {
+	guessed := 0
+	for _, v := range p.Values() {
+		if v.Source == SourceGuessed {
+			guessed++
+			fmt.Fprintf(b, "  --%s=%s   guessed: %s\n", v.Flag, v.Value, v.Reason)
+			continue
+		}
+		fmt.Fprintf(b, "  --%s=%s (%s)\n", v.Flag, v.Value, v.Source)
+	}
+	if guessed > 0 {
+		what, them := fmt.Sprintf("%d values", guessed), "them"
+		if guessed == 1 {
+			what, them = "1 value", "it"
+		}
+		fmt.Fprintf(b, "  (%s guessed from the log, not given: check %s against the cluster's kube-controller-manager; a flag given overrides its guess)\n", what, them)
+	}
+}
+
 // maxListedReactions bounds the node reactions left out that the text
 // report names one by one.
 const maxListedReactions = 20
@@ -402,6 +422,12 @@ func (d Doctor) WriteText(w io.Writer) error {
 	writeChecks(&b, d.Decisions)
 	b.WriteString("\nInputs, rebuilt from:\n")
 	writeChecks(&b, d.Inputs)
+	if len(d.Policy) > 0 {
+		b.WriteString("\nPolicy the recorded controller ran with (given > guessed > assumed), and what the guess rests on:\n")
+		for _, l := range d.Policy {
+			fmt.Fprintf(&b, "  - %s\n", l)
+		}
+	}
 	b.WriteString("\nModelled, not recorded:\n")
 	for _, m := range d.Modelled {
 		fmt.Fprintf(&b, "  - %s\n", m)
@@ -436,11 +462,12 @@ func (d Doctor) WriteJSON(w io.Writer) error {
 		Levels    []LevelCount `json:"levels"`
 		Decisions []Check      `json:"decisions"`
 		Inputs    []Check      `json:"inputs"`
+		Policy    []string     `json:"policy,omitempty"`
 		Modelled  []string     `json:"modelled"`
 		Reader    []string     `json:"reader,omitempty"`
 		Watch     []string     `json:"watch,omitempty"`
 		Warnings  []string     `json:"warnings"`
-	}{rfc(d.First), rfc(d.Last), d.Events, d.Levels, d.Decisions, d.Inputs, d.Modelled, d.Reader, d.Watch, d.Warnings()}
+	}{rfc(d.First), rfc(d.Last), d.Events, d.Levels, d.Decisions, d.Inputs, d.Policy, d.Modelled, d.Reader, d.Watch, d.Warnings()}
 	if j.Warnings == nil {
 		j.Warnings = []string{}
 	}
