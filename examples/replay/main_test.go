@@ -44,11 +44,11 @@ func TestRun(t *testing.T) {
 		{"doctor metadata", []string{"-doctor", metaFile}, 0, []string{"WARNING: 4 status posts without a body", "WARNING: 6 pods without tolerations", "6 warnings."}},
 		// By default the flags not given take the guess from the log: here
 		// the grace period from n1's timing; the others stay assumed.
-		{"defaults", []string{logFile}, 0, []string{"--node-monitor-grace-period=49s   guessed: from timing, weaker than a command line: from 1 node,",
+		{"defaults", []string{logFile}, 0, []string{"--node-monitor-grace-period=40s   guessed: from timing, weaker than a command line: from 1 node,",
 			"--node-monitor-period=5s (assumed)", "(1 value guessed from the log, not given", "node-unknown   n1", "Pods saved (the recording evicted them, the replay did not): 0"}},
 		{"no guess", []string{"-guess-policy=false", logFile}, 0, []string{"--node-monitor-grace-period=50s (assumed)", "node-unknown   n1", "Pods saved (the recording evicted them, the replay did not): 0"}},
 		{"doctor guess", []string{"-doctor", "-node-monitor-period=5s", logFile}, 0, []string{"Policy the recorded controller ran with (given > guessed > assumed)",
-			"  - --node-monitor-period: given (5s)", "  - --node-monitor-grace-period=49s guessed: from timing", "  - kube-controller-manager's command line: none in the log"}},
+			"  - --node-monitor-period: given (5s)", "  - --node-monitor-grace-period=40s guessed: from timing", "  - kube-controller-manager's command line: none in the log"}},
 		{"doctor no guess", []string{"-doctor", "-guess-policy=false", logFile}, 0, []string{"not applied (-guess-policy=false)"}},
 		{"grace 60s saves", []string{"-node-monitor-grace-period=60s", logFile}, 0, []string{"--node-monitor-grace-period=1m0s (given)", "Pods saved (the recording evicted them, the replay did not): 2",
 			"its Lease renewed at +2m20.01s after a gap of 1m30s, untainted before the pod's toleration (30s, to +2m30s) ran out", "saved in 5 of 5 phases: default/n1-web-0, default/n1-web-1"}},
@@ -56,7 +56,7 @@ func TestRun(t *testing.T) {
 			`"reason": "from timing, weaker than a command line: from 1 node`, `"kind": "taint-added"`, `"detail": "node.kubernetes.io/unreachable:NoExecute"`}},
 		{"sweep", []string{"-sweep", "node-monitor-grace-period=40s,60s", "-sweep", "feature-gates=NodeControllerLeaseCircuitBreaker=true,false", logFile}, 0,
 			[]string{"node-monitor-grace-period=40s feature-gates=NodeControllerLeaseCircuitBreaker=true", "node-monitor-grace-period=60s feature-gates=NodeControllerLeaseCircuitBreaker=false  7         7        2        0      2"}},
-		{"sweep guess", []string{"-sweep", "node-eviction-rate=0.1,1", logFile}, 0, []string{"every run: --node-monitor-grace-period=49s   guessed: from timing"}},
+		{"sweep guess", []string{"-sweep", "node-eviction-rate=0.1,1", logFile}, 0, []string{"every run: --node-monitor-grace-period=40s   guessed: from timing"}},
 		{"stall", []string{"-lease-watch-stall", "+10s/+70s", "-feature-gates=NodeControllerLeaseCircuitBreaker=false", "-phases", "1", logFile}, 0, []string{"lease-watch-stall: +10s to +1m10s (modelled)", "extra"}},
 		{"no file", nil, 2, []string{"no audit log given"}},
 		{"svg", []string{"-format", "svg", "-phases", "1", "-node-monitor-grace-period=60s", logFile}, 0, []string{`<svg xmlns="http://www.w3.org/2000/svg"`,

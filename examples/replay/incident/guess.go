@@ -596,18 +596,34 @@ func (g *PolicyGuess) graceGuess(p Policy) (PolicyValue, string) {
 		}
 		return PolicyValue{}, why + fmt.Sprintf(", do not fit one grace period for %s (a restart, a stall or a cut-off in between)", perWhy)
 	}
-	est := hi.Truncate(time.Second)
+	// A grace period is a flag someone typed: when a release's default
+	// fits the range it is the likelier value; else the shortest delay
+	// rounded down, an upper bound.
+	est, how := hi.Truncate(time.Second), "the shortest delay rounded down, an upper bound: a replay under it may write nodes Unknown up to two monitor periods later than the recording"
 	if est < lo {
 		est = hi.Truncate(time.Millisecond)
+	}
+	for _, d := range graceDefaults {
+		if d.value >= lo && d.value <= hi {
+			est, how = d.value, d.value.String()+" as "+d.release+"'s default is in it"
+			break
+		}
 	}
 	nodes := "from 1 node"
 	if g.GraceNodes != 1 {
 		nodes = fmt.Sprintf("from %d nodes", g.GraceNodes)
 	}
-	reason := fmt.Sprintf("from timing, weaker than a command line: %s, the recorded controller wrote Ready=Unknown %v to %v after the node's last heartbeat (shortest: %s, %s); the grace period is in [%v, %v] for %s and 1s of latency; the shortest delay rounded down, an upper bound: a replay under it may write nodes Unknown up to two monitor periods later than the recording",
-		nodes, ms(short), ms(long), g.graceNode, g.graceSrc, ms(lo), ms(hi), perWhy)
+	reason := fmt.Sprintf("from timing, weaker than a command line: %s, the recorded controller wrote Ready=Unknown %v to %v after the node's last heartbeat (shortest: %s, %s); the grace period is in [%v, %v] for %s and 1s of latency; guessed %s",
+		nodes, ms(short), ms(long), g.graceNode, g.graceSrc, ms(lo), ms(hi), perWhy, how)
 	return PolicyValue{Flag: FlagNodeMonitorGracePeriod, Value: est.String(), Source: SourceGuessed, Reason: reason}, ""
 }
+
+// graceDefaults are the --node-monitor-grace-period defaults a timing
+// guess prefers when they fit (v1.32 raised it from 40s to 50s).
+var graceDefaults = []struct {
+	value   time.Duration
+	release string
+}{{50 * time.Second, "v1.32 and later"}, {40 * time.Second, "v1.31 and earlier"}}
 
 // evictionGuess estimates the rate the recorded controller tainted a
 // zone's nodes NoExecute at: a zone's taints come one per token of its

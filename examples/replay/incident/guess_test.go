@@ -229,11 +229,13 @@ func TestGuessGrace(t *testing.T) {
 	g := &gen{nodes: 3, podsPerNode: 1, duration: 3 * time.Minute, stop: "n1", stopAt: 51 * time.Second, unknownAt: 100 * time.Second}
 	h := inventoryOf(t, g.build())
 	v := valueOf(h.Guess.Apply(DefaultPolicy()), FlagNodeMonitorGracePeriod)
-	if v.Value != "49s" || v.Source != SourceGuessed || !strings.Contains(v.Reason, "from 1 node,") ||
-		!strings.Contains(v.Reason, "[38.989s, 49.989s] for --node-monitor-period up to 5s") {
-		t.Errorf("grace %+v, want 49s from 1 node in [38.989s, 49.989s]", v)
+	// The range holds v1.31's default, 40s: the likelier value.
+	if v.Value != "40s" || v.Source != SourceGuessed || !strings.Contains(v.Reason, "from 1 node,") ||
+		!strings.Contains(v.Reason, "[38.989s, 49.989s] for --node-monitor-period up to 5s") || !strings.Contains(v.Reason, "guessed 40s as v1.31 and earlier's default is in it") {
+		t.Errorf("grace %+v, want 40s from 1 node in [38.989s, 49.989s]", v)
 	}
-	// A given period narrows the range.
+	// A given period narrows the range, to no default: the shortest
+	// delay rounded down.
 	v = valueOf(h.Guess.Apply(policy(t, "node-monitor-period=1s")), FlagNodeMonitorGracePeriod)
 	if v.Value != "49s" || !strings.Contains(v.Reason, "[46.989s, 49.989s] for the given --node-monitor-period=1s") {
 		t.Errorf("grace with the period given %+v", v)
