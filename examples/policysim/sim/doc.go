@@ -123,7 +123,9 @@
 //     nodes/s acts as 10 nodes/s. Upstream's pass reads the real clock
 //     between nodes, so there such rates are not capped.
 //   - A resumed kubelet reports its pods Ready again kubelet.podReadyDelay
-//     (10s) after it resumes; pods of a kubelet reporting Ready=False are left
+//     (10s) after it resumes, and they stay Ready even when the controller
+//     has not yet seen the node Ready (as upstream, whose podUpdated ignores
+//     a pod status update); pods of a kubelet reporting Ready=False are left
 //     as they are.
 //   - The device actions of one instant reach the DeviceEvictor before its
 //     pass: a driver that republishes many slices at once (a device-taint

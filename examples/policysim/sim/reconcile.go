@@ -34,10 +34,8 @@ import (
 //     Ready=False is put back at the status manager's next sync.
 //
 // The simulator plans a reaction when the controller writes over a running
-// kubelet's status (its Ready=Unknown; its pods' Ready=False, also when it
-// marks them again at once because it still sees the node not ready, as
-// upstream's processPod does) and runs it at the kubelet's next tick after
-// the write, counted from the kubelet's (re)start: at most one period later.
+// kubelet's status (its Ready=Unknown; its pods' Ready=False) and runs it
+// at the kubelet's next tick after the write, counted from the kubelet's (re)start: at most one period later.
 // Unlike upstream, without jitter (the node status loop's 4% is left out, so
 // a reaction is at most one period late where upstream's may be 4% later),
 // and the kubelet's 5-minute reports (StatusUpdateInterval) keep their
@@ -47,6 +45,10 @@ import (
 // A kubelet reporting Ready=False leaves its pods as they are (the
 // simulator does not model their readiness), and one that has just resumed
 // puts its pods back Ready first PodReadyDelay after it started (beatPods).
+// Pods a kubelet puts back Ready while the controller still sees their node
+// not ready stay Ready: the controller acts on a pod update only when the
+// pod's node is set or changes (upstream's podUpdated queues nothing for a
+// status update; monitortest forwards none), so it does not mark them again.
 
 // nextSync returns the first tick after t of a loop that started at start
 // and ticks every every.
@@ -134,12 +136,8 @@ func (s *sim) podSync(i int) error {
 	}
 	n := s.nodes[i]
 	at := len(s.entries) // the entry goes before what the write sets off
-	restored, remarked := s.podsReady(i)
-	if restored > 0 {
+	if restored := s.podsReady(i); restored > 0 {
 		detail := fmt.Sprintf("kubelet put Ready=True back on %s (pod status sync every %v)", plural(restored, "pod", "pods"), s.sc.Kubelet.PodStatusSyncPeriod.D())
-		if remarked > 0 {
-			detail += fmt.Sprintf("; the controller, still seeing the node not ready, marked %d Ready=False again", remarked)
-		}
 		s.entries = slices.Insert(s.entries, at, Entry{At: s.t, Kind: KindKubeletPodsReady, Node: n.name, Zone: s.sc.Zones[n.zone].Name, Detail: detail})
 	}
 	return s.spend(s.podsPerNode[n.zone])
@@ -151,21 +149,17 @@ func (s *sim) post(i int, ready v1.ConditionStatus) {
 	s.nodeAPI(i, ready)
 }
 
-// podsReady is kubelet i setting its pods Ready now. The Monitor marks
-// them not ready again at once when it still sees the node not ready
-// (monitor.Monitor.PodChanged, upstream's processPod); then the kubelet's
-// next pod status sync tries again. It returns how many pods it made
-// Ready and how many of them the Monitor marked again.
-func (s *sim) podsReady(i int) (restored, remarked int) {
+// podsReady is kubelet i setting its pods Ready now. It returns how many
+// pods it made Ready. The Monitor does not mark them not ready again, even
+// when it still sees the node not ready: a pod status update reaches no
+// Monitor (upstream's podUpdated acts only on a pod whose node is set or
+// changes).
+func (s *sim) podsReady(i int) (restored int) {
 	s.countsDelta()
 	s.c.SetPodsReady(s.ctx, s.nodes[i].name, s.now())
-	remarked, restored = s.countsDelta()
-	s.downs[s.nodes[i].zone].marked += remarked
-	s.podsAPI(i, max(s.down[i].pods-restored+remarked, 0))
-	if remarked > 0 {
-		s.planPodSync(i)
-	}
-	return restored, remarked
+	_, restored = s.countsDelta()
+	s.podsAPI(i, max(s.down[i].pods-restored, 0))
+	return restored
 }
 
 // countsDelta returns how many pods were marked not ready and how many

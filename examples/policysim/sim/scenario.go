@@ -115,9 +115,10 @@ type Kubelet struct {
 	StatusUpdateInterval Duration `json:"statusUpdateInterval"` // 5m (nodeStatusReportFrequency)
 	// PodReadyDelay is how long after resuming the kubelet marks its pods
 	// Ready again (containers restarted, readiness probes passing); 10s.
-	// Shorter than the monitor period, the controller, which still sees
-	// the node not ready, marks them not ready again (as upstream), and
-	// with Reconcile the kubelet's next pod status sync puts them back.
+	// Shorter than the monitor period, they are Ready before the
+	// controller has seen the node Ready, and stay so: the controller does
+	// not mark them again (upstream's podUpdated acts on a pod only when
+	// its node is set or changes, never on a status update).
 	PodReadyDelay Duration `json:"podReadyDelay"`
 	// Reconcile makes a running kubelet undo the controller's writes over
 	// its status (see the type's doc); false turns that off.

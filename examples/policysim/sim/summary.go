@@ -84,8 +84,8 @@ type ZoneSummary struct {
 	// (not in PodsEvicted, which are the node lifecycle's).
 	DevicePodsEvicted int `json:"devicePodsEvicted,omitempty"`
 	// PodsMarkedNotReady counts the controller's writes that took one of
-	// the zone's pods from Ready to not ready (a pod marked again counts
-	// again).
+	// the zone's pods from Ready to not ready (a pod marked in two outages
+	// counts twice).
 	PodsMarkedNotReady int `json:"podsMarkedNotReady"`
 	// How long the zone's nodes and pods were down. A node is down while
 	// its Ready condition in the API server is not True: from the

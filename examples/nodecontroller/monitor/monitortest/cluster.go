@@ -6,7 +6,9 @@
 // (indexed by node). Writes apply at once (the cache has read-your-writes)
 // and are forwarded to the attached Receiver (a *monitor.Monitor) as the
 // informer events they cause: NodeChanged for node status and taint writes,
-// PodChanged for pod status writes, PodDeleted for evictions, and
+// PodChanged for pods added (a pod status write forwards nothing: the node
+// lifecycle controller acts on a pod update only when its node is set or
+// changes, which a status write never does), PodDeleted for evictions, and
 // LeaseChanged for a Lease change to a Receiver that takes it
 // (LeaseReceiver: a Monitor with monitor.Config.LeaseEvents; otherwise the
 // Monitor reads the Leases on every pass).
@@ -100,10 +102,8 @@ type Cluster struct {
 	pods   map[types.NamespacedName]*podRec
 	// stamped indexes the pods added with AddStampedPods (stamped.go).
 	stamped stampIndex
-	// reuse is ReuseEventPods; podBufs holds the *[]v1.Pod buffers the
-	// events of stamped pods are materialized in when it is on.
-	reuse   bool
-	podBufs sync.Pool
+	// reuse is ReuseEventPods.
+	reuse bool
 	// reuseList is ReuseListedPods; listVals and listPtrs are the buffers
 	// ListPodsOnNode hands out then.
 	reuseList bool

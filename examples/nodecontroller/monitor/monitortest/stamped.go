@@ -431,8 +431,9 @@ func pointers(dst []*v1.Pod, pods []v1.Pod) []*v1.Pod {
 }
 
 // ReuseEventPods (on) makes the informer events the cluster forwards for
-// stamped pods (Sync, status writes, SetPodsReady) carry objects that
-// are reused for other events once the Receiver's call has returned,
+// stamped pods (AddStampedPods and Sync; status writes and SetPodsReady
+// forward none) carry objects that are reused for other events once the
+// Receiver's call has returned,
 // instead of a new object each: a simulated cluster's initial sync alone
 // materializes millions of pods, all garbage as soon as they are sent. Only
 // for a Receiver that keeps nothing of the pod object past the call but
@@ -463,39 +464,6 @@ func (c *Cluster) ReuseListedPods(on bool) {
 	c.mu.Lock()
 	c.reuseList = on
 	c.mu.Unlock()
-}
-
-// eventPods materializes stamps for the events they cause: into a buffer
-// from the pool with ReuseEventPods, else into a new one. Give it back
-// with doneEventPods once the events are sent. c.mu must be held.
-func (c *Cluster) eventPods(stamps []stampRef) *[]v1.Pod {
-	var buf *[]v1.Pod
-	if c.reuse {
-		buf, _ = c.podBufs.Get().(*[]v1.Pod)
-	}
-	if buf == nil {
-		buf = new([]v1.Pod)
-	}
-	*buf = slices.Grow((*buf)[:0], len(stamps))[:len(stamps)]
-	for i, s := range stamps {
-		s.fill(&(*buf)[i])
-	}
-	return buf
-}
-
-// doneEventPods returns buf (nil: none) to the pool once its events are
-// sent, with ReuseEventPods; without it, the pods stay the Receiver's.
-func (c *Cluster) doneEventPods(buf *[]v1.Pod) {
-	if buf == nil {
-		return
-	}
-	c.mu.Lock()
-	reuse := c.reuse
-	c.mu.Unlock()
-	if reuse {
-		clear(*buf) // drop the references to names and statuses
-		c.podBufs.Put(buf)
-	}
 }
 
 // podsView returns the node's pods, stamped ones materialized, for
