@@ -177,6 +177,14 @@ func startWorld(t *testing.T, c *cluster.Cluster, ns string, nodes []worldNode, 
 // on a host whose clock is off. A skewed node is never silent.
 func startSkewedWorld(t *testing.T, c *cluster.Cluster, ns string, nodes []worldNode, pods []worldPod, silent []string, skews map[string]time.Duration, renew time.Duration) *world {
 	t.Helper()
+	return startTunedWorld(t, c, ns, nodes, pods, silent, skews, renew, nil)
+}
+
+// startTunedWorld is startSkewedWorld with tune (nil: none) applied to
+// every agent's config last: a world whose kubelets post as the kubelet
+// does (counterfactual_test.go).
+func startTunedWorld(t *testing.T, c *cluster.Cluster, ns string, nodes []worldNode, pods []worldPod, silent []string, skews map[string]time.Duration, renew time.Duration, tune func(*agent.Config)) *world {
+	t.Helper()
 	ctx := context.Background()
 	cs := c.Clientset(t)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -217,6 +225,9 @@ func startSkewedWorld(t *testing.T, c *cluster.Cluster, ns string, nodes []world
 			// A skewed node posts its conditions every renew period
 			// too, so both of its signals carry its clock.
 			cfg.StatusUpdateFrequency = renew
+		}
+		if tune != nil {
+			tune(&cfg)
 		}
 		return startAgentClock(t, ac, clk, cfg, 0)
 	}

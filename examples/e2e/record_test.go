@@ -437,16 +437,8 @@ func selfReplay(t *testing.T, name, auditLog string, flags []string, known []rep
 			t.Errorf("saving the recording: %v", err)
 		}
 	}
-	pol := incident.DefaultPolicy()
 	// KCM ran with $LIFECYCLE_E2E_KCM_FLAGS after flags (the last wins).
-	for _, f := range append(slices.Clone(flags), strings.Fields(os.Getenv(envKCMFlags))...) {
-		k, v, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
-		if slices.Contains(incident.PolicyFlags, k) {
-			if err := pol.Set(k, v); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	pol := policyOf(t, append(slices.Clone(flags), strings.Fields(os.Getenv(envKCMFlags))...))
 	open := func() (incident.Source, error) { return audit.Open([]string{auditLog}, audit.Limits{}) }
 	src, err := open()
 	if err != nil {
@@ -480,6 +472,23 @@ func selfReplay(t *testing.T, name, auditLog string, flags []string, known []rep
 		_ = incident.NewReport(h, opt, best.run).WriteText(&b)
 		t.Errorf("self-replay %s: %d missing or extra without a known reason, %d matches more than a monitor period plus %v apart; the report:\n%s", name, best.unexplained, best.late, replayLoadSlack, b.String())
 	}
+}
+
+// policyOf returns the replay policy of kube-controller-manager's flags
+// (with or without dashes; the last of a name wins, those that are not
+// policy flags are ignored).
+func policyOf(t *testing.T, flags []string) incident.Policy {
+	t.Helper()
+	pol := incident.DefaultPolicy()
+	for _, f := range flags {
+		k, v, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if slices.Contains(incident.PolicyFlags, k) {
+			if err := pol.Set(k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return pol
 }
 
 // replayResult is one phase's replay judged against the recording.
