@@ -383,11 +383,14 @@ type replayKnown struct {
 	// Repeat: only a missing decision that repeats an earlier matched one
 	// of the same object (isRepeat).
 	Repeat bool
+	// Nodes, if set: only decisions of these nodes.
+	Nodes  []string
 	Reason string
 }
 
 func (k replayKnown) matches(c *incident.Comparison, d incident.Decision, missing bool) bool {
-	return k.Missing == missing && d.Kind == k.Kind && (k.Detail == "" || d.Detail == k.Detail) && (!k.Repeat || isRepeat(c, d))
+	return k.Missing == missing && d.Kind == k.Kind && (k.Detail == "" || d.Detail == k.Detail) && (!k.Repeat || isRepeat(c, d)) &&
+		(k.Nodes == nil || slices.Contains(k.Nodes, d.Node))
 }
 
 // replayLoadSlack is how much later than one --node-monitor-period KCM's
