@@ -384,7 +384,7 @@ func kindCounts(ds []incident.Decision) string {
 func predictLive(t *testing.T, pair string, from, to *cfSide, known []replayKnown, reaction string) string {
 	t.Helper()
 	pol := policyOf(t, to.flags)
-	opt := incident.ReplayOptions{Policy: pol, ControllerStart: from.start, End: from.end, LeaseWatchStalls: from.stalls}
+	opt := incident.ReplayOptions{Policy: pol, ControllerStart: from.start, End: from.end, LeaseWatchStalls: from.stalls, PassDrift: incident.DefaultPassDrift}
 	_, runs, err := incident.Phases(context.Background(), from.h, from.open, opt, incident.PhaseOffsets(pol.NodeMonitorPeriod, replayPhases))
 	if err != nil {
 		t.Fatalf("%s: replaying %s under %s: %v", pair, from.policy.name, to.policy.name, err)

@@ -180,7 +180,6 @@ func scenarioLargeZone() parityScenario {
 	sc.known = retaintKnown
 	sc.replayKnown = []replayKnown{{Kind: incident.KindPodEvicted, Missing: true, Repeat: true,
 		Reason: "KCM v1.37.2 re-taints a node its pass's stale copy shows untainted (kubernetes/kubernetes#89012's re-taint rule, retaintKnown) and its taint-eviction-controller deletes the already deleted pod again; the library keeps the taint as it is and deletes once"}}
-	sc.replayGap = "KCM taints the zone's first NoExecute nodes faster than the replay (by rank, its first 7 of 40 within 2 s of its first, the replay's at 2/s from its first, 1.5-3 s later), as if its first taints went at the normal rate before the zone turned PartiallyDisrupted; not yet explained"
 	return sc
 }
 

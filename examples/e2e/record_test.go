@@ -452,7 +452,7 @@ func selfReplay(t *testing.T, name, auditLog string, flags []string, known []rep
 		t.Fatalf("self-replay of %s: %v", name, err)
 	}
 	start, end := recordingSpan(t, auditLog)
-	opt := incident.ReplayOptions{Policy: pol, ControllerStart: start, End: end}
+	opt := incident.ReplayOptions{Policy: pol, ControllerStart: start, End: end, PassDrift: incident.DefaultPassDrift}
 	_, runs, err := incident.Phases(context.Background(), h, open, opt, incident.PhaseOffsets(pol.NodeMonitorPeriod, replayPhases))
 	if err != nil {
 		t.Fatalf("self-replay of %s: %v", name, err)

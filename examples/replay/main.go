@@ -91,6 +91,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	fs.Var(&nodeStalls, "node-watch-stall", "the controller's Node watch stalls `FROM/TO` (as -lease-watch-stall; repeatable)")
 	fs.Var(&sweeps, "sweep", "replay once per value and print one table: `flag=v1,v2,...` with a policy flag's name (repeatable: a grid)")
 	phases := fs.Int("phases", 5, "replay under `n` monitor pass phases spread over one --node-monitor-period and report how outcomes depend on it (1: only -phase)")
+	drift := fs.Duration("pass-drift", 0, "each monitor pass follows the one before `d` later than --node-monitor-period, as kube-controller-manager's passes drift by their own duration (1ms is typical: incident.DefaultPassDrift; 0: none)")
 	phase := fs.Duration("phase", 0, "the main replay's monitor pass `phase` after the log's first event, in [0, --node-monitor-period)")
 	parallel := fs.Int("parallel", runtime.GOMAXPROCS(0), "run up to `n` replays of -phases or -sweep at once (each reads the log itself and holds its own cluster)")
 	export := fs.String("export-scenario", "", "write a policysim scenario with the same timeline to `file` (YAML)")
@@ -172,7 +173,10 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		// Given flags win: the guess fills only the others.
 		pol = h.Guess.Apply(pol)
 	}
-	ropt := incident.ReplayOptions{Policy: pol, Phase: *phase, Limits: lim, KeepRecordedReactions: *keepReactions}
+	if *drift < 0 {
+		return fmt.Errorf("replay: -pass-drift must not be negative, got %v", *drift)
+	}
+	ropt := incident.ReplayOptions{Policy: pol, Phase: *phase, PassDrift: *drift, Limits: lim, KeepRecordedReactions: *keepReactions}
 	if ropt.LeaseWatchStalls, err = parseWindows(h.First, "lease-watch-stall", leaseStalls); err != nil {
 		return err
 	}

@@ -46,6 +46,8 @@ func TestRun(t *testing.T) {
 		// the grace period from n1's timing; the others stay assumed.
 		{"defaults", []string{logFile}, 0, []string{"--node-monitor-grace-period=40s   guessed: from timing, weaker than a command line: from 1 node,",
 			"--node-monitor-period=5s (assumed)", "(1 value guessed from the log, not given", "node-unknown   n1", "Pods saved (the recording evicted them, the replay did not): 0"}},
+		{"pass drift", []string{"-pass-drift=-1ms", logFile}, 2, []string{"-pass-drift must not be negative"}},
+		{"pass drift too long", []string{"-pass-drift=5s", logFile}, 2, []string{"pass drift 5s outside [0, 5s)"}},
 		{"no guess", []string{"-guess-policy=false", logFile}, 0, []string{"--node-monitor-grace-period=50s (assumed)", "node-unknown   n1", "Pods saved (the recording evicted them, the replay did not): 0"}},
 		{"doctor guess", []string{"-doctor", "-node-monitor-period=5s", logFile}, 0, []string{"Policy the recorded controller ran with (given > guessed > assumed)",
 			"  - --node-monitor-period: given (5s)", "  - --node-monitor-grace-period=40s guessed: from timing", "  - kube-controller-manager's command line: none in the log"}},

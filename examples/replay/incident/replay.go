@@ -24,6 +24,13 @@ import (
 // Window is a span of the log's time, [From, To).
 type Window struct{ From, To time.Time }
 
+// DefaultPassDrift is a typical monitor pass drift
+// (ReplayOptions.PassDrift): about what a pass of kube-controller-manager
+// takes on a small cluster (1.36ms a pass, measured from the log lines
+// quoted in kubernetes/kubernetes#121793). The e2e self-replays of
+// kube-controller-manager's recordings use it.
+const DefaultPassDrift = time.Millisecond
+
 // DefaultKubeletReaction is how long a kubelet takes at most to put back
 // what a controller wrote over its status: its node status update period
 // (nodeStatusUpdateFrequency) and its status manager's sync period, both
@@ -62,6 +69,15 @@ type ReplayOptions struct {
 	// write on; the Lease circuit breaker's live reads see those writes.
 	// When a Node stall ends every node reaches the Monitor again.
 	LeaseWatchStalls, NodeWatchStalls []Window
+	// PassDrift is how much later than Policy.NodeMonitorPeriod each
+	// monitor pass follows the one before (0: none; the replay command's
+	// -pass-drift). kube-controller-manager
+	// runs monitorNodeHealth with wait.UntilWithContext, whose period
+	// starts when a pass returns: its passes drift by each pass's
+	// duration. Without a drift, a grace period that is a whole number of
+	// periods is crossed one pass later than KCM crosses it, at every
+	// phase.
+	PassDrift time.Duration
 	// KubeletReaction bounds when a kubelet reacts to a replayed write the
 	// recording lacks (0: DefaultKubeletReaction): at its first write in
 	// the log within it after the replayed write.
@@ -300,6 +316,9 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 	}
 	if opt.Phase < 0 || opt.Phase >= p.NodeMonitorPeriod {
 		return nil, fmt.Errorf("incident: phase %v outside [0, %v)", opt.Phase, p.NodeMonitorPeriod)
+	}
+	if opt.PassDrift < 0 || opt.PassDrift >= p.NodeMonitorPeriod {
+		return nil, fmt.Errorf("incident: pass drift %v outside [0, %v)", opt.PassDrift, p.NodeMonitorPeriod)
 	}
 	lim := opt.Limits.withDefaults()
 	last := h.Last
@@ -541,7 +560,7 @@ func (r *replayer) loop(src Source) error {
 		if t == nextMonitor {
 			r.m.MonitorPass(r.ctx, r.now())
 			r.run.MonitorPasses++
-			nextMonitor += mp
+			nextMonitor += mp + r.opt.PassDrift
 		}
 		if t%tp == 0 && t >= start && r.hasWork(t) {
 			r.m.TaintPass(r.ctx, r.now())

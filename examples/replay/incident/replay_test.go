@@ -349,3 +349,37 @@ func TestFinalDeletionAfterEviction(t *testing.T) {
 		}
 	}
 }
+
+// TestPassDrift: n1's last renewal at +50.01s; grace 40s, 8 passes of 5s,
+// the first at +0.1s. The pass at +50.1s sees the renewal. Without a
+// drift the pass 8 periods later is exactly 40s after it, not more: n1
+// goes Unknown one pass later, at +1m35.1s. With 2ms a pass
+// (kube-controller-manager's passes drift by their duration) the renewal
+// is seen at +50.12s and the pass at +1m30.136s is 40.016s later.
+func TestPassDrift(t *testing.T) {
+	g := &gen{nodes: 3, podsPerNode: 1, duration: 3 * time.Minute, stop: "n1", stopAt: 51 * time.Second}
+	for _, tc := range []struct {
+		drift time.Duration
+		want  time.Duration
+	}{{0, 95100 * time.Millisecond}, {2 * time.Millisecond, 90136 * time.Millisecond}} {
+		h, run, _ := replayLog(t, g.build(), ReplayOptions{Policy: policy(t, "--node-monitor-grace-period=40s"), Phase: 100 * time.Millisecond, PassDrift: tc.drift})
+		var got []time.Duration
+		for _, d := range run.Replayed {
+			if d.Kind == KindNodeUnknown {
+				got = append(got, d.Time.Sub(h.First))
+			}
+		}
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("drift %v: n1 Unknown at %v, want [%v]", tc.drift, got, tc.want)
+		}
+	}
+	for _, drift := range []time.Duration{-time.Millisecond, 5 * time.Second} {
+		h, err := Inventory(SliceSource(g.build()), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Replay(context.Background(), h, SliceSource(g.build()), ReplayOptions{Policy: DefaultPolicy(), PassDrift: drift}); err == nil || !strings.Contains(err.Error(), "pass drift") {
+			t.Errorf("drift %v: Replay error %v, want one naming the pass drift", drift, err)
+		}
+	}
+}
