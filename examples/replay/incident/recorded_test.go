@@ -93,7 +93,7 @@ func TestRecordedKCM(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opt := ReplayOptions{Policy: pol, ControllerStart: start, End: end}
+			opt := ReplayOptions{Policy: pol, ControllerStart: start, End: end, PassDrift: DefaultPassDrift}
 			_, runs, err := Phases(context.Background(), h, open, opt, PhaseOffsets(pol.NodeMonitorPeriod, recordedPhases))
 			if err != nil {
 				t.Fatal(err)
