@@ -180,6 +180,7 @@ func scenarioLargeZone() parityScenario {
 	sc.known = retaintKnown
 	sc.replayKnown = []replayKnown{{Kind: incident.KindPodEvicted, Missing: true, Repeat: true,
 		Reason: "KCM v1.37.2 re-taints a node its pass's stale copy shows untainted (kubernetes/kubernetes#89012's re-taint rule, retaintKnown) and its taint-eviction-controller deletes the already deleted pod again; the library keeps the taint as it is and deletes once"}}
+	sc.replayGap = "KCM's tainting goroutine taints the zone's first nodes at the normal rate while the monitor pass that turns the zone PartiallyDisrupted is still running (4 nodes in the recordings of 2026-12-02; the race of kubernetes/kubernetes#111385, which the library does not have: it runs no tainting pass during a monitor pass), so KCM's later taints at the secondary rate come 1.5-3 s before the replay's (a taint's recorded time is its timeAdded, truncated to the second); when KCM's pass also sees some of the 40 last renewals a pass before the others, the replay follows that only with the pass drift (incident.DefaultPassDrift)"
 	return sc
 }
 
