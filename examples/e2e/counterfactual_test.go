@@ -252,7 +252,7 @@ func cfZoneHoldPair() counterfactual {
 }
 
 // zoneHoldRace: KCM v1.37.2 taints some of the nodes whose Unknown turns
-// a zone partially disrupted (seen in 4 of 6 runs).
+// a zone partially disrupted (seen in 6 of 8 runs).
 const zoneHoldRace = "KCM's tainting goroutine (doNoExecuteTaintingPass, every 100ms) may taint a node its monitor pass has just queued before that pass's handleDisruption stops the partially disrupted zone's queue (the race of kubernetes/kubernetes#111385); the library runs no tainting pass during a monitor pass, so the hold starts with the pass"
 
 // runCounterfactual runs cf's two sides at once, then checks each side's
