@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kubelifecycle/lifecycle/internal/axis"
 )
 
 // svgMaxNodeRows is how many node rows the chart draws at most; the other
@@ -161,7 +163,7 @@ func drawSVG(w io.Writer, res *Result) {
 	fmt.Fprintf(w, `<text x="12" y="%.0f" fill="#444">%s</text>`+"\n", subY, esc(sub))
 
 	// Grid lines and the time axis.
-	step := tickStep(end)
+	step := axis.Step(end)
 	fmt.Fprintf(w, `<g stroke="%s" stroke-width="1">`+"\n", colGrid)
 	for t := time.Duration(0); t <= end; t += step {
 		fmt.Fprintf(w, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f"/>`+"\n", x(t), zonesTop-4, x(t), axisY)
@@ -170,7 +172,7 @@ func drawSVG(w io.Writer, res *Result) {
 	fmt.Fprintf(w, `<line x1="%d" y1="%.0f" x2="%d" y2="%.0f" stroke="#444"/>`+"\n", svgLeft, axisY, svgLeft+svgChartW, axisY)
 	for t := time.Duration(0); t <= end; t += step {
 		fmt.Fprintf(w, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="#444"/>`+"\n", x(t), axisY, x(t), axisY+5)
-		fmt.Fprintf(w, `<text x="%.1f" y="%.0f" text-anchor="middle" font-size="11">%s</text>`+"\n", x(t), axisY+18, esc(axisLabel(t)))
+		fmt.Fprintf(w, `<text x="%.1f" y="%.0f" text-anchor="middle" font-size="11">%s</text>`+"\n", x(t), axisY+18, esc(axis.Label(t)))
 	}
 	fmt.Fprintf(w, `<text x="%d" y="%.0f" font-size="11" fill="#444">time since start</text>`+"\n", svgLeft+svgChartW/2-45, axisY+31)
 
@@ -366,35 +368,6 @@ func drawBandTitled(w io.Writer, x1, x2, y, h float64, fill, label, title, label
 }
 
 func esc(s string) string { return html.EscapeString(s) }
-
-// tickStep picks a round axis step giving at most 12 ticks.
-func tickStep(end time.Duration) time.Duration {
-	for _, s := range []time.Duration{
-		time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
-		time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
-		time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
-	} {
-		if end/s <= 12 {
-			return s
-		}
-	}
-	return end / 12
-}
-
-// axisLabel is a compact offset: "0", "45s", "5m", "5m30s", "1h", "1h30m".
-func axisLabel(t time.Duration) string {
-	if t == 0 {
-		return "0"
-	}
-	s := t.String() // "30s", "5m0s", "1m30s", "1h0m0s", "1h30m0s"
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
 
 // nodeTracks builds every changed node's row from the timeline; it also
 // returns how many nodes changed.

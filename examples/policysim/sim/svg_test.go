@@ -128,22 +128,6 @@ func TestSVGLimitsRows(t *testing.T) {
 	}
 }
 
-func TestAxisLabels(t *testing.T) {
-	for _, tt := range []struct {
-		d    time.Duration
-		want string
-	}{{0, "0"}, {30 * time.Second, "30s"}, {5 * time.Minute, "5m"}, {90 * time.Second, "1m30s"}, {time.Hour, "1h"}, {90 * time.Minute, "1h30m"}} {
-		if got := axisLabel(tt.d); got != tt.want {
-			t.Errorf("axisLabel(%v) = %q, want %q", tt.d, got, tt.want)
-		}
-	}
-	for _, end := range []time.Duration{time.Second, 7 * time.Minute, time.Hour, 7 * 24 * time.Hour} {
-		if n := end / tickStep(end); n > 12 || n < 1 {
-			t.Errorf("tickStep(%v) = %v: %d ticks, want 1..12", end, tickStep(end), n)
-		}
-	}
-}
-
 // TestSVGCumulativeAndPending: per zone, the cumulative nodes tainted and
 // pods evicted, and the work pending at the end at the right edge.
 func TestSVGCumulativeAndPending(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/kubelifecycle/lifecycle/internal/axis"
 )
 
 // MaxSVGRows bounds the node rows WriteSVG draws: a postmortem reads the
@@ -187,7 +189,7 @@ func (r *Report) drawSVG(w io.Writer) {
 	}
 
 	// Grid and axes.
-	step := svgTickStep(span)
+	step := axis.Step(span)
 	fmt.Fprintf(w, `<g stroke="%s" stroke-width="1">`+"\n", svgColGrid)
 	for t := time.Duration(0); t <= span; t += step {
 		fmt.Fprintf(w, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f"/>`+"\n", x(origin.Add(t)), rowsTop, x(origin.Add(t)), rowsBottom)
@@ -195,7 +197,7 @@ func (r *Report) drawSVG(w io.Writer) {
 	fmt.Fprintln(w, `</g>`)
 	for _, ay := range []float64{axisTop + 10, axisBottom + 16} {
 		for t := time.Duration(0); t <= span; t += step {
-			fmt.Fprintf(w, `<text x="%.1f" y="%.0f" text-anchor="middle" font-size="11" fill="#444">%s</text>`+"\n", x(origin.Add(t)), ay, svgAxisLabel(t))
+			fmt.Fprintf(w, `<text x="%.1f" y="%.0f" text-anchor="middle" font-size="11" fill="#444">%s</text>`+"\n", x(origin.Add(t)), ay, offsetLabel(t))
 		}
 	}
 	fmt.Fprintf(w, `<text x="%d" y="%.0f" font-size="11" fill="#444">time since the log's first event (%s)</text>`+"\n", svgLeft, axisBottom+32, esc(svgTime(origin)))
@@ -601,31 +603,10 @@ func capList(s []string, n int) []string {
 	return append(s[:n:n], fmt.Sprintf("and %d more", len(s)-n))
 }
 
-// svgTickStep picks a round axis step giving at most 12 ticks.
-func svgTickStep(span time.Duration) time.Duration {
-	for _, s := range []time.Duration{
-		time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second, 30 * time.Second,
-		time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute,
-		time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour,
-	} {
-		if span/s <= 12 {
-			return s
-		}
-	}
-	return max(span/12, time.Second)
-}
-
-// svgAxisLabel is a compact offset: "0", "+45s", "+5m", "+5m30s", "+1h".
-func svgAxisLabel(t time.Duration) string {
+// offsetLabel is an axis label as an offset: "0", "+45s", "+5m30s".
+func offsetLabel(t time.Duration) string {
 	if t == 0 {
 		return "0"
 	}
-	s := t.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return "+" + s
+	return "+" + axis.Label(t)
 }
