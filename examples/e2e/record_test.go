@@ -21,7 +21,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -337,14 +336,9 @@ func recordedWriter(e *parity.AuditEvent) bool {
 	return recordedController(e) && !slices.Contains([]string{"get", "list", "watch"}, e.Verb)
 }
 
-// recordingSpan returns when the recorded controller started and when the
-// recording ended. start: its first list (or, with client-go's
-// WatchListClient, the start of a watch that sends the initial list) of
-// Nodes, after the log began (the test's nodes register first); zero if
-// it never listed. A watch is logged when it ends, with the time it was
-// received: the whole log is read. end: the last event's time (the
-// controller's watches ending when it stopped), later than the last
-// event the replay reads when the kubelets went silent.
+// recordingSpan is incident.ControllerSpan of the log at auditLog: the
+// controller's first list of Nodes (after the test's nodes registered)
+// and the last event's time.
 func recordingSpan(t *testing.T, auditLog string) (start, end time.Time) {
 	t.Helper()
 	r, err := audit.Open([]string{auditLog}, audit.Limits{})
@@ -352,22 +346,11 @@ func recordingSpan(t *testing.T, auditLog string) (start, end time.Time) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return start, end
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if e.StageTimestamp.After(end) {
-			end = e.StageTimestamp
-		}
-		if (e.Verb == "list" || e.Verb == "watch") && e.ObjectRef != nil && e.ObjectRef.Resource == "nodes" && slices.Contains(incident.DefaultControllerUsers, e.EffectiveUser().Username) &&
-			(start.IsZero() || e.RequestReceivedTimestamp.Before(start)) {
-			start = e.RequestReceivedTimestamp
-		}
+	start, end, err = incident.ControllerSpan(r, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return start, end
 }
 
 // replayKnown is a difference between the recording and its self-replay

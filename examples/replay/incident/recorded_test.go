@@ -166,37 +166,14 @@ func explain(t *testing.T, c *Comparison, known []recordedKnown, log bool) []Dec
 	return out
 }
 
-// isControllerList reports whether e is the recorded controller listing
-// Nodes: a list, or with client-go's WatchListClient a watch that sends
-// the initial list (logged when it ends, received when it began).
-func isControllerList(e *audit.Event) bool {
-	return (e.Verb == "list" || e.Verb == "watch") && e.ObjectRef != nil && e.ObjectRef.Resource == "nodes" && slices.Contains(DefaultControllerUsers, e.EffectiveUser().Username)
-}
-
-// recordingSpan returns when the recorded controller first listed Nodes
-// in the log at path (zero if never: when it started) and the log's last
-// event time (when the recording ended; the replay runs until then).
+// recordingSpan is ControllerSpan of the log at path.
 func recordingSpan(path string) (start, end time.Time, err error) {
 	r, err := audit.Open([]string{path}, audit.Limits{})
 	if err != nil {
 		return start, end, err
 	}
 	defer r.Close()
-	for {
-		e, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return start, end, nil
-		}
-		if err != nil {
-			return start, end, err
-		}
-		if e.StageTimestamp.After(end) {
-			end = e.StageTimestamp
-		}
-		if isControllerList(e) && (start.IsZero() || e.RequestReceivedTimestamp.Before(start)) {
-			start = e.RequestReceivedTimestamp
-		}
-	}
+	return ControllerSpan(r, nil)
 }
 
 // trimRecording writes the lines of the audit log from that play a part in
@@ -226,7 +203,7 @@ func trimRecording(from, to string) error {
 		if !e.StageTimestamp.Before(last) {
 			last, lastLine = e.StageTimestamp, e.Source.Line
 		}
-		if isControllerList(e) && (first.IsZero() || e.RequestReceivedTimestamp.Before(first)) {
+		if listsNodes(e, DefaultControllerUsers) && (first.IsZero() || e.RequestReceivedTimestamp.Before(first)) {
 			first, firstLine = e.RequestReceivedTimestamp, e.Source.Line
 		}
 		if _, ok, err := c.classify(e); err != nil {
