@@ -360,8 +360,13 @@ func (d *decoder) object(s *scanner, ev *Event, env *envelope, outer bool) error
 				err = s.null()
 				break
 			}
-			u := &User{}
-			if err = d.user(s, u); err == nil {
+			// The user's groups are in d.groups until finish copies
+			// them: the impersonated user's get a slice of their own.
+			u, shared := &User{}, d.groups
+			d.groups = nil
+			err = d.user(s, u)
+			d.groups = shared
+			if err == nil {
 				ev.ImpersonatedUser = u
 			}
 		case "userAgent":
@@ -485,15 +490,15 @@ func (d *decoder) envelopeField(s *scanner, key []byte, env *envelope) error {
 			if err != nil || !ok {
 				return err
 			}
+			if len(d.msgs) == maxLogEvents {
+				return fmt.Errorf("more than %d logEvents", maxLogEvents)
+			}
 			if s.peek() != '{' {
 				if err := s.skip(); err != nil {
 					return err
 				}
 				d.msgs = append(d.msgs, rawMsg{}) // counted as SkipOtherLog
 				continue
-			}
-			if len(d.msgs) == maxLogEvents {
-				return fmt.Errorf("more than %d logEvents", maxLogEvents)
 			}
 			if err := s.open('{'); err != nil {
 				return err

@@ -21,10 +21,12 @@ func TestImpersonatedUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []struct{ user, effective string }{
-		{"admin", "system:node:node-0001"},
-		{"system:node:node-0002", "system:node:node-0002"},
-		{"system:node:node-0003", "system:node:node-0003"},
+	// The groups of both users are the event's own, whatever the next
+	// events' are.
+	for _, want := range []struct{ user, effective, groups, effGroups string }{
+		{"admin", "system:node:node-0001", "system:masters system:authenticated", "system:nodes"},
+		{"system:node:node-0002", "system:node:node-0002", "system:nodes system:authenticated", "system:nodes system:authenticated"},
+		{"system:node:node-0003", "system:node:node-0003", "system:nodes system:authenticated", "system:nodes system:authenticated"},
 	} {
 		e, err := r.Next()
 		if err != nil {
@@ -32,6 +34,9 @@ func TestImpersonatedUser(t *testing.T) {
 		}
 		if e.User.Username != want.user || e.EffectiveUser().Username != want.effective {
 			t.Errorf("%s: User %q, EffectiveUser() %q; want %q, %q", e.AuditID, e.User.Username, e.EffectiveUser().Username, want.user, want.effective)
+		}
+		if g, eg := strings.Join(e.User.Groups, " "), strings.Join(e.EffectiveUser().Groups, " "); g != want.groups || eg != want.effGroups {
+			t.Errorf("%s: groups %q, effective %q; want %q, %q", e.AuditID, g, eg, want.groups, want.effGroups)
 		}
 	}
 	if e := func() *Event { e, _ := r.Next(); return e }(); e != nil {

@@ -316,21 +316,25 @@ func TestErrorKinds(t *testing.T) {
 	assert.Equal(t, err1, err2)
 }
 
+// TestSubscriptionRecordBound: a record of more than maxLogEvents events,
+// objects or not, is one malformed line.
 func TestSubscriptionRecordBound(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"messageType":"DATA_MESSAGE","logEvents":[`)
-	for i := range maxLogEvents + 1 {
-		if i > 0 {
-			b.WriteByte(',')
+	for _, elem := range []string{`{"message":"x"}`, `1`} {
+		var b strings.Builder
+		b.WriteString(`{"messageType":"DATA_MESSAGE","logEvents":[`)
+		for i := range maxLogEvents + 1 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(elem)
 		}
-		b.WriteString(`{"message":"x"}`)
+		b.WriteString("]}")
+		res := readAll(t, Limits{}, lines(rc("a", 0), b.String()))
+		require.NoError(t, res.err)
+		assert.Equal(t, []string{"a"}, res.ids)
+		require.Equal(t, int64(1), res.stats.Skips(SkipMalformed), elem)
+		assert.Contains(t, res.stats.Skipped[0].First[0].Detail, `field "logEvents": more than 10000 logEvents`)
 	}
-	b.WriteString("]}")
-	res := readAll(t, Limits{}, lines(rc("a", 0), b.String()))
-	require.NoError(t, res.err)
-	assert.Equal(t, []string{"a"}, res.ids)
-	require.Equal(t, int64(1), res.stats.Skips(SkipMalformed))
-	assert.Contains(t, res.stats.Skipped[0].First[0].Detail, `field "logEvents": more than 10000 logEvents`)
 }
 
 func TestEnvelopes(t *testing.T) {
