@@ -129,6 +129,9 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	if *parallel < 1 {
 		return fmt.Errorf("replay: -parallel must be positive, got %d", *parallel)
 	}
+	if *drift < 0 {
+		return fmt.Errorf("replay: -pass-drift must not be negative, got %v", *drift)
+	}
 	if *phases < 1 || *phases > 100 {
 		return fmt.Errorf("replay: -phases must be in [1, 100], got %d", *phases)
 	}
@@ -173,9 +176,6 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		// Given flags win: the guess fills only the others.
 		pol = h.Guess.Apply(pol)
 	}
-	if *drift < 0 {
-		return fmt.Errorf("replay: -pass-drift must not be negative, got %v", *drift)
-	}
 	ropt := incident.ReplayOptions{Policy: pol, Phase: *phase, PassDrift: *drift, Limits: lim, KeepRecordedReactions: *keepReactions}
 	if ropt.LeaseWatchStalls, err = parseWindows(h.First, "lease-watch-stall", leaseStalls); err != nil {
 		return err
@@ -208,12 +208,7 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		}
 	}
 	if main == nil {
-		if src, err = op(); err != nil {
-			return err
-		}
-		main, err = incident.Replay(ctx, h, src, ropt)
-		closeSource(src)
-		if err != nil {
+		if main, err = incident.ReplayOpen(ctx, h, op, ropt); err != nil {
 			return err
 		}
 	}

@@ -189,8 +189,11 @@ func TestOutputDeterministic(t *testing.T) {
 			continue // no sweep in SVG
 		}
 		// A sweep, at once and one run at a time.
-		a, _ := runArgs(t, "-format", format, "-parallel", "4", "-sweep", "node-monitor-grace-period=40s,50s,60s", logFile)
-		b, _ := runArgs(t, "-format", format, "-parallel", "1", "-sweep", "node-monitor-grace-period=40s,50s,60s", logFile)
+		a, codeA := runArgs(t, "-format", format, "-parallel", "4", "-sweep", "node-monitor-grace-period=40s,50s,60s", logFile)
+		b, codeB := runArgs(t, "-format", format, "-parallel", "1", "-sweep", "node-monitor-grace-period=40s,50s,60s", logFile)
+		if codeA != 0 || codeB != 0 {
+			t.Fatalf("-format %s -sweep: exit %d and %d:\n%s\n%s", format, codeA, codeB, a, b)
+		}
 		if a != b {
 			t.Fatalf("-format %s -sweep: -parallel 4 and 1 differ:\n%s\n%s", format, a, b)
 		}

@@ -61,8 +61,11 @@ func runSweep(ctx context.Context, h *incident.History, open incident.Opener, op
 
 // runAll replays the log under each of opts, up to parallel at once (each
 // reads the log itself), and returns the runs in opts' order, or the
-// error of the first that failed.
+// error of the first that failed, naming its policy and phase; a failure
+// stops the other runs.
 func runAll(ctx context.Context, h *incident.History, open incident.Opener, opts []incident.ReplayOptions, parallel int) ([]*incident.Run, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	runs := make([]*incident.Run, len(opts))
 	errs := make([]error, len(opts))
 	sem := make(chan struct{}, max(parallel, 1))
@@ -73,7 +76,10 @@ func runAll(ctx context.Context, h *incident.History, open incident.Opener, opts
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			runs[i], errs[i] = incident.ReplayOpen(ctx, h, open, o)
+			if runs[i], errs[i] = incident.ReplayOpen(ctx, h, open, o); errs[i] != nil {
+				errs[i] = fmt.Errorf("replay under %s at phase %v: %w", o.Policy, o.Phase, errs[i])
+				cancel()
+			}
 		}()
 	}
 	wg.Wait()
