@@ -62,7 +62,8 @@ type ReplayOptions struct {
 	// nothing more until then.
 	End time.Time
 	// LeaseWatchStalls and NodeWatchStalls are when the controller's Lease
-	// and Node caches stall (modelled: the log cannot tell). During a stall
+	// and Node caches stall (modelled: the log cannot tell), in any order;
+	// overlapping or touching windows are one stall. During a stall
 	// the cache keeps the objects as they were when it began (Leases:
 	// monitortest.LeaseStall; Nodes: their Node events do not reach the
 	// Monitor and its reads return the frozen nodes) while the kubelets
@@ -337,6 +338,10 @@ func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Ru
 			return nil, fmt.Errorf("incident: stall window %s/%s: must end after it begins", w.From.Format(time.RFC3339Nano), w.To.Format(time.RFC3339Nano))
 		}
 	}
+	// A cache stalls once over overlapping or touching windows, in any
+	// order.
+	opt.LeaseWatchStalls = mergeWindows(slices.Clone(opt.LeaseWatchStalls))
+	opt.NodeWatchStalls = mergeWindows(slices.Clone(opt.NodeWatchStalls))
 	r := &replayer{ctx: ctx, h: h, opt: opt, lim: lim, origin: h.First,
 		run: &Run{Policy: p, Phase: opt.Phase, Origin: h.First, End: last, nodes: map[string]*nodeFacts{}, deleted: map[string]string{},
 			leaseStalls: opt.LeaseWatchStalls, nodeStalls: len(opt.NodeWatchStalls)},

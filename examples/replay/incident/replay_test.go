@@ -383,3 +383,36 @@ func TestPassDrift(t *testing.T) {
 		}
 	}
 }
+
+// TestStallWindowsMerged: overlapping, touching and unordered windows are
+// one stall each: the cache stalls at the first's start and resumes at
+// the last's end, once.
+func TestStallWindowsMerged(t *testing.T) {
+	at := func(s int) time.Time { return epoch.Add(time.Duration(s) * time.Second) }
+	for _, tc := range []struct {
+		name string
+		wins []Window
+		want [][2]time.Duration // stalled, resumed
+	}{
+		{"overlapping", []Window{{at(10), at(70)}, {at(20), at(30)}}, [][2]time.Duration{{10 * time.Second, 70 * time.Second}}},
+		{"touching, unordered", []Window{{at(40), at(70)}, {at(10), at(40)}}, [][2]time.Duration{{10 * time.Second, 70 * time.Second}}},
+		{"apart", []Window{{at(50), at(60)}, {at(10), at(20)}}, [][2]time.Duration{{10 * time.Second, 20 * time.Second}, {50 * time.Second, 60 * time.Second}}},
+	} {
+		_, run, _ := replayLog(t, stallLog(), ReplayOptions{LeaseWatchStalls: tc.wins})
+		var got [][2]time.Duration
+		for _, n := range run.Notes {
+			switch n.Kind {
+			case NoteLeaseStalled:
+				got = append(got, [2]time.Duration{n.Time.Sub(epoch)})
+			case NoteLeaseResumed:
+				if len(got) == 0 {
+					t.Fatalf("%s: resumed before any stall", tc.name)
+				}
+				got[len(got)-1][1] = n.Time.Sub(epoch)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: stalls %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
