@@ -234,7 +234,7 @@ func (g *guessWatch) noExecute(t taintSnap) {
 type nodeDelay struct {
 	node string
 	d    time.Duration
-	src  string
+	src  audit.Position
 }
 
 func newGuessWatch(users []string, lim Limits) *guessWatch {
@@ -325,7 +325,7 @@ func (g *guessWatch) pod(e *audit.Event) {
 }
 
 // heartbeat notes a kubelet's Lease renewal (lease) or status post.
-func (g *guessWatch) heartbeat(node string, at time.Time, lease bool, src string) {
+func (g *guessWatch) heartbeat(node string, at time.Time, lease bool, src audit.Position) {
 	if lease {
 		if l, ok := g.lastLease[node]; ok && at.After(l) {
 			if e, ok := g.leaseEvery[node]; !ok || at.Sub(l) < e {
@@ -346,7 +346,7 @@ func (g *guessWatch) heartbeat(node string, at time.Time, lease bool, src string
 
 // unknown notes the recorded controller's Ready=Unknown write of node,
 // made at recv, that is a node-unknown decision.
-func (g *guessWatch) unknown(node string, recv time.Time, created bool, src string) {
+func (g *guessWatch) unknown(node string, recv time.Time, created bool, src audit.Position) {
 	g.lastUnknown[node] = recv
 	beat, ok := g.lastBeat[node]
 	switch {
@@ -463,7 +463,7 @@ func (g *guessWatch) finish() PolicyGuess {
 	pg.GraceNodes = len(nodes)
 	if len(g.delays) > 0 {
 		m := slices.MinFunc(g.delays, func(a, b nodeDelay) int { return cmp.Compare(a.d, b.d) })
-		pg.graceNode, pg.graceSrc = m.node, m.src
+		pg.graceNode, pg.graceSrc = m.node, m.src.String()
 	}
 	if g.startup > 0 {
 		ev("%d Ready=Unknown writes of nodes created in the log that never posted a status (--node-startup-grace-period): not used for the grace period", g.startup)

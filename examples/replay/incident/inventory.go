@@ -213,12 +213,12 @@ func (in *inventory) add(it *item) error {
 			return err
 		}
 		n.HasLease = true
-		in.guess.heartbeat(it.node, it.at, true, it.src.String())
+		in.guess.heartbeat(it.node, it.at, true, it.src)
 	case opNodeStatus:
 		if _, err := in.node(it.node, it.at); err != nil {
 			return err
 		}
-		in.guess.heartbeat(it.node, it.at, false, it.src.String())
+		in.guess.heartbeat(it.node, it.at, false, it.src)
 		r := b.ready(string(v1.NodeReady))
 		if r != "" {
 			in.ready[it.node] = r
@@ -271,7 +271,7 @@ func (in *inventory) add(it *item) error {
 			in.recent = append(in.recent, recentUnknown{it.recv, it.node})
 		}
 		if r == v1.ConditionUnknown && in.ready[it.node] != v1.ConditionUnknown {
-			in.guess.unknown(it.node, it.recv, !n.Existed(), it.src.String())
+			in.guess.unknown(it.node, it.recv, !n.Existed(), it.src)
 			if err := in.record(Decision{Time: it.recv, Kind: KindNodeUnknown, Node: it.node, Inferred: inferred, Source: it.src.String()}); err != nil {
 				return err
 			}
