@@ -68,7 +68,7 @@ func (s *sim) written(i int, kind monitor.Kind) {
 		s.nodeAPI(i, v1.ConditionUnknown)
 		s.planNodeSync(i)
 	case monitor.KindPodsNotReady:
-		marked, _ := s.countsDelta()
+		marked := s.markedDelta()
 		s.downs[s.nodes[i].zone].marked += marked
 		s.podsAPI(i, s.down[i].pods+marked)
 		s.planPodSync(i)
@@ -155,18 +155,16 @@ func (s *sim) post(i int, ready v1.ConditionStatus) {
 // Monitor (upstream's podUpdated acts only on a pod whose node is set or
 // changes).
 func (s *sim) podsReady(i int) (restored int) {
-	s.countsDelta()
-	s.c.SetPodsReady(s.ctx, s.nodes[i].name, s.now())
-	_, restored = s.countsDelta()
+	restored = s.c.SetPodsReady(s.ctx, s.nodes[i].name, s.now())
 	s.podsAPI(i, max(s.down[i].pods-restored, 0))
 	return restored
 }
 
-// countsDelta returns how many pods were marked not ready and how many
-// Ready again since it was last called.
-func (s *sim) countsDelta() (notReady, ready int) {
+// markedDelta returns how many pods were marked not ready since it was
+// last called.
+func (s *sim) markedDelta() int {
 	c := s.c.Counts()
-	notReady, ready = c.PodsMarkedNotReady-s.counts.PodsMarkedNotReady, c.PodsMarkedReady-s.counts.PodsMarkedReady
+	n := c.PodsMarkedNotReady - s.counts.PodsMarkedNotReady
 	s.counts = c
-	return notReady, ready
+	return n
 }

@@ -357,7 +357,7 @@ func RunOptions(ctx context.Context, sc *Scenario, opt Options) (*Result, error)
 	s.c.Attach(m)
 	// The Monitor keeps nothing of a pod object it is sent but strings
 	// and the template's tolerations, so the millions of pods sent by
-	// the initial sync and status writes need not be new objects each.
+	// the initial sync need not be new objects each.
 	s.c.ReuseEventPods(!opt.plain)
 	// One worker (MonitorConfig), and the summary is done with a node's
 	// pods before it lists the next: a list's pods may be reused.

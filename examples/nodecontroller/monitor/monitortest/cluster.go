@@ -599,7 +599,7 @@ func (c *Cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.P
 	c.mu.Lock()
 	pr, ok := c.pods[key]
 	if !ok {
-		return c.updateStampStatus(ctx, key, status)
+		return c.updateStampStatus(key, status)
 	}
 	p := *pr.pod
 	p.Status = *status.DeepCopy()
@@ -613,7 +613,7 @@ func (c *Cluster) UpdatePodStatus(ctx context.Context, pod *v1.Pod, status *v1.P
 
 // updateStampStatus is UpdatePodStatus for a stamped pod. c.mu is held
 // on entry and released.
-func (c *Cluster) updateStampStatus(ctx context.Context, key types.NamespacedName, status *v1.PodStatus) error {
+func (c *Cluster) updateStampStatus(key types.NamespacedName, status *v1.PodStatus) error {
 	st, ok := c.stamped.get(key)
 	if !ok {
 		c.mu.Unlock()
@@ -855,8 +855,10 @@ func (c *Cluster) SetPodsReady(ctx context.Context, name string, now time.Time) 
 		c.mu.Unlock()
 		return 0
 	}
-	var changed []*v1.Pod
-	pods := slices.Clone(rec.pods)
+	// The node's pods are copied at the first change: the old list may be
+	// shared with a Sync in progress.
+	var pods []*v1.Pod
+	n := 0
 	readyAt := func(cur *v1.Pod) *v1.Pod {
 		p := *cur
 		p.Status.Conditions = slices.Clone(cur.Status.Conditions)
@@ -868,19 +870,22 @@ func (c *Cluster) SetPodsReady(ctx context.Context, name string, now time.Time) 
 		}
 		return &p
 	}
-	for i, cur := range pods {
+	for i, cur := range rec.pods {
 		if podReady(cur) {
 			continue
+		}
+		if pods == nil {
+			pods = slices.Clone(rec.pods)
 		}
 		p := readyAt(cur)
 		pods[i] = p
 		c.pods[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}].pod = p
-		changed = append(changed, p)
+		n++
 	}
-	if len(changed) > 0 {
+	if n > 0 {
 		rec.pods, rec.shared = pods, false
 	}
-	n := len(changed) + len(rec.setStampsReady(nil, readyAt))
+	n += rec.setStampsReady(readyAt)
 	c.counts.PodsMarkedReady += n
 	c.mu.Unlock()
 	return n

@@ -494,9 +494,10 @@ func (c *Cluster) listedPods(rec *nodeRec) []*v1.Pod {
 }
 
 // setStampsReady makes every live stamped pod of rec that is not Ready
-// Ready at now, appending the stamps changed to changed. c.mu must be
-// held.
-func (rec *nodeRec) setStampsReady(changed []stampRef, ready func(*v1.Pod) *v1.Pod) []stampRef {
+// Ready (ready returns the pod made so) and returns how many it changed.
+// c.mu must be held.
+func (rec *nodeRec) setStampsReady(ready func(*v1.Pod) *v1.Pod) int {
+	n := 0
 	var from, to uint32 // the last status made Ready, and the result
 	for _, run := range rec.stamps {
 		for i := range run.stamps {
@@ -510,10 +511,10 @@ func (rec *nodeRec) setStampsReady(changed []stampRef, ready func(*v1.Pod) *v1.P
 				from, to = s.status, rec.addStatus(&p.Status)
 			}
 			s.status = to // shared by the stamps whose status was shared
-			changed = append(changed, r)
+			n++
 		}
 	}
-	return changed
+	return n
 }
 
 // addStatus stores st (which is never modified afterwards) as one of the
