@@ -248,3 +248,21 @@ func TestUniqueNameIsDNSLabel(t *testing.T) {
 		seen[n] = true
 	}
 }
+
+// TestTokenFile: the groups are one quoted CSV field; a user without
+// groups has none (an empty field would be a group named "").
+func TestTokenFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.csv")
+	users := []TokenUser{{Name: "system:node:n1", Groups: []string{"system:nodes", "extra"}}, {Name: "bare"}}
+	if err := writeTokenFile(path, "t0", users, []string{"t1", "t2"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "t0,admin,admin-uid,system:masters\nt1,system:node:n1,system:node:n1-uid,\"system:nodes,extra\"\nt2,bare,bare-uid\n"
+	if string(b) != want {
+		t.Errorf("token file:\n%s\nwant:\n%s", b, want)
+	}
+}

@@ -44,12 +44,19 @@ func newToken() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// writeTokenFile writes the static token file: one admin in
-// system:masters, then each of users with its token (tokens[i]).
+// writeTokenFile writes the static token file (CSV: token, user, uid,
+// then the groups as one quoted field): one admin in system:masters, then
+// each of users with its token (tokens[i]). A user without groups has no
+// groups field: an empty one would be a group named "". Names and groups
+// hold no comma or quote (checked by Start).
 func writeTokenFile(path, token string, users []TokenUser, tokens []string) error {
 	lines := token + ",admin,admin-uid,system:masters\n"
 	for i, u := range users {
-		lines += fmt.Sprintf("%s,%s,%s-uid,%q\n", tokens[i], u.Name, u.Name, strings.Join(u.Groups, ","))
+		lines += tokens[i] + "," + u.Name + "," + u.Name + "-uid"
+		if len(u.Groups) > 0 {
+			lines += `,"` + strings.Join(u.Groups, ",") + `"`
+		}
+		lines += "\n"
 	}
 	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
 		return fmt.Errorf("cluster: token file: %w", err)
