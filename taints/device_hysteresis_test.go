@@ -259,6 +259,24 @@ func TestDeviceBreakerResumeAfter(t *testing.T) {
 			{125 * time.Second, "limits", (*lim).limits, "gpu Armed 2/20 held 0 throttled 0"},
 		}...))
 	})
+	t.Run("flap between passes re-dates the wait", func(t *testing.T) {
+		// p1 comes back and goes again before the next pass: the wait
+		// counts from its second roll-back, as if a pass had seen it.
+		l := newFleet(t, b)
+		runLim(t, l, append(start, []limStep{
+			{70 * time.Second, "roll back p1", taintPools(nil, 1), ""},
+			{70 * time.Second, "Due", (*lim).due, "-"},
+			{70 * time.Second, "limits", (*lim).limits, "gpu Holding 2/20 held 2 throttled 0 resumes +1m40s"},
+			{80 * time.Second, "p1 tainted again", taintPools(storm, 1), ""},
+			{85 * time.Second, "roll back p1 again", taintPools(nil, 1), ""},
+			{85 * time.Second, "NextDeadline before the pass", (*lim).next, "+1m25s"},
+			{90 * time.Second, "Due", (*lim).due, "-"},
+			{90 * time.Second, "limits", (*lim).limits, "gpu Holding 2/20 held 2 throttled 0 resumes +1m55s"},
+			{100 * time.Second, "Due", (*lim).due, "-"},
+			{100 * time.Second, "limits", (*lim).limits, "gpu Holding 2/20 held 2 throttled 0 resumes +1m55s"},
+			{115 * time.Second, "Due", (*lim).due, evicted(0)},
+		}...))
+	})
 	t.Run("Due ends the hold", func(t *testing.T) {
 		l := newFleet(t, b)
 		runLim(t, l, append(start, []limStep{

@@ -212,8 +212,9 @@ func (m *devModel) track(now time.Time) {
 // MinDevices) of its allocated devices are tainted; a Holding or Released
 // one (a hold released) is armed again once its share is at or below
 // ResumeShare, at once without ResumeAfter, else ResumeAfter after its
-// calm run began, unless the share rises above it before a pass sees the
-// wait run out.
+// calm run began (a run broken and begun again between two passes moves
+// it), unless the share rises above it before a pass sees the wait run
+// out.
 func (m *devModel) judge(now time.Time) {
 	if m.blast == nil {
 		return
@@ -223,7 +224,6 @@ func (m *devModel) judge(now time.Time) {
 		n := counts[drv]
 		over := n[1] > m.blast.MinDevices && float64(n[1]) > m.blast.MaxShare*float64(n[0])
 		calm := float64(n[1]) <= m.blast.ResumeShare*float64(n[0])
-		_, waiting := m.resumeAt[drv]
 		switch {
 		case !m.held[drv] && !m.released[drv]:
 			m.held[drv] = over
@@ -231,7 +231,7 @@ func (m *devModel) judge(now time.Time) {
 			delete(m.resumeAt, drv)
 		case m.blast.ResumeAfter == 0:
 			m.held[drv], m.released[drv] = false, false
-		case !waiting:
+		default: // from the calm run's start: a flap between passes moves it
 			m.resumeAt[drv] = m.calmFrom[drv].Add(m.blast.ResumeAfter)
 		}
 	}

@@ -544,6 +544,10 @@ func (d *DeviceEvictor) verdictOf(v *devDriver) holdVerdict {
 		return verdictResume
 	case !v.resuming:
 		return verdictWait
+	case v.calmRun && !v.resumeAt.Equal(v.calmFrom.Add(d.cfg.BlastRadius.ResumeAfter)):
+		// The share went above ResumeShare and back between two passes:
+		// the wait counts from the input that brought it back.
+		return verdictWait
 	}
 	return verdictKeep
 }
@@ -581,6 +585,9 @@ func (d *DeviceEvictor) settle(now time.Time) []*devClaim {
 			if v.calmRun {
 				from = v.calmFrom // calm at every input since
 			}
+			// The run the wait counts from, so that only a flap re-dates
+			// it (verdictOf).
+			v.calmRun, v.calmFrom = true, from
 			v.resuming, v.resumeAt = true, from.Add(d.cfg.BlastRadius.ResumeAfter)
 			if !v.inResuming {
 				v.inResuming = true
