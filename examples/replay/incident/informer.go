@@ -111,8 +111,23 @@ func InformerStalls(src Source, rec *Recording, opt InformerOptions) ([]Stall, e
 		got[k] = append(got[k], r)
 		recorded[d.Kind] = true
 	}
-	for _, ts := range got {
+	// Each write's own delivery is looked up once: the first delivery of
+	// each resourceVersion and, for Leases, of each renewTime.
+	byRV, byRenew := map[deliveryKey]time.Time{}, map[deliveryKey]time.Time{}
+	for k, ts := range got {
 		slices.SortStableFunc(ts, func(a, b recv) int { return a.at.Compare(b.at) })
+		for _, r := range ts {
+			if r.rv != "" {
+				if _, ok := byRV[deliveryKey{k.kind, k.name, r.rv, 0}]; !ok {
+					byRV[deliveryKey{k.kind, k.name, r.rv, 0}] = r.at
+				}
+			}
+			if !r.renew.IsZero() {
+				if _, ok := byRenew[deliveryKey{k.kind, k.name, "", r.renew.UnixNano()}]; !ok {
+					byRenew[deliveryKey{k.kind, k.name, "", r.renew.UnixNano()}] = r.at
+				}
+			}
+		}
 	}
 	first, last := rec.First.Add(-opt.ClockOffset), rec.Last.Add(-opt.ClockOffset)
 	type late struct {
@@ -135,7 +150,7 @@ func InformerStalls(src Source, rec *Recording, opt InformerOptions) ([]Stall, e
 			continue
 		}
 		ts := got[key{kind, ev.ObjectRef.Name}]
-		to, ok := exactDelivery(ev, kind, ts)
+		to, ok := exactDelivery(ev, kind, byRV, byRenew)
 		undelivered := false
 		if !ok {
 			i := sort.Search(len(ts), func(i int) bool { return !ts[i].at.Before(s) })
@@ -183,11 +198,18 @@ type recv struct {
 	renew time.Time
 }
 
-// exactDelivery finds the delivery of ev's write itself among ts: the one
-// with the resourceVersion of ev's response body, or for a Lease the
-// renewTime of its request body (ok false: ev has neither, or no
-// delivery matches: the informer skipped the write).
-func exactDelivery(ev *audit.Event, kind string, ts []recv) (time.Time, bool) {
+// deliveryKey names one delivered version of an object: by its
+// resourceVersion (rv), or a Lease by its renewTime (renew, UnixNano).
+type deliveryKey struct {
+	kind, name, rv string
+	renew          int64
+}
+
+// exactDelivery finds the delivery of ev's write itself: the one with the
+// resourceVersion of ev's response body, or for a Lease the renewTime of
+// its request body (ok false: ev has neither, or no delivery matches: the
+// informer skipped the write).
+func exactDelivery(ev *audit.Event, kind string, byRV, byRenew map[deliveryKey]time.Time) (time.Time, bool) {
 	var body struct {
 		Metadata struct {
 			ResourceVersion string `json:"resourceVersion"`
@@ -196,19 +218,16 @@ func exactDelivery(ev *audit.Event, kind string, ts []recv) (time.Time, bool) {
 			RenewTime *time.Time `json:"renewTime"`
 		} `json:"spec"`
 	}
+	name := ev.ObjectRef.Name
 	if len(ev.ResponseObject) > 0 && json.Unmarshal(ev.ResponseObject, &body) == nil && body.Metadata.ResourceVersion != "" {
-		for _, r := range ts {
-			if r.rv == body.Metadata.ResourceVersion {
-				return r.at, true
-			}
+		if at, ok := byRV[deliveryKey{kind, name, body.Metadata.ResourceVersion, 0}]; ok {
+			return at, true
 		}
 	}
 	body.Spec.RenewTime = nil
 	if kind == DeliveryLease && len(ev.RequestObject) > 0 && json.Unmarshal(ev.RequestObject, &body) == nil && body.Spec.RenewTime != nil {
-		for _, r := range ts {
-			if r.renew.Equal(*body.Spec.RenewTime) {
-				return r.at, true
-			}
+		if at, ok := byRenew[deliveryKey{kind, name, "", body.Spec.RenewTime.UnixNano()}]; ok {
+			return at, true
 		}
 	}
 	return time.Time{}, false

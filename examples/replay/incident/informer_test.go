@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -176,6 +177,30 @@ func TestInformerStallsExactMatch(t *testing.T) {
 	s, err := InformerStalls(SliceSource(withBodies), rec, opt)
 	if err != nil || len(s) != 1 || !s[0].To.After(epoch.Add(2*time.Minute)) || !strings.Contains(s[0].Why, "12 writes") || strings.Contains(s[0].Why, "not delivered") {
 		t.Errorf("InformerStalls(Request) = %v, %v, want one stall over every renewal, each delivered", s, err)
+	}
+	// The same by resourceVersion, at level RequestResponse.
+	b.Reset()
+	if err := enc.Encode(Delivery{Received: epoch, Kind: DeliveryClock}); err != nil {
+		t.Fatal(err)
+	}
+	var withRVs []audit.Event
+	for i, ev := range evs {
+		if writeKind(&ev) == DeliveryLease {
+			rv := strconv.Itoa(i + 1)
+			if err := enc.Encode(Delivery{Received: ev.StageTimestamp.Add(15 * time.Second), Kind: DeliveryLease, Name: ev.ObjectRef.Name, ResourceVersion: rv}); err != nil {
+				t.Fatal(err)
+			}
+			ev.Level = "RequestResponse"
+			ev.ResponseObject = mustJSON(map[string]any{"metadata": map[string]any{"resourceVersion": rv}})
+		}
+		withRVs = append(withRVs, ev)
+	}
+	if rec, err = ReadRecording(&b, DefaultRecordingLimits()); err != nil {
+		t.Fatal(err)
+	}
+	s, err = InformerStalls(SliceSource(withRVs), rec, opt)
+	if err != nil || len(s) != 1 || !s[0].To.After(epoch.Add(2*time.Minute)) || !strings.Contains(s[0].Why, "12 writes") || strings.Contains(s[0].Why, "not delivered") {
+		t.Errorf("InformerStalls(RequestResponse) = %v, %v, want one stall over every renewal, each delivered", s, err)
 	}
 }
 
