@@ -336,12 +336,8 @@ func refString(r *audit.ObjectRef) string {
 	return s
 }
 
-func shorten(s string) string {
-	if len(s) > 120 {
-		return s[:120] + "…"
-	}
-	return s
-}
+// shorten clips s to 120 characters (never inside one).
+func shorten(s string) string { return clip(s, 121) }
 
 // zoneOf returns the node's zone and region labels.
 func zoneOf(labels map[string]string) (zone, region string) {

@@ -237,7 +237,6 @@ func (p Policy) Values() []PolicyValue {
 }
 
 func (p Policy) value(flag string) string {
-	ff := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 	switch flag {
 	case FlagNodeMonitorPeriod:
 		return p.NodeMonitorPeriod.String()

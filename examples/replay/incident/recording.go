@@ -83,15 +83,8 @@ func (r *Recording) ClockOffset() (time.Duration, bool) {
 // Blank lines are skipped; a line that does not parse, or names an
 // unknown kind or no name, is an error naming its line number.
 func ReadRecording(r io.Reader, lim RecordingLimits) (*Recording, error) {
-	if lim.MaxLineBytes <= 0 || lim.MaxLines <= 0 {
-		d := DefaultRecordingLimits()
-		if lim.MaxLineBytes <= 0 {
-			lim.MaxLineBytes = d.MaxLineBytes
-		}
-		if lim.MaxLines <= 0 {
-			lim.MaxLines = d.MaxLines
-		}
-	}
+	d := DefaultRecordingLimits()
+	lim.MaxLineBytes, lim.MaxLines = positiveOr(lim.MaxLineBytes, d.MaxLineBytes), positiveOr(lim.MaxLines, d.MaxLines)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), lim.MaxLineBytes+1)
 	rec := &Recording{}

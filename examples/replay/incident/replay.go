@@ -88,7 +88,8 @@ type ReplayOptions struct {
 	// the replay has not made (by default such a post is left out, with a
 	// NoteReactionDropped: see reactionWatch).
 	KeepRecordedReactions bool
-	// Limits bound the replayed decisions (MaxDecisions).
+	// Limits bound the replayed decisions (MaxDecisions) and the monitor
+	// passes (MaxMonitorPasses).
 	Limits Limits
 }
 
@@ -308,8 +309,8 @@ func podReady(st *v1.PodStatus) v1.ConditionStatus {
 // writes are not applied) and the kubelets react; the stalls begin or end;
 // the monitor pass runs (every NodeMonitorPeriod from First+Phase); then
 // the taint and eviction passes (every 100ms from First, when they have
-// work). The replay ends at the log's last event. ctx is looked at between
-// instants.
+// work). The replay ends at the log's last event, or at opt.End when that
+// is later. ctx is looked at between instants.
 func Replay(ctx context.Context, h *History, src Source, opt ReplayOptions) (*Run, error) {
 	p := opt.Policy
 	if p.NodeMonitorPeriod <= 0 {

@@ -301,7 +301,7 @@ func (r *Report) drawSVG(w io.Writer) {
 			fmt.Fprintf(w, `<rect x="%.1f" y="%.1f" width="16" height="%.0f" fill="%s" fill-opacity="%s"/>`+"\n", cx-8, cy-h/2, h, c, opacity)
 		}
 	}
-	item(box(svgColSilent, "1", 4), "kubelet silent (over 20s)")
+	item(box(svgColSilent, "1", 4), "kubelet silent (over "+silenceMin.String()+")")
 	for _, st := range []struct{ colour, what string }{{svgColLease, svgLeaseStalled}, {svgColNode, svgNodeStalled}} {
 		if slices.ContainsFunc(stalls, func(s svgStall) bool { return s.what == st.what }) {
 			item(box(st.colour, "0.35", 12), st.what)
