@@ -30,12 +30,6 @@ import (
 // would do; reports show offsets from it.
 var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// deadlineMargin is subtracted from Monitor.NextDeadline before rounding it
-// up to the next tick: evictionqueue's deadline may lie a nanosecond after
-// the instant its token bucket actually grants a token, and running a pass
-// early is harmless (it is one the every-tick run makes too).
-const deadlineMargin = time.Millisecond
-
 // Options selects how a scenario runs.
 type Options struct {
 	// PodEvictionTimeout > 0 runs the pre-1.27 node eviction mode
@@ -774,8 +768,7 @@ const never = time.Duration(1<<63 - 1)
 
 // hasWork reports whether a taint or eviction pass at t could do anything.
 func (s *sim) hasWork(t time.Duration) bool {
-	dl, ok := s.m.NextDeadline()
-	return ok && dl.Sub(Epoch)-deadlineMargin <= t
+	return s.m.PassDue(Epoch.Add(t))
 }
 
 // nextTick returns the next tick after t at which the passes must run.
@@ -785,14 +778,10 @@ func (s *sim) nextTick(t time.Duration) time.Duration {
 	if s.opt.Tick {
 		return next
 	}
-	dl, ok := s.m.NextDeadline()
-	if !ok {
-		return never
+	if next, ok := s.m.NextPassTick(Epoch, t, tp); ok {
+		return next
 	}
-	if d := dl.Sub(Epoch) - deadlineMargin; d > next {
-		next = (d + tp - 1) / tp * tp
-	}
-	return next
+	return never
 }
 
 // heartbeats runs the kubelet heartbeats due at t, in node order. It stops

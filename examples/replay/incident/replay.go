@@ -488,9 +488,6 @@ const silenceMin = 20 * time.Second
 // maxSilences bounds the silences kept per node.
 const maxSilences = 1000
 
-// deadlineMargin: see policysim's sim.deadlineMargin.
-const deadlineMargin = time.Millisecond
-
 func (r *replayer) loop(src Source) error {
 	cfg := r.m.Config()
 	mp, tp := cfg.MonitorPeriod, cfg.TaintPeriod
@@ -580,20 +577,14 @@ func (r *replayer) loop(src Source) error {
 }
 
 func (r *replayer) hasWork(t time.Duration) bool {
-	dl, ok := r.m.NextDeadline()
-	return ok && dl.Sub(r.origin)-deadlineMargin <= t
+	return r.m.PassDue(r.origin.Add(t))
 }
 
 func (r *replayer) nextTick(t, tp time.Duration) time.Duration {
-	next := (t/tp + 1) * tp
-	dl, ok := r.m.NextDeadline()
-	if !ok {
-		return never
+	if next, ok := r.m.NextPassTick(r.origin, t, tp); ok {
+		return next
 	}
-	if d := dl.Sub(r.origin) - deadlineMargin; d > next {
-		next = (d + tp - 1) / tp * tp
-	}
-	return next
+	return never
 }
 
 func (r *replayer) applyStall(s stallChange) {
