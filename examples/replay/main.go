@@ -193,8 +193,8 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 	// The main replay, and the phase sensitivity: when the main replay's
 	// phase is one of them, its run is reused.
 	var (
-		main *incident.Run
-		pr   *incident.PhaseReport
+		primary *incident.Run
+		pr      *incident.PhaseReport
 	)
 	if *phases > 1 {
 		offsets := incident.PhaseOffsets(pol.NodeMonitorPeriod, *phases)
@@ -204,20 +204,20 @@ func run(ctx context.Context, args []string, open func([]string) incident.Opener
 		}
 		pr = incident.NewPhaseReport(h, runs)
 		if i := slices.Index(offsets, *phase); i >= 0 {
-			main = runs[i]
+			primary = runs[i]
 		}
 	}
-	if main == nil {
-		if main, err = incident.ReplayOpen(ctx, h, op, ropt); err != nil {
+	if primary == nil {
+		if primary, err = incident.ReplayOpen(ctx, h, op, ropt); err != nil {
 			return err
 		}
 	}
-	rep := incident.NewReport(h, ropt, main)
+	rep := incident.NewReport(h, ropt, primary)
 	rep.Reader = notes
 	rep.Watch = watchNotes
 	rep.Phases = pr
 	if *export != "" {
-		if err := exportScenario(*export, h, main); err != nil {
+		if err := exportScenario(*export, h, primary); err != nil {
 			return err
 		}
 	}

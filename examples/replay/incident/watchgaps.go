@@ -79,8 +79,9 @@ func InferredStalls(src Source, users []string, minGap time.Duration) ([]Stall, 
 		}
 		r := watchReq{verb: ev.Verb, start: ev.RequestReceivedTimestamp, end: ev.StageTimestamp, code: ev.Code()}
 		if u, err := url.Parse(ev.RequestURI); err == nil {
-			r.rv = u.Query().Get("resourceVersion")
-			if u.Query().Get("watch") == "true" || u.Query().Get("watch") == "1" {
+			q := u.Query()
+			r.rv = q.Get("resourceVersion")
+			if w := q.Get("watch"); w == "true" || w == "1" {
 				r.verb = "watch"
 			}
 		}

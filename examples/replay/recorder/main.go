@@ -76,7 +76,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("recorder: %w", err)
 	}
 	rec := NewRecorder(f, lim, time.Now)
-	if err := rec.Clock(serverDate(ctx, cfg)); err != nil {
+	probe := serverDate(ctx, cfg)
+	logged := func() (time.Time, time.Time, error) {
+		date, received, err := probe()
+		if err != nil {
+			fmt.Fprintf(stderr, "recorder: the apiserver's Date is unknown (%v): the recording's clock line has none\n", err)
+		}
+		return date, received, err
+	}
+	if err := rec.Clock(logged); err != nil {
 		f.Close()
 		return err
 	}
